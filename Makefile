@@ -1,0 +1,33 @@
+# Development commands. `make check` runs what CI runs (.ci/run), against the current environment.
+PYTHON ?= python3
+PYTEST_MARKERS ?= not model and not postgres
+
+.PHONY: install test lint fmt typecheck importcheck check bench ci
+
+install:
+	$(PYTHON) -m pip install -e '.[test]'
+
+test:
+	$(PYTHON) -m pytest -m '$(PYTEST_MARKERS)'
+
+lint:
+	$(PYTHON) -m ruff check src tests
+
+fmt:
+	$(PYTHON) -m ruff format src tests bench
+	$(PYTHON) -m ruff check --fix src tests bench
+
+typecheck:
+	$(PYTHON) -m mypy
+
+importcheck:
+	$(PYTHON) -c 'import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())'
+
+check: lint typecheck importcheck test
+
+bench:
+	$(PYTHON) bench/bench_handrail.py
+
+# The CI script itself: builds its own .venv in the repository and runs every check there.
+ci:
+	bash .ci/run

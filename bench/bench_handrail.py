@@ -1,0 +1,444 @@
+#!/usr/bin/env python
+"""Performance figures for handrail's Agent with a deterministic in-process fake chat model.
+
+Same workloads, same output shape and same timing harness as the peer benchmarks
+(``bench_haystack.py`` and friends in the project's shared ``peer-bench`` folder), so the figures
+can be compared as ratios measured in one pass on one machine.
+
+Usage:
+    python bench/bench_handrail.py                     # every workload, each in a fresh subprocess: ONE line
+    python bench/bench_handrail.py --workload w1_sync  # one workload in-process; prints its JSON line
+    python bench/bench_handrail.py --quick             # fewer repetitions (smoke test)
+    python bench/bench_handrail.py --out results.json  # also write the line to a file
+
+Workloads (same definitions as the peer scripts):
+    import   : wall time of `python -c "from handrail import Agent"` in a subprocess, median of 5
+               (minus bare interpreter)
+    w1_*     : 50 agent steps, each = fake model asks for 1 tool call (trivial sync/async tool), then text
+    w2_*     : one step with 8 tool calls, each tool sleeps 50 ms                       (not implemented yet)
+    w3_*     : input history of 2,000 prior messages + 1 tool step                       (not implemented yet)
+    w4       : serialization (Agent.to_dict with 20 tools; snapshot, 2,000 messages)    (not implemented yet)
+    w5_*     : 200 concurrent run_async, each 3 tool steps, tools sleep 10 ms            (not implemented yet)
+Timing: time.perf_counter around each run, after warm-up; median and p95 (nearest rank) in ms or us, plus the
+median process CPU time of the same repetitions (less sensitive to other load on the shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+FRAMEWORK = "handrail"
+IMPORT_STMT = "from handrail import Agent"
+QUICK = False
+
+# The framework is imported here but failures are kept, not raised: the script stays importable (the peer
+# run_all.py imports bench modules to read versions()) and each workload reports the import error as JSON.
+_IMPORT_ERROR: str | None = None
+try:
+    from handrail.components.agents import Agent
+    from handrail.dataclasses import ChatMessage, ChatRole, ToolCall
+    from handrail.tools import create_tool_from_function
+except ImportError as _exc:  # pragma: no cover - depends on how far the package is built
+    _IMPORT_ERROR = f"{type(_exc).__name__}: {_exc}"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# harness (re-implemented exactly as in the peer bench_*.py scripts, so the numbers mean the same thing)
+# ----------------------------------------------------------------------------------------------------------
+def _pct(sorted_vals: list[float], p: float) -> float | None:
+    if not sorted_vals:
+        return None
+    k = max(0, min(len(sorted_vals) - 1, round(p / 100.0 * len(sorted_vals) + 0.5) - 1))
+    return sorted_vals[k]
+
+
+def stats(samples_s: list[float], unit: str = "ms") -> dict[str, Any]:
+    mult = {"ms": 1e3, "us": 1e6, "s": 1.0}[unit]
+    vals = sorted(x * mult for x in samples_s)
+    p95 = _pct(vals, 95)
+    return {
+        "unit": unit,
+        "n": len(vals),
+        "median": round(statistics.median(vals), 3),
+        "p95": round(p95, 3) if p95 is not None else None,
+        "min": round(vals[0], 3),
+        "mean": round(statistics.fmean(vals), 3),
+    }
+
+
+def reps(n: int) -> int:
+    return max(3, n // 5) if QUICK else n
+
+
+class Samples(list[float]):
+    """Wall-clock seconds per repetition; `.cpu` holds process CPU seconds (all threads) per repetition."""
+
+    cpu: list[float]
+
+
+def bench_sync(fn: Callable[[], Any], warmup: int, n: int) -> Samples:
+    for _ in range(warmup):
+        fn()
+    out, cpu = Samples(), []
+    for _ in range(reps(n)):
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    out.cpu = cpu
+    return out
+
+
+def bench_async(coro_fn: Callable[[], Awaitable[Any]], warmup: int, n: int) -> Samples:
+    async def main() -> Samples:
+        for _ in range(warmup):
+            await coro_fn()
+        out, cpu = Samples(), []
+        for _ in range(reps(n)):
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            await coro_fn()
+            out.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+        out.cpu = cpu
+        return out
+
+    return asyncio.run(main())
+
+
+def timed(samples: Samples, unit: str = "ms", per: int = 1) -> dict[str, Any]:
+    """Wall stats plus CPU-time stats (CPU time is less sensitive to other load on the machine)."""
+    d = stats([x / per for x in samples], unit)
+    c = stats([x / per for x in samples.cpu], unit)
+    d["cpu_median"] = c["median"]
+    d["cpu_p95"] = c["p95"]
+    return d
+
+
+def rss_now_kb() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def peak_rss_kb() -> int:
+    """Peak RSS of this process (VmHWM), KiB; falls back to ru_maxrss."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def traced_peak_kb(fn: Callable[[], Any]) -> float:
+    """Peak Python allocation (tracemalloc) during one call of fn(), in KiB (separate, untimed pass)."""
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return round((peak - base) / 1024, 1)
+
+
+def make_history(n: int = 2000) -> list[tuple[str, str]]:
+    """Deterministic alternating user/assistant texts of ~200 chars each."""
+    base = (
+        "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore "
+    )
+    out = []
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        txt = (f"[{role} {i:05d}] " + base * 3)[:200]
+        out.append((role, txt))
+    return out
+
+
+def measure_import(stmt: str, runs: int = 5) -> dict[str, Any]:
+    def t(code: str) -> float:
+        ts = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts)
+
+    bare = t("pass")
+    try:
+        full = t(stmt)
+    except subprocess.CalledProcessError as exc:  # the package is not built that far yet
+        return {"stmt": stmt, "error": exc.stderr.decode(errors="replace")[-1500:]}
+    return {
+        "stmt": stmt,
+        "median_ms": round(full * 1e3, 1),
+        "bare_python_ms": round(bare * 1e3, 1),
+        "net_ms": round((full - bare) * 1e3, 1),
+        "runs": runs,
+    }
+
+
+def driver(workloads: list[str], versions: dict[str, str]) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "framework": FRAMEWORK,
+        "versions": versions,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "quick": QUICK,
+        "workloads": {},
+    }
+    results["workloads"]["import"] = measure_import(IMPORT_STMT)
+    for w in workloads:
+        cmd = [sys.executable, os.path.abspath(__file__), "--workload", w] + (["--quick"] if QUICK else [])
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        if p.returncode != 0 or not line:
+            results["workloads"][w] = {"error": (p.stderr or p.stdout)[-1500:]}
+        else:
+            results["workloads"][w] = json.loads(line[-1])
+    return results
+
+
+# ----------------------------------------------------------------------------------------------------------
+# framework-specific part
+# ----------------------------------------------------------------------------------------------------------
+class FakeChatGenerator:
+    """Deterministic fake model, the same as the peer scripts' one.
+
+    Scans back to the last user message, counting tool results, to decide the step: while fewer than `steps`
+    tool rounds are done it requests `calls` tool calls (round-robin over `tool_names`), then replies with
+    text. Stateless, so one instance can serve concurrent runs.
+    """
+
+    def __init__(self, steps: int = 50, calls: int = 1, tool_names: list[str] | None = None) -> None:
+        self.steps = steps
+        self.calls = calls
+        self.tool_names = tool_names or ["ping"]
+
+    def _reply(self, messages: list[ChatMessage]) -> dict[str, list[ChatMessage]]:
+        n = 0
+        for m in reversed(messages):
+            r = m.role
+            if r is ChatRole.TOOL:
+                n += 1
+            elif r is ChatRole.USER:
+                break
+        done = n // self.calls
+        if done >= self.steps:
+            return {"replies": [ChatMessage.from_assistant("final answer", meta={"finish_reason": "stop"})]}
+        names = self.tool_names
+        calls = [
+            ToolCall(tool_name=names[i % len(names)], arguments={"x": "a"}, id=f"call_{done}_{i}")
+            for i in range(self.calls)
+        ]
+        return {
+            "replies": [ChatMessage.from_assistant(tool_calls=calls, meta={"finish_reason": "tool_calls"})]
+        }
+
+    def run(
+        self,
+        messages: list[ChatMessage],
+        tools: Any = None,
+        streaming_callback: Any = None,
+        generation_kwargs: dict[str, Any] | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        return self._reply(messages)
+
+    async def run_async(
+        self,
+        messages: list[ChatMessage],
+        tools: Any = None,
+        streaming_callback: Any = None,
+        generation_kwargs: dict[str, Any] | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        return self._reply(messages)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": f"{type(self).__module__}.{type(self).__qualname__}",
+            "init_parameters": {"steps": self.steps, "calls": self.calls, "tool_names": self.tool_names},
+        }
+
+
+def ping(x: str) -> str:
+    """Trivial tool: returns a short string."""
+    return "pong"
+
+
+async def aping(x: str) -> str:
+    """Trivial async tool: returns a short string."""
+    return "pong"
+
+
+def mk_tool(fn: Callable[..., Any], name: str = "ping") -> Any:
+    return create_tool_from_function(fn, name=name)
+
+
+def mk_agent(tool_fn: Callable[..., Any], steps: int, calls: int = 1, **kw: Any) -> Any:
+    agent = Agent(
+        chat_generator=FakeChatGenerator(steps=steps, calls=calls),
+        tools=[mk_tool(tool_fn)],
+        max_agent_steps=1000,
+        **kw,
+    )
+    agent.warm_up()
+    return agent
+
+
+def user_msgs() -> list[ChatMessage]:
+    return [ChatMessage.from_user("please work")]
+
+
+def check(res: dict[str, Any], steps: int, calls: int) -> None:
+    if res["exit_reason"] != "text":
+        raise AssertionError(f"exit_reason {res.get('exit_reason')!r}, expected 'text'")
+    n_tool = sum(1 for m in res["messages"] if m.role is ChatRole.TOOL)
+    if n_tool != steps * calls:
+        raise AssertionError(f"{n_tool} tool messages, expected {steps} steps x {calls} calls")
+
+
+# ---- W1 -------------------------------------------------------------------------------------------------
+def w1_sync() -> dict[str, Any]:
+    steps = 50
+    agent = mk_agent(ping, steps)
+    check(agent.run(messages=user_msgs()), steps, 1)
+    s = bench_sync(lambda: agent.run(messages=user_msgs()), 3, 30)
+    return {
+        "api": "Agent.run (sync tool)",
+        "steps": steps,
+        "per_run": timed(s, "ms"),
+        "per_step_us": timed(s, "us", per=steps),
+    }
+
+
+def w1_async() -> dict[str, Any]:
+    steps = 50
+    agent = mk_agent(aping, steps)
+    check(asyncio.run(agent.run_async(messages=user_msgs())), steps, 1)
+    s = bench_async(lambda: agent.run_async(messages=user_msgs()), 3, 30)
+    out: dict[str, Any] = {
+        "api": "Agent.run_async (async tool)",
+        "steps": steps,
+        "per_run": timed(s, "ms"),
+        "per_step_us": timed(s, "us", per=steps),
+    }
+    agent2 = mk_agent(ping, steps)
+    s2 = bench_async(lambda: agent2.run_async(messages=user_msgs()), 3, 30)
+    out["sync_tool_in_run_async"] = {"per_run": timed(s2, "ms"), "per_step_us": timed(s2, "us", per=steps)}
+    return out
+
+
+# ---- not implemented yet: each prints {"error": "not implemented yet"}; the driver records that ------
+NOT_IMPLEMENTED = {"error": "not implemented yet"}
+
+
+def w1_scaling() -> dict[str, Any]:
+    """TODO: per-step cost at 10/50/100/200 steps (async run, async tool), as in the peer scripts."""
+    return dict(NOT_IMPLEMENTED)
+
+
+def w1_hitl() -> dict[str, Any]:
+    """TODO: W1 with a strategy that always asks and an auto-confirming UI (handrail.human_in_the_loop)."""
+    return dict(NOT_IMPLEMENTED)
+
+
+def w2() -> dict[str, Any]:
+    """TODO: one step with 8 calls of a 50 ms sleeping tool, sync and async, default and limit 8."""
+    return dict(NOT_IMPLEMENTED)
+
+
+def w3() -> dict[str, Any]:
+    """TODO: 2,000-message input history (make_history) + 1 tool step; wall, RSS and tracemalloc peak."""
+    return dict(NOT_IMPLEMENTED)
+
+
+def w4() -> dict[str, Any]:
+    """TODO: Agent.to_dict/from_dict with 20 tools; AgentSnapshot with 2,000 messages to/from JSON."""
+    return dict(NOT_IMPLEMENTED)
+
+
+def w5() -> dict[str, Any]:
+    """TODO: 200 concurrent run_async (asyncio.gather), 3 steps each, 10 ms sleeping tools, async and sync."""
+    return dict(NOT_IMPLEMENTED)
+
+
+WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
+    "w1_sync": w1_sync,
+    "w1_async": w1_async,
+    "w1_scaling": w1_scaling,
+    "w1_hitl": w1_hitl,
+    "w2": w2,
+    "w3": w3,
+    "w4": w4,
+    "w5": w5,
+}
+STUBS = {"w1_scaling", "w1_hitl", "w2", "w3", "w4", "w5"}
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for p in ["handrail", "pydantic"]:
+        try:
+            out[p] = version(p)
+        except PackageNotFoundError:
+            out[p] = "not installed"
+    return out
+
+
+def run_one(name: str) -> int:
+    """Run one workload in this process and print its JSON line; returns the exit status."""
+    if name not in STUBS and _IMPORT_ERROR is not None:
+        print(json.dumps({"error": f"handrail is not importable: {_IMPORT_ERROR}"}))
+        print(f"bench_handrail: {name}: handrail is not importable: {_IMPORT_ERROR}", file=sys.stderr)
+        return 1
+    rss0 = rss_now_kb()
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    res = WORKLOADS[name]()
+    res["_process"] = {
+        "rss_at_start_kb": rss0,
+        "peak_rss_kb": peak_rss_kb(),
+        "workload_wall_s": round(time.perf_counter() - t0, 2),
+        "loadavg1_start_end": [round(load0, 2), round(os.getloadavg()[0], 2)],
+    }
+    print(json.dumps(res))
+    return 0
+
+
+def main() -> int:
+    global QUICK
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--workload", choices=list(WORKLOADS))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    QUICK = a.quick
+    if a.workload:
+        return run_one(a.workload)
+    res = driver(list(WORKLOADS), versions())
+    line = json.dumps(res)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(line + "\n")
+    print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""handrail: tool-using LLM agents whose tool calls people can approve, reject or edit.
+
+The most used names are importable from here; each is loaded on first use so that
+``from handrail import Agent`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "Agent": "handrail.components.agents.agent",
+    "State": "handrail.dataclasses.state",
+    "ToolInvoker": "handrail.components.tools.tool_invoker",
+    "ChatMessage": "handrail.dataclasses.chat_message",
+    "ChatRole": "handrail.dataclasses.chat_message",
+    "ToolCall": "handrail.dataclasses.chat_message",
+    "ToolCallResult": "handrail.dataclasses.chat_message",
+    "StreamingChunk": "handrail.dataclasses.streaming",
+    "Tool": "handrail.tools.tool",
+    "ToolCallId": "handrail.tools.tool",
+    "Toolset": "handrail.tools.toolset",
+    "create_tool_from_function": "handrail.tools.from_function",
+    "tool": "handrail.tools.from_function",
+    "HandrailError": "handrail.errors",
+}
+
+__all__ = [
+    "Agent",
+    "ChatMessage",
+    "ChatRole",
+    "HandrailError",
+    "State",
+    "StreamingChunk",
+    "Tool",
+    "ToolCall",
+    "ToolCallId",
+    "ToolCallResult",
+    "ToolInvoker",
+    "Toolset",
+    "create_tool_from_function",
+    "tool",
+]
+
+if TYPE_CHECKING:
+    from handrail.components.agents.agent import Agent
+    from handrail.components.tools.tool_invoker import ToolInvoker
+    from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall, ToolCallResult
+    from handrail.dataclasses.state import State
+    from handrail.dataclasses.streaming import StreamingChunk
+    from handrail.errors import HandrailError
+    from handrail.tools.from_function import create_tool_from_function, tool
+    from handrail.tools.tool import Tool, ToolCallId
+    from handrail.tools.toolset import Toolset
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'handrail' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

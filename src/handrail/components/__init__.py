@@ -1,0 +1,1 @@
+"""Components: the Agent, the ToolInvoker, chat generators."""

@@ -1,0 +1,210 @@
+"""Checks of Agent configuration and run arguments (all raise before anything runs)."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from handrail.components.tools.tool_invoker import check_max_workers
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole
+from handrail.dataclasses.state import validate_state_schema
+from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.tools.tool import Tool
+from handrail.tools.toolset import Toolset
+from handrail.tools.utils import flatten_tools
+
+__all__ = [
+    "TOOL_INVOKER_KEYS",
+    "check_callback",
+    "check_exit_conditions",
+    "check_generator",
+    "check_messages",
+    "generator_params",
+    "select_tools",
+    "with_system_prompt",
+]
+
+TOOL_INVOKER_KEYS = frozenset({"convert_result_to_json_string", "enable_streaming_callback_passthrough", "max_workers"})
+"""Keys ``tool_invoker_kwargs`` may hold (the rest of the ToolInvoker's settings come from the Agent)."""
+
+
+def generator_params(generator: Any) -> frozenset[str] | None:
+    """Names of the parameters of ``generator.run``; None when it takes ``**kwargs`` (accepts all)."""
+    try:
+        params = inspect.signature(generator.run).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return frozenset(params)
+
+
+def check_generator(generator: Any, tools: Any) -> None:
+    """Check the chat generator has a ``run`` and, when tools are given, accepts ``tools``.
+
+    Raises:
+        ConfigurationTypeError: When it has no callable ``run``, or tools are given and its ``run``
+            has no ``tools`` parameter.
+    """
+    if not callable(getattr(generator, "run", None)):
+        raise ConfigurationTypeError(
+            f"chat_generator must have a run(messages, ...) method; got {type(generator).__name__}."
+        )
+    params = generator_params(generator)
+    if flatten_tools(tools) and params is not None and "tools" not in params:
+        raise ConfigurationTypeError(
+            f"{type(generator).__name__} does not accept a tools parameter in its run method, so it cannot "
+            f"call tools. Use a chat generator that supports tools, or give the Agent no tools."
+        )
+
+
+def check_exit_conditions(value: Any) -> list[str]:
+    """Return the exit conditions (default ``["text"]``).
+
+    Raises:
+        ConfigurationError: For a non-list, an empty list or a non-string item.
+    """
+    if value is None:
+        return ["text"]
+    if not isinstance(value, list) or not value:
+        raise ConfigurationError(f"exit_conditions must be a non-empty list of strings, got {value!r}.")
+    bad = [v for v in value if not isinstance(v, str) or not v]
+    if bad:
+        raise ConfigurationError(f"exit_conditions must hold tool names or 'text'; invalid items: {bad!r}.")
+    return list(value)
+
+
+def check_callback(callback: Any, *, sync_run: bool, where: str) -> None:
+    """Check a streaming callback.
+
+    Raises:
+        ConfigurationTypeError: When it is not callable, or is a coroutine function in a sync run.
+    """
+    if callback is None:
+        return
+    if not callable(callback):
+        raise ConfigurationTypeError(f"The {where} streaming_callback must be callable, got {callback!r}.")
+    if sync_run and inspect.iscoroutinefunction(callback):
+        raise ConfigurationTypeError(
+            f"The {where} streaming_callback is a coroutine function; a sync run needs a sync callback. "
+            f"Use run_async for an async callback."
+        )
+
+
+def check_agent_numbers(max_agent_steps: Any, tool_concurrency_limit: Any, invoker_kwargs: Any) -> int:
+    """Check numeric settings; return the tool concurrency limit to use.
+
+    Raises:
+        ConfigurationError: A negative step limit, a limit below 1, an unknown ``tool_invoker_kwargs``
+            key, or a ``max_workers`` that conflicts with ``tool_concurrency_limit``.
+    """
+    if isinstance(max_agent_steps, bool) or not isinstance(max_agent_steps, int) or max_agent_steps < 0:
+        raise ConfigurationError(f"max_agent_steps must be an integer ≥ 0, got {max_agent_steps!r}.")
+    limit = check_max_workers(tool_concurrency_limit, "tool_concurrency_limit")
+    if invoker_kwargs is None:
+        return limit
+    if not isinstance(invoker_kwargs, Mapping):
+        raise ConfigurationTypeError(f"tool_invoker_kwargs must be a dict, got {type(invoker_kwargs).__name__}.")
+    unknown = sorted(set(invoker_kwargs) - TOOL_INVOKER_KEYS)
+    if unknown:
+        raise ConfigurationError(
+            f"tool_invoker_kwargs has unknown keys {unknown}; allowed: {sorted(TOOL_INVOKER_KEYS)} "
+            f"(raise_on_failure comes from raise_on_tool_invocation_failure)."
+        )
+    if "max_workers" in invoker_kwargs:
+        workers = check_max_workers(invoker_kwargs["max_workers"])
+        if workers != limit:
+            raise ConfigurationError(
+                f"tool_invoker_kwargs['max_workers']={workers} conflicts with tool_concurrency_limit={limit}; "
+                f"set only tool_concurrency_limit."
+            )
+    return limit
+
+
+def check_schema(state_schema: Any) -> None:
+    """Validate the user state schema (see ``validate_state_schema``)."""
+    if state_schema is not None:
+        validate_state_schema(state_schema)
+
+
+def check_messages(messages: Any) -> list[ChatMessage]:
+    """Return ``messages`` as a new list.
+
+    Raises:
+        ConfigurationTypeError: When it is not a list of ChatMessage.
+    """
+    if not isinstance(messages, list | tuple):
+        raise ConfigurationTypeError(f"messages must be a list of ChatMessage, got {type(messages).__name__}.")
+    for i, m in enumerate(messages):
+        if not isinstance(m, ChatMessage):
+            raise ConfigurationTypeError(f"messages[{i}] is a {type(m).__name__}, not a ChatMessage.")
+    return list(messages)
+
+
+def select_tools(configured: list[Tool | Toolset] | Toolset, runtime: Any) -> list[Tool | Toolset]:
+    """Resolve the run-time ``tools`` argument.
+
+    Args:
+        configured: The Agent's tools.
+        runtime: None (use the configured tools), a Toolset, or a list mixing Tool/Toolset
+            objects and names of configured tools.
+
+    Returns:
+        The run's tools as a list (duplicates refused by ``flatten_tools``).
+
+    Raises:
+        ConfigurationError: Names with no configured tools, unknown names, duplicate names.
+        ConfigurationTypeError: Any other type.
+    """
+    if runtime is None:
+        return [configured] if isinstance(configured, Toolset) else list(configured)
+    if isinstance(runtime, Toolset):
+        return [runtime]
+    if not isinstance(runtime, list | tuple):
+        raise ConfigurationTypeError(
+            "tools must be a list of Tool and/or Toolset objects, a Toolset, or a list of tool names (str)."
+        )
+    names = [t for t in runtime if isinstance(t, str)]
+    chosen: list[Tool | Toolset] = [t for t in runtime if isinstance(t, Tool | Toolset)]
+    others = [t for t in runtime if not isinstance(t, str | Tool | Toolset)]
+    if others:
+        raise ConfigurationTypeError(
+            f"tools must be Tool/Toolset objects or tool names (str); got {type(others[0]).__name__}."
+        )
+    if names:
+        available = {t.name: t for t in flatten_tools(configured)}
+        if not available:
+            raise ConfigurationError("Tool names were given but no tools were configured for the Agent.")
+        unknown = [n for n in names if n not in available]
+        if unknown:
+            raise ConfigurationError(
+                f"The following tool names are not valid: {unknown}. Valid tool names are: {sorted(available)}."
+            )
+        chosen = [*(available[n] for n in names), *chosen]
+    flatten_tools(chosen)
+    return chosen
+
+
+def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init_prompt: str | None) -> None:
+    """Apply the system prompt rules of DESIGN.md §3.8 to ``messages`` in place.
+
+    A run-time prompt replaces a leading system message (or is prepended); otherwise a leading
+    system message is kept and the init prompt is not added; otherwise the init prompt is prepended.
+    """
+    leading = bool(messages) and messages[0]._role is ChatRole.SYSTEM
+    if run_prompt is not None:
+        if leading:
+            messages[0] = ChatMessage.from_system(run_prompt)
+        else:
+            messages.insert(0, ChatMessage.from_system(run_prompt))
+    elif not leading and init_prompt is not None:
+        messages.insert(0, ChatMessage.from_system(init_prompt))
+    extra = [i for i, m in enumerate(messages) if i > 0 and m._role is ChatRole.SYSTEM]
+    if extra:
+        warnings.warn(
+            f"messages hold system messages after the first position (indexes {extra}); every model input "
+            f"should have one system message, first.",
+            stacklevel=4,
+        )

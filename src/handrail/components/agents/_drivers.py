@@ -1,0 +1,90 @@
+"""The agent's two thin drivers: they execute effects and hold no loop logic.
+
+Tool effects are executed by the shared drivers of the tool step; this module adds the
+model call, sync and async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from handrail.components.agents._machine import CallModel, Effect
+from handrail.components.tools._execution import drive_async, drive_sync
+from handrail.dataclasses.chat_message import ChatMessage
+from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk
+from handrail.errors import RunError
+
+__all__ = ["ModelCall", "run_machine_async", "run_machine_sync"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """How to call the chat generator in this run."""
+
+    generator: Any
+    """The chat generator."""
+    extra: dict[str, Any]
+    """Keyword arguments besides messages and tools (streaming_callback, generation_kwargs)."""
+    pass_tools: bool
+    """True when the generator's run accepts ``tools``."""
+    callback: StreamingCallback | None
+    """The run's streaming callback (also receives the tool-result chunks)."""
+
+
+def _replies(output: Any, generator: Any) -> list[ChatMessage]:
+    replies = output.get("replies") if isinstance(output, dict) else None
+    if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
+        raise RunError(
+            f"{type(generator).__name__}.run must return {{'replies': [ChatMessage, ...]}}, got {output!r:.200}"
+        )
+    return replies
+
+
+def run_machine_sync(machine: Generator[Effect, Any, None], model: ModelCall) -> None:
+    """Drive the step machine synchronously."""
+    run, extra, generator = model.generator.run, model.extra, model.generator
+
+    def call_model(effect: CallModel) -> list[ChatMessage]:
+        if model.pass_tools:
+            return _replies(run(messages=effect.messages, tools=effect.tools, **extra), generator)
+        return _replies(run(messages=effect.messages, **extra), generator)
+
+    drive_sync(machine, call_model, model.callback)
+
+
+def _threadsafe_callback(callback: StreamingCallback, loop: asyncio.AbstractEventLoop) -> StreamingCallback:
+    """Wrap an async callback so a sync-only generator running in a worker thread can call it."""
+
+    def call(chunk: StreamingChunk) -> None:
+        result = callback(chunk)
+        if inspect.isawaitable(result):
+            asyncio.run_coroutine_threadsafe(_await(result), loop).result()
+
+    return call
+
+
+async def _await(awaitable: Any) -> None:
+    await awaitable
+
+
+async def run_machine_async(machine: Generator[Effect, Any, None], model: ModelCall) -> None:
+    """Drive the step machine on the running event loop."""
+    generator = model.generator
+    run_async = getattr(generator, "run_async", None)
+
+    async def call_model(effect: CallModel) -> list[ChatMessage]:
+        kwargs = dict(model.extra)
+        if model.pass_tools:
+            kwargs["tools"] = effect.tools
+        if run_async is not None:
+            return _replies(await run_async(messages=effect.messages, **kwargs), generator)
+        callback = kwargs.get("streaming_callback")
+        if callback is not None and inspect.iscoroutinefunction(callback):
+            kwargs["streaming_callback"] = _threadsafe_callback(callback, asyncio.get_running_loop())
+        return _replies(await asyncio.to_thread(generator.run, messages=effect.messages, **kwargs), generator)
+
+    await drive_async(machine, call_model, model.callback)

@@ -1,0 +1,362 @@
+"""The Agent: a chat model that calls tools in a loop until an exit condition holds."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from handrail.components.agents import _config as cfg
+from handrail.components.agents._drivers import ModelCall, run_machine_async, run_machine_sync
+from handrail.components.agents._machine import RunPlan, agent_machine
+from handrail.components.tools._step import ToolStepOptions
+from handrail.core.serialization import (
+    deserialize_callable,
+    deserialize_type,
+    object_from_dict,
+    object_to_dict,
+    qualified_name,
+    serialize_callable,
+    serialize_type,
+)
+from handrail.dataclasses.chat_message import ChatMessage
+from handrail.dataclasses.state import State
+from handrail.dataclasses.streaming import StreamingCallback
+from handrail.errors import ConfigurationError, NotSupportedYetError
+from handrail.tools.tool import Tool
+from handrail.tools.toolset import Toolset
+from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
+
+__all__ = ["Agent"]
+
+_LATER_INIT = ("confirmation_strategies", "chat_message_store", "memory_store", "hooks", "user_prompt",
+               "required_variables")  # fmt: skip
+_LATER_RUN = ("break_point", "snapshot", "confirmation_strategy_context", "chat_message_store_kwargs",
+              "memory_store_kwargs", "unknown_outcome")  # fmt: skip
+
+
+class Agent:
+    """A chat model that calls tools in a loop until an exit condition holds.
+
+    Init parameters are public attributes of the same names; they may be reassigned and each
+    run reads them afresh (and checks them again). An Agent keeps no per-run state on itself,
+    so concurrent runs of one instance are safe.
+
+    Args:
+        chat_generator: Any object with ``run(messages, tools=None, streaming_callback=None,
+            generation_kwargs=None) -> {"replies": [ChatMessage]}`` (``run_async`` optional).
+        tools: Tools and Toolsets (or one Toolset). Toolsets are re-flattened each step.
+        system_prompt: Prepended as the system message unless the input starts with one.
+        exit_conditions: ``"text"`` and/or tool names (default ``["text"]``); a tool name ends the
+            run after that tool ran without error. Unknown names are accepted (tools may come at
+            run time).
+        state_schema: ``{key: {"type": python_type, "handler": callable}}``; reserved keys refused.
+        max_agent_steps: Model calls allowed per run (one step = one model call + its tool calls).
+        streaming_callback: Receives streamed chunks; a run-time callback wins.
+        raise_on_tool_invocation_failure: Raise on an unknown tool, invalid arguments or a failing
+            tool instead of handing the model an error result.
+        confirmation_strategies: Not supported yet (human-in-the-loop issue).
+        tool_invoker_kwargs: ``convert_result_to_json_string``, ``enable_streaming_callback_passthrough``,
+            ``max_workers`` (must equal ``tool_concurrency_limit`` when given).
+        tool_concurrency_limit: At most this many tools of one step run at once.
+        chat_message_store: Not supported yet (stores issue).
+        memory_store: Not supported yet (stores issue).
+        hooks: Not supported yet (hooks issue).
+        user_prompt: Not supported yet (hooks issue).
+        required_variables: Not supported yet (hooks issue).
+
+    Raises:
+        ConfigurationError: An invalid value (named in the message), or a not-yet-supported parameter.
+        ConfigurationTypeError: A value of the wrong type, or tools for a generator without tools support.
+
+    Example:
+        >>> from handrail.testing import ScriptedChatGenerator
+        >>> agent = Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("4")]))
+        >>> agent.run([ChatMessage.from_user("2+2?")])["last_message"].text
+        '4'
+    """
+
+    def __init__(
+        self,
+        *,
+        chat_generator: Any,
+        tools: list[Tool | Toolset] | Toolset | None = None,
+        system_prompt: str | None = None,
+        exit_conditions: list[str] | None = None,
+        state_schema: dict[str, Any] | None = None,
+        max_agent_steps: int = 100,
+        streaming_callback: StreamingCallback | None = None,
+        raise_on_tool_invocation_failure: bool = False,
+        confirmation_strategies: Any = None,
+        tool_invoker_kwargs: dict[str, Any] | None = None,
+        tool_concurrency_limit: int = 8,
+        chat_message_store: Any = None,
+        memory_store: Any = None,
+        hooks: Any = None,
+        user_prompt: Any = None,
+        required_variables: Any = None,
+    ) -> None:
+        self.chat_generator = chat_generator
+        self.tools: list[Tool | Toolset] | Toolset = tools if tools is not None else []
+        self.system_prompt = system_prompt
+        self.exit_conditions = cfg.check_exit_conditions(exit_conditions)
+        self.state_schema = state_schema
+        self.max_agent_steps = max_agent_steps
+        self.streaming_callback = streaming_callback
+        self.raise_on_tool_invocation_failure = raise_on_tool_invocation_failure
+        self.confirmation_strategies = confirmation_strategies
+        self.tool_invoker_kwargs = tool_invoker_kwargs
+        self.tool_concurrency_limit = tool_concurrency_limit
+        self.chat_message_store = chat_message_store
+        self.memory_store = memory_store
+        self.hooks = hooks
+        self.user_prompt = user_prompt
+        self.required_variables = required_variables
+        self._check()
+        self._warmed_up = False
+
+    def _check(self) -> None:
+        for name in _LATER_INIT:
+            if getattr(self, name) is not None:
+                raise NotSupportedYetError(name)
+        flatten_tools(self.tools)
+        cfg.check_generator(self.chat_generator, self.tools)
+        cfg.check_exit_conditions(self.exit_conditions)
+        cfg.check_schema(self.state_schema)
+        cfg.check_agent_numbers(self.max_agent_steps, self.tool_concurrency_limit, self.tool_invoker_kwargs)
+        cfg.check_callback(self.streaming_callback, sync_run=False, where="init")
+
+    def warm_up(self) -> None:
+        """Warm up the chat generator and the tools (idempotent; runs do it automatically)."""
+        if self._warmed_up:
+            return
+        warm = getattr(self.chat_generator, "warm_up", None)
+        if callable(warm):
+            warm()
+        for tool in flatten_tools(self.tools):
+            tool.warm_up()
+        self._warmed_up = True
+
+    def _start(
+        self,
+        messages: list[ChatMessage],
+        *,
+        sync_run: bool,
+        streaming_callback: StreamingCallback | None,
+        generation_kwargs: dict[str, Any] | None,
+        system_prompt: str | None,
+        tools: Any,
+        later: dict[str, Any],
+        kwargs: dict[str, Any],
+    ) -> tuple[RunPlan, State, ModelCall]:
+        for name, value in later.items():
+            if value is not None:
+                raise NotSupportedYetError(name)
+        self._check()
+        callback = streaming_callback or self.streaming_callback
+        cfg.check_callback(callback, sync_run=sync_run, where="run-time" if streaming_callback else "init")
+        history = cfg.check_messages(messages)
+        schema = self.state_schema or {}
+        unknown = sorted(set(kwargs) - set(schema))
+        if unknown:
+            raise ConfigurationError(
+                f"Unexpected run arguments {unknown}: keyword arguments must be keys of the state schema "
+                f"({sorted(schema)})."
+            )
+        run_tools = cfg.select_tools(self.tools, tools)
+        flat = flatten_tools(run_tools)
+        if flat and tools is not None:
+            cfg.check_generator(self.chat_generator, flat)
+            for tool in flat:
+                tool.warm_up()
+        self.warm_up()
+        names = {t.name for t in flat}
+        exit_tools = frozenset(c for c in self.exit_conditions if c != "text")
+        if exit_tools - names and not any(isinstance(t, Toolset) for t in run_tools):
+            warnings.warn(
+                f"exit_conditions name tools this run does not have: {sorted(exit_tools - names)}; "
+                f"available tools: {sorted(names)}.",
+                stacklevel=3,
+            )
+        cfg.with_system_prompt(history, system_prompt, self.system_prompt)
+        state = State(schema, kwargs)
+        state.data["messages"] = history
+        state.data["tool_call_counts"] = dict.fromkeys(names, 0)
+        invoker = self.tool_invoker_kwargs or {}
+        static = None if any(isinstance(t, Toolset) for t in run_tools) else flat
+        plan = RunPlan(
+            tools=run_tools,
+            static_tools=static,
+            static_by_name={t.name: t for t in flat} if static is not None else {},
+            exit_tools=exit_tools,
+            max_agent_steps=self.max_agent_steps,
+            step_options=ToolStepOptions(
+                raise_on_failure=self.raise_on_tool_invocation_failure,
+                convert_result_to_json_string=bool(invoker.get("convert_result_to_json_string", False)),
+                max_workers=self.tool_concurrency_limit,
+                streaming_callback=callback,
+                passthrough=bool(invoker.get("enable_streaming_callback_passthrough", False)),
+            ),
+        )
+        return plan, state, self._model_call(callback, generation_kwargs)
+
+    def _model_call(self, callback: StreamingCallback | None, generation_kwargs: dict[str, Any] | None) -> ModelCall:
+        params = cfg.generator_params(self.chat_generator)
+        extra: dict[str, Any] = {}
+        if callback is not None:
+            extra["streaming_callback"] = callback
+        if generation_kwargs is not None:
+            extra["generation_kwargs"] = generation_kwargs
+        if params is not None:
+            dropped = sorted(k for k in extra if k not in params)
+            if dropped:
+                raise ConfigurationError(
+                    f"{type(self.chat_generator).__name__}.run does not accept {dropped}; cannot pass them."
+                )
+        pass_tools = params is None or "tools" in params
+        return ModelCall(self.chat_generator, extra, pass_tools, callback)
+
+    @staticmethod
+    def _result(state: State) -> dict[str, Any]:
+        data = state.data
+        messages: list[ChatMessage] = data["messages"]
+        result: dict[str, Any] = {"messages": messages}
+        if messages:
+            result["last_message"] = messages[-1]
+        result.update(state.user_values())
+        for key in ("step_count", "token_usage", "tool_call_counts", "exit_reason"):
+            result[key] = data[key]
+        return result
+
+    def run(
+        self,
+        messages: list[ChatMessage],
+        streaming_callback: StreamingCallback | None = None,
+        *,
+        generation_kwargs: dict[str, Any] | None = None,
+        break_point: Any = None,
+        snapshot: Any = None,
+        system_prompt: str | None = None,
+        tools: list[Tool | Toolset | str] | Toolset | None = None,
+        confirmation_strategy_context: dict[str, Any] | None = None,
+        chat_message_store_kwargs: dict[str, Any] | None = None,
+        memory_store_kwargs: dict[str, Any] | None = None,
+        allow_drift: bool = False,
+        unknown_outcome: str | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """Run the loop on ``messages`` until an exit condition holds.
+
+        Args:
+            messages: The input history (not modified).
+            streaming_callback: A sync callback for this run (wins over the init one).
+            generation_kwargs: Passed to the chat generator (merged over its init settings).
+            break_point: Not supported yet.
+            snapshot: Not supported yet.
+            system_prompt: Replaces a leading system message for this run (DESIGN.md §3.8).
+            tools: This run's tools: objects, names of configured tools, or a Toolset.
+            confirmation_strategy_context: Not supported yet.
+            chat_message_store_kwargs: Not supported yet.
+            memory_store_kwargs: Not supported yet.
+            allow_drift: Not supported yet (must stay False).
+            unknown_outcome: Not supported yet.
+            **kwargs: Initial values of state-schema keys.
+
+        Returns:
+            ``{"messages": [...whole history], "last_message": ChatMessage, <state keys>,
+            "step_count": int, "token_usage": dict, "tool_call_counts": {tool: int},
+            "exit_reason": str}``.
+
+        Raises:
+            ConfigurationError: Bad arguments (named), before any model call.
+            ConfigurationTypeError: Wrong types, or an async callback in a sync run.
+            ToolNotFoundException: Unknown tool, with ``raise_on_tool_invocation_failure``.
+            ToolInvocationError: A failing call, with ``raise_on_tool_invocation_failure``.
+        """
+        later = {"break_point": break_point, "snapshot": snapshot,
+                 "confirmation_strategy_context": confirmation_strategy_context,
+                 "chat_message_store_kwargs": chat_message_store_kwargs,
+                 "memory_store_kwargs": memory_store_kwargs, "unknown_outcome": unknown_outcome,
+                 "allow_drift": allow_drift or None}  # fmt: skip
+        plan, state, model = self._start(
+            messages, sync_run=True, streaming_callback=streaming_callback, generation_kwargs=generation_kwargs,
+            system_prompt=system_prompt, tools=tools, later=later, kwargs=kwargs,
+        )  # fmt: skip
+        run_machine_sync(agent_machine(plan, state), model)
+        return self._result(state)
+
+    async def run_async(
+        self,
+        messages: list[ChatMessage],
+        streaming_callback: StreamingCallback | None = None,
+        *,
+        generation_kwargs: dict[str, Any] | None = None,
+        break_point: Any = None,
+        snapshot: Any = None,
+        system_prompt: str | None = None,
+        tools: list[Tool | Toolset | str] | Toolset | None = None,
+        confirmation_strategy_context: dict[str, Any] | None = None,
+        chat_message_store_kwargs: dict[str, Any] | None = None,
+        memory_store_kwargs: dict[str, Any] | None = None,
+        allow_drift: bool = False,
+        unknown_outcome: str | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async."""
+        later = {"break_point": break_point, "snapshot": snapshot,
+                 "confirmation_strategy_context": confirmation_strategy_context,
+                 "chat_message_store_kwargs": chat_message_store_kwargs,
+                 "memory_store_kwargs": memory_store_kwargs, "unknown_outcome": unknown_outcome,
+                 "allow_drift": allow_drift or None}  # fmt: skip
+        plan, state, model = self._start(
+            messages, sync_run=False, streaming_callback=streaming_callback, generation_kwargs=generation_kwargs,
+            system_prompt=system_prompt, tools=tools, later=later, kwargs=kwargs,
+        )  # fmt: skip
+        await run_machine_async(agent_machine(plan, state), model)
+        return self._result(state)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to ``{"type", "init_parameters"}`` (generator and tools nested, types as strings).
+
+        Raises:
+            SerializationError: For parts that cannot be imported back (lambdas, local classes).
+        """
+        schema = None
+        if self.state_schema is not None:
+            schema = {
+                k: {"type": serialize_type(v["type"]),
+                    "handler": serialize_callable(v["handler"]) if v.get("handler") else None}
+                for k, v in self.state_schema.items()
+            }  # fmt: skip
+        return {
+            "type": qualified_name(self),
+            "init_parameters": {
+                "chat_generator": object_to_dict(self.chat_generator),
+                "tools": serialize_tools(self.tools),
+                "system_prompt": self.system_prompt,
+                "exit_conditions": list(self.exit_conditions),
+                "state_schema": schema,
+                "max_agent_steps": self.max_agent_steps,
+                "streaming_callback": serialize_callable(self.streaming_callback) if self.streaming_callback else None,
+                "raise_on_tool_invocation_failure": self.raise_on_tool_invocation_failure,
+                "tool_invoker_kwargs": dict(self.tool_invoker_kwargs) if self.tool_invoker_kwargs else None,
+                "tool_concurrency_limit": self.tool_concurrency_limit,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Agent:
+        """Rebuild an Agent from :meth:`to_dict` output (``data`` is not modified)."""
+        params = dict(data["init_parameters"])
+        params["chat_generator"] = object_from_dict(params["chat_generator"])
+        if params.get("tools") is not None:
+            params["tools"] = deserialize_tools(params["tools"])
+        if params.get("state_schema") is not None:
+            params["state_schema"] = {
+                k: {"type": deserialize_type(v["type"]),
+                    "handler": deserialize_callable(v["handler"]) if v.get("handler") else None}
+                for k, v in params["state_schema"].items()
+            }  # fmt: skip
+        if params.get("streaming_callback"):
+            params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
+        return cls(**params)

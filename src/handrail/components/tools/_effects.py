@@ -1,0 +1,42 @@
+"""Effects a tool step yields to its driver (sans-I/O: the step never runs a tool itself)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from handrail.dataclasses.chat_message import ToolCall
+from handrail.dataclasses.streaming import StreamingChunk
+from handrail.tools.tool import Tool
+
+__all__ = ["Emit", "Invocation", "Outcome", "RunCalls"]
+
+Outcome = tuple[bool, Any]
+"""``(True, result)`` when the tool returned, ``(False, exception)`` when it raised."""
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One tool call ready to run: the tool and its final keyword arguments."""
+
+    call: ToolCall
+    """The call being answered (id already repaired)."""
+    tool: Tool
+    """The tool to run."""
+    kwargs: dict[str, Any]
+    """The arguments: the model's, plus State-injected values and the call id where declared."""
+
+
+@dataclass(slots=True)
+class RunCalls:
+    """Run these invocations (concurrently, at most ``max_workers`` at once); answer with Outcomes in order."""
+
+    invocations: list[Invocation]
+    max_workers: int
+
+
+@dataclass(slots=True)
+class Emit:
+    """Send ``chunk`` to the run's streaming callback; answer with None."""
+
+    chunk: StreamingChunk

@@ -1,0 +1,130 @@
+"""Executing tool invocations: the I/O half of the tool step, sync and async.
+
+A step with a single call runs inline (no thread pool). Several calls run concurrently,
+at most ``max_workers`` at once, each under a copy of the caller's context variables;
+outcomes come back in call order whatever order the tools finish in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+from collections.abc import Awaitable, Callable, Generator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from handrail.components.tools._effects import Emit, Invocation, Outcome, RunCalls
+from handrail.dataclasses.streaming import StreamingCallback
+from handrail.errors import ToolInvocationError
+
+__all__ = ["drive_async", "drive_sync", "emit_async", "run_calls_async", "run_calls_sync"]
+
+T = TypeVar("T")
+
+
+def _call_sync(inv: Invocation) -> Outcome:
+    function = inv.tool.function
+    try:
+        if function is None:
+            raise ToolInvocationError(
+                f"Tool '{inv.tool.name}' has only an async_function; run the agent with run_async.",
+                inv.tool.name,
+            )
+        return True, function(**inv.kwargs)
+    except Exception as exc:
+        return False, exc
+
+
+async def _call_async(inv: Invocation) -> Outcome:
+    tool = inv.tool
+    try:
+        if tool.async_function is not None:
+            return True, await tool.async_function(**inv.kwargs)
+        assert tool.function is not None
+        return True, await asyncio.to_thread(tool.function, **inv.kwargs)
+    except Exception as exc:
+        return False, exc
+
+
+def run_calls_sync(effect: RunCalls) -> list[Outcome]:
+    """Run the invocations in threads (inline when there is one) and return outcomes in order."""
+    invocations = effect.invocations
+    if len(invocations) == 1:
+        return [_call_sync(invocations[0])]
+    with ThreadPoolExecutor(max_workers=min(effect.max_workers, len(invocations))) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, _call_sync, inv) for inv in invocations]
+        return [f.result() for f in futures]
+
+
+async def run_calls_async(effect: RunCalls) -> list[Outcome]:
+    """Await the invocations concurrently (bounded by a semaphore) and return outcomes in order."""
+    invocations = effect.invocations
+    if len(invocations) == 1:
+        return [await _call_async(invocations[0])]
+    limit = asyncio.Semaphore(effect.max_workers)
+
+    async def guarded(inv: Invocation) -> Outcome:
+        async with limit:
+            return await _call_async(inv)
+
+    return list(await asyncio.gather(*(guarded(inv) for inv in invocations)))
+
+
+async def emit_async(callback: StreamingCallback, effect: Emit) -> None:
+    """Send a chunk to a sync or async callback."""
+    result = callback(effect.chunk)
+    if inspect.isawaitable(result):
+        await result
+
+
+def drive_sync(
+    machine: Generator[Any, Any, T], other: Callable[[Any], Any] | None, callback: StreamingCallback | None
+) -> T:
+    """Execute a machine's effects synchronously until it returns; return its value.
+
+    Args:
+        machine: A generator yielding ``RunCalls``, ``Emit`` and other effects.
+        other: Executes any other effect (e.g. a model call); None when there are none.
+        callback: Receives the chunks of ``Emit`` effects.
+    """
+    value: Any = None
+    while True:
+        try:
+            effect = machine.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        kind = type(effect)
+        if kind is RunCalls:
+            value = run_calls_sync(effect)
+        elif kind is Emit:
+            assert callback is not None
+            callback(effect.chunk)
+            value = None
+        else:
+            assert other is not None, f"no executor for effect {effect!r}"
+            value = other(effect)
+
+
+async def drive_async(
+    machine: Generator[Any, Any, T],
+    other: Callable[[Any], Awaitable[Any]] | None,
+    callback: StreamingCallback | None,
+) -> T:
+    """Async twin of :func:`drive_sync`: tools are awaited, callbacks may be async."""
+    value: Any = None
+    while True:
+        try:
+            effect = machine.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        kind = type(effect)
+        if kind is RunCalls:
+            value = await run_calls_async(effect)
+        elif kind is Emit:
+            assert callback is not None
+            await emit_async(callback, effect)
+            value = None
+        else:
+            assert other is not None, f"no executor for effect {effect!r}"
+            value = await other(effect)

@@ -1,0 +1,140 @@
+"""Turning tool results into text and State updates (DESIGN.md §3.1, §3.2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from handrail.dataclasses.state import State
+from handrail.errors import StringConversionError, ToolOutputMergeError
+from handrail.tools.tool import Tool
+
+__all__ = ["describe_exception", "merge_outputs", "result_to_text", "tool_result_text"]
+
+
+def _json_default(value: Any) -> Any:
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def result_to_text(value: Any, json_strings: bool = False) -> str:
+    """Convert a tool result to the text the model reads (DESIGN.md §3.1).
+
+    Args:
+        value: What the tool returned.
+        json_strings: When True, strings are JSON-encoded (quoted) too.
+
+    Returns:
+        A ``str`` result unchanged (unless ``json_strings``); anything else as JSON with non-ASCII
+        kept (objects with ``to_dict`` first, then dataclasses via ``asdict``); ``str(value)`` when
+        it cannot be JSON-encoded.
+    """
+    if type(value) is str and not json_strings:
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_json_default)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _apply_handler(tool: Tool, handler: Any, value: Any) -> Any:
+    try:
+        return handler(value)
+    except Exception as exc:
+        name = getattr(handler, "__name__", repr(handler))
+        raise StringConversionError(
+            f"Failed to convert the result of tool '{tool.name}' with '{name}': {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def tool_result_text(tool: Tool, value: Any, json_strings: bool) -> str:
+    """Apply the tool's ``outputs_to_string`` config (if any) and return the result text.
+
+    Raises:
+        StringConversionError: When a handler raises, or ``raw_result`` is set and the value is not a str.
+    """
+    config = tool.outputs_to_string
+    if not config:
+        return result_to_text(value, json_strings)
+    if all(not isinstance(v, Mapping) for v in config.values()):
+        source = config.get("source")
+        if source is not None and isinstance(value, Mapping):
+            value = value.get(source)
+        handler = config.get("handler")
+        if handler is not None:
+            value = _apply_handler(tool, handler, value)
+        if config.get("raw_result"):
+            if not isinstance(value, str):
+                raise StringConversionError(
+                    f"Tool '{tool.name}' has raw_result=True but produced {type(value).__name__}, not str."
+                )
+            return value
+        return result_to_text(value, json_strings)
+    if not isinstance(value, Mapping):
+        raise StringConversionError(
+            f"Tool '{tool.name}' has a multi-key outputs_to_string config but returned {type(value).__name__}, "
+            f"not a dict."
+        )
+    parts: dict[str, str] = {}
+    for key, entry in config.items():
+        if entry["source"] not in value:
+            continue
+        item = value[entry["source"]]
+        if entry.get("handler") is not None:
+            item = _apply_handler(tool, entry["handler"], item)
+        parts[key] = result_to_text(item)
+    return json.dumps(parts, ensure_ascii=False)
+
+
+def merge_outputs(tool: Tool, value: Any, state: State) -> None:
+    """Write a dict result into State through the tool's ``outputs_to_state``.
+
+    A missing ``source`` key is skipped; no source stores the whole result.
+
+    Raises:
+        ToolOutputMergeError: When a State key is unknown or a handler raises.
+    """
+    config = tool.outputs_to_state
+    if not config or not isinstance(value, Mapping):
+        return
+    for state_key, entry in config.items():
+        source = entry.get("source")
+        if source is not None and source not in value:
+            continue
+        item = value[source] if source is not None else value
+        try:
+            state.set(state_key, item, handler_override=entry.get("handler"))
+        except Exception as exc:
+            raise ToolOutputMergeError(
+                f"Failed to merge the outputs of tool '{tool.name}' into State key '{state_key}': "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+
+def describe_exception(exc: BaseException) -> str:
+    """Describe an exception with its type, message and root cause.
+
+    Returns:
+        ``"Type: message"``, followed by ``" (root cause: Type: message)"`` when the chain of
+        ``__cause__`` / ``__context__`` leads to another exception.
+    """
+    text = f"{type(exc).__name__}: {exc}"
+    root: BaseException = exc
+    seen = {id(exc)}
+    while True:
+        nxt = root.__cause__ or root.__context__
+        if nxt is None or id(nxt) in seen:
+            break
+        seen.add(id(nxt))
+        root = nxt
+    if root is not exc:
+        text += f" (root cause: {type(root).__name__}: {root})"
+    return text

@@ -1,0 +1,247 @@
+"""The tool step: one batch of tool calls, written once as a sans-I/O generator.
+
+``tool_step`` yields :class:`RunCalls` (and :class:`Emit` when streaming) and receives the
+outcomes; the sync and async drivers in ``_execution`` run the tools. Both the public
+ToolInvoker and the Agent's step machine use it, so there is one implementation of the
+argument, validation, State and result rules (DESIGN.md §3.1–§3.7).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from handrail.components.tools._effects import Emit, Invocation, Outcome, RunCalls
+from handrail.components.tools._results import describe_exception, merge_outputs, tool_result_text
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall
+from handrail.dataclasses.state import State
+from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk
+from handrail.errors import (
+    StringConversionError,
+    ToolInvocationError,
+    ToolNotFoundException,
+    ToolOutputMergeError,
+)
+from handrail.tools.tool import Tool
+
+__all__ = ["ToolStepOptions", "parse_arguments", "repair_call_ids", "tool_step"]
+
+StepEffect = RunCalls | Emit
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStepOptions:
+    """How a tool step treats failures, results and streaming."""
+
+    raise_on_failure: bool = False
+    """Raise instead of returning an error tool result."""
+    convert_result_to_json_string: bool = False
+    """JSON-encode every result, strings included."""
+    max_workers: int = 8
+    """At most this many tools run at once."""
+    streaming_callback: StreamingCallback | None = None
+    """When set, one chunk per result and a final chunk are emitted."""
+    passthrough: bool = False
+    """Give the streaming callback to tools that declare a ``streaming_callback`` parameter."""
+
+
+def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
+    """Give every call a unique id, deterministically (DESIGN.md §3.5).
+
+    Args:
+        calls: The calls of one step, in order.
+        seen: Ids already used in this run; updated in place.
+
+    Returns:
+        The calls; those whose id was missing, empty or already used are replaced by copies with
+        ``call_<position>`` (1-based) or ``<id>#2``, ``#3``... Calls are never dropped or merged.
+    """
+    out: list[ToolCall] = []
+    for position, call in enumerate(calls, start=1):
+        cid = call.id
+        if cid and cid not in seen:
+            seen.add(cid)
+            out.append(call)
+            continue
+        base = cid or f"call_{position}"
+        candidate, n = base, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{base}#{n}"
+        seen.add(candidate)
+        out.append(ToolCall(tool_name=call.tool_name, arguments=call.arguments, id=candidate, extra=call.extra))
+    return out
+
+
+def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse a call's arguments (DESIGN.md §3.4).
+
+    Returns:
+        ``(arguments, None)``, or ``(None, error text)`` for invalid JSON or a non-object.
+    """
+    raw = call.arguments
+    if type(raw) is dict:
+        return raw, None
+    if isinstance(raw, Mapping):
+        return dict(raw), None
+    if not isinstance(raw, str):
+        return None, f"Arguments for tool '{call.tool_name}' must be a JSON object, got {type(raw).__name__}."
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return None, f"Arguments for tool '{call.tool_name}' are not valid JSON ({exc}). Received: {raw!r}"
+    if not isinstance(value, dict):
+        return None, (
+            f"Arguments for tool '{call.tool_name}' must be a JSON object, got {json.dumps(value)}. "
+            f"Send the arguments as an object such as {{}}."
+        )
+    return value, None
+
+
+def _reads_writes(tool: Tool, args: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    reads = {k for k, p in (tool.inputs_from_state or {}).items() if p not in args}
+    writes = set(tool.outputs_to_state or ())
+    if tool.roles.state_param is not None:
+        reads.add("*")
+        writes.add("*")
+    return reads, writes
+
+
+def _waves(ready: list[tuple[int, ToolCall, Tool, dict[str, Any]]]) -> list[list[int]]:
+    """Group ready calls (by position in ``ready``) so a State reader runs after its writers."""
+    rw = [_reads_writes(tool, args) for _, _, tool, args in ready]
+    if not any(r or w for r, w in rw):
+        return [list(range(len(ready)))]
+
+    def feeds(j: int, i: int) -> bool:
+        w, r = rw[j][1], rw[i][0]
+        return bool(w & r or ("*" in w and r) or ("*" in r and w))
+
+    level = [0] * len(ready)
+    for _ in range(len(ready)):
+        for i in range(len(ready)):
+            for j in range(len(ready)):
+                if j != i and feeds(j, i) and (not feeds(i, j) or j < i):
+                    level[i] = max(level[i], level[j] + 1)
+    top = min(max(level), len(ready) - 1)
+    return [[i for i in range(len(ready)) if min(level[i], top) == n] for n in range(top + 1)]
+
+
+def _kwargs(tool: Tool, call: ToolCall, args: dict[str, Any], state: State, opts: ToolStepOptions) -> dict[str, Any]:
+    roles = tool.roles
+    if not (tool.inputs_from_state or roles.state_param or roles.call_id_param or opts.passthrough):
+        return args
+    kwargs = dict(args)
+    for state_key, param in (tool.inputs_from_state or {}).items():
+        if param not in kwargs and state.has(state_key):
+            kwargs[param] = state.get(state_key)
+    if roles.state_param is not None:
+        kwargs[roles.state_param] = state
+    if roles.call_id_param is not None:
+        kwargs[roles.call_id_param] = call.id
+    if opts.passthrough and roles.streaming_param and opts.streaming_callback is not None:
+        kwargs.setdefault("streaming_callback", opts.streaming_callback)
+    return kwargs
+
+
+def _refuse(call: ToolCall, text: str, opts: ToolStepOptions) -> ChatMessage:
+    if opts.raise_on_failure:
+        raise ToolInvocationError(
+            f"Tool call '{call.id}' to '{call.tool_name}' failed: {text}", call.tool_name, call.id
+        )
+    return ChatMessage.from_tool(text, call, error=True)
+
+
+def _finish(inv: Invocation, outcome: Outcome, state: State, opts: ToolStepOptions) -> ChatMessage:
+    ok, value = outcome
+    call, tool = inv.call, inv.tool
+    if not ok:
+        shown = json.dumps(call.arguments, ensure_ascii=False, default=str)
+        text = f"Failed to invoke tool '{tool.name}' with parameters {shown}. Error: {describe_exception(value)}"
+        if opts.raise_on_failure:
+            raise ToolInvocationError(
+                f"Tool call '{call.id}' to '{tool.name}' failed: {text}", tool.name, call.id
+            ) from value
+        return ChatMessage.from_tool(text, call, error=True)
+    try:
+        merge_outputs(tool, value, state)
+        text = tool_result_text(tool, value, opts.convert_result_to_json_string)
+    except (ToolOutputMergeError, StringConversionError) as exc:
+        if opts.raise_on_failure:
+            raise
+        return ChatMessage.from_tool(f"{exc} (call '{call.id}')", call, error=True)
+    return ChatMessage.from_tool(text, call)
+
+
+def tool_step(
+    calls: list[ToolCall], tools: Mapping[str, Tool], state: State, opts: ToolStepOptions
+) -> Generator[StepEffect, Any, list[ChatMessage]]:
+    """Run one step's tool calls and return one tool message per call, in call order.
+
+    Algorithm, per call: resolve the tool (unknown → error result listing the available tools);
+    parse the arguments; validate them against the tool's JSON Schema; then run the valid calls
+    in waves (a State reader after its writers), merging outputs into State in call order;
+    finally emit one chunk per result and a closing chunk when streaming.
+
+    Args:
+        calls: The calls, ids already unique.
+        tools: Tools by name.
+        state: The run's State (read for ``inputs_from_state``, written by ``outputs_to_state``).
+        opts: Failure, conversion, concurrency and streaming options.
+
+    Returns:
+        One tool-role ChatMessage per call, in call order.
+
+    Raises:
+        ToolNotFoundException: Unknown tool, when ``opts.raise_on_failure``.
+        ToolInvocationError: Invalid arguments or a tool that raised, when ``opts.raise_on_failure``.
+    """
+    results: list[ChatMessage | None] = [None] * len(calls)
+    ready: list[tuple[int, ToolCall, Tool, dict[str, Any]]] = []
+    for position, call in enumerate(calls):
+        tool = tools.get(call.tool_name)
+        if tool is None:
+            missing = ToolNotFoundException(call.tool_name, list(tools))
+            if opts.raise_on_failure:
+                raise missing
+            results[position] = ChatMessage.from_tool(str(missing), call, error=True)
+            continue
+        args, problem = parse_arguments(call)
+        if args is not None:
+            violation = tool.arguments_error(args)
+            if violation is not None:
+                problem = f"Arguments for tool '{tool.name}' do not match its JSON Schema: {violation}"
+        if problem is not None or args is None:
+            results[position] = _refuse(call, problem or "invalid arguments", opts)
+            continue
+        ready.append((position, call, tool, args))
+    for wave in _waves(ready) if ready else ():
+        invocations = [
+            Invocation(ready[i][1], ready[i][2], _kwargs(ready[i][2], ready[i][1], ready[i][3], state, opts))
+            for i in wave
+        ]
+        outcomes: list[Outcome] = yield RunCalls(invocations, opts.max_workers)
+        for i, inv, outcome in zip(wave, invocations, outcomes, strict=True):
+            results[ready[i][0]] = _finish(inv, outcome, state, opts)
+    messages = [m for m in results if m is not None]
+    if opts.streaming_callback is not None:
+        for index, message in enumerate(messages):
+            result = message.tool_call_result
+            assert result is not None
+            yield Emit(
+                StreamingChunk(
+                    content="",
+                    index=index,
+                    tool_call_result=result,
+                    start=True,
+                    meta={"tool_result": result.result, "tool_call": result.origin},
+                )
+            )
+        yield Emit(
+            StreamingChunk(content="", finish_reason="tool_call_results", meta={"finish_reason": "tool_call_results"})
+        )
+    return messages

@@ -1,0 +1,188 @@
+"""ToolInvoker: runs the tool calls of assistant messages (Haystack 2.x semantics, kept public)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from handrail.components.tools._execution import drive_async, drive_sync
+from handrail.components.tools._step import ToolStepOptions, repair_call_ids, tool_step
+from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall
+from handrail.dataclasses.state import State
+from handrail.dataclasses.streaming import StreamingCallback
+from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.tools.tool import Tool
+from handrail.tools.toolset import Toolset
+from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
+
+__all__ = ["ToolInvoker"]
+
+ToolsArg = list[Tool | Toolset] | Toolset
+
+
+def check_max_workers(value: Any, name: str = "max_workers") -> int:
+    """Return ``value`` when it is an int ≥ 1.
+
+    Raises:
+        ConfigurationError: Otherwise, naming the parameter.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{name} must be an integer of at least 1, got {value!r}.")
+    return value
+
+
+class ToolInvoker:
+    """Runs the tool calls found in assistant messages and returns one tool message per call.
+
+    Args:
+        tools: Tools and Toolsets (or one Toolset); at least one tool, names unique.
+        raise_on_failure: Raise on an unknown tool (ToolNotFoundException), invalid arguments or a
+            tool exception (ToolInvocationError) instead of returning an error tool result.
+        convert_result_to_json_string: JSON-encode every result, strings included (DESIGN.md §3.1).
+        streaming_callback: Receives one chunk per result, then a chunk with finish_reason
+            ``"tool_call_results"``.
+        enable_streaming_callback_passthrough: Give the callback to tools that declare a
+            ``streaming_callback`` parameter.
+        max_workers: At most this many tools run at once (threads in ``run``, a semaphore in ``run_async``).
+
+    Raises:
+        ConfigurationError: No tools, duplicate names, or ``max_workers`` < 1.
+        ConfigurationTypeError: A tool that is not a Tool or Toolset.
+
+    Example:
+        >>> def weather(city: str) -> str:
+        ...     return f"sunny in {city}"
+        >>> t = Tool(name="weather", description="", function=weather,
+        ...          parameters={"type": "object", "properties": {"city": {"type": "string"}}})
+        >>> call = ToolCall(tool_name="weather", arguments={"city": "Oslo"})
+        >>> out = ToolInvoker(tools=[t]).run(messages=[ChatMessage.from_assistant(tool_calls=[call])])
+        >>> out["tool_messages"][0].tool_call_result.result
+        'sunny in Oslo'
+    """
+
+    def __init__(
+        self,
+        tools: ToolsArg,
+        raise_on_failure: bool = True,
+        convert_result_to_json_string: bool = False,
+        streaming_callback: StreamingCallback | None = None,
+        *,
+        enable_streaming_callback_passthrough: bool = False,
+        max_workers: int = 8,
+    ) -> None:
+        if not flatten_tools(tools):
+            raise ConfigurationError("ToolInvoker requires at least one tool.")
+        if streaming_callback is not None and not callable(streaming_callback):
+            raise ConfigurationTypeError("streaming_callback must be callable or None.")
+        self.tools = tools
+        self.raise_on_failure = raise_on_failure
+        self.convert_result_to_json_string = convert_result_to_json_string
+        self.streaming_callback = streaming_callback
+        self.enable_streaming_callback_passthrough = enable_streaming_callback_passthrough
+        self.max_workers = check_max_workers(max_workers)
+
+    def warm_up(self) -> None:
+        """Warm up every tool (idempotent)."""
+        for tool in flatten_tools(self.tools):
+            tool.warm_up()
+
+    def _prepare(
+        self,
+        messages: list[ChatMessage],
+        state: State | None,
+        streaming_callback: StreamingCallback | None,
+        passthrough: bool | None,
+        tools: ToolsArg | None,
+        is_async: bool,
+    ) -> tuple[list[ToolCall], dict[str, Tool], State, ToolStepOptions]:
+        if not isinstance(messages, list) or not all(isinstance(m, ChatMessage) for m in messages):
+            raise ConfigurationTypeError("ToolInvoker.run needs messages: list[ChatMessage].")
+        callback = streaming_callback or self.streaming_callback
+        if callback is not None and not is_async and inspect.iscoroutinefunction(callback):
+            raise ConfigurationTypeError("ToolInvoker.run needs a sync streaming callback; use run_async for async.")
+        by_name = {t.name: t for t in flatten_tools(tools if tools is not None else self.tools)}
+        calls = repair_call_ids([c for m in messages for c in m.tool_calls], set())
+        opts = ToolStepOptions(
+            raise_on_failure=self.raise_on_failure,
+            convert_result_to_json_string=self.convert_result_to_json_string,
+            max_workers=self.max_workers,
+            streaming_callback=callback,
+            passthrough=self.enable_streaming_callback_passthrough if passthrough is None else passthrough,
+        )
+        return calls, by_name, state if state is not None else State(), opts
+
+    def run(
+        self,
+        messages: list[ChatMessage],
+        state: State | None = None,
+        streaming_callback: StreamingCallback | None = None,
+        *,
+        enable_streaming_callback_passthrough: bool | None = None,
+        tools: ToolsArg | None = None,
+    ) -> dict[str, Any]:
+        """Run every tool call in ``messages``.
+
+        Args:
+            messages: Messages; the tool calls of all of them run (other messages are ignored).
+            state: The State tools read and write; a fresh empty one when None.
+            streaming_callback: Overrides the init callback for this run (sync).
+            enable_streaming_callback_passthrough: Overrides the init setting when not None.
+            tools: Overrides the init tools for this run.
+
+        Returns:
+            ``{"tool_messages": [tool-role ChatMessage per call, in call order], "state": State}``.
+
+        Raises:
+            ToolNotFoundException: Unknown tool, in raise mode.
+            ToolInvocationError: Invalid arguments or a failing tool, in raise mode.
+            ConfigurationTypeError: Bad ``messages`` or an async callback.
+        """
+        calls, by_name, run_state, opts = self._prepare(
+            messages, state, streaming_callback, enable_streaming_callback_passthrough, tools, is_async=False
+        )
+        if not calls:
+            return {"tool_messages": [], "state": run_state}
+        step = tool_step(calls, by_name, run_state, opts)
+        return {"tool_messages": drive_sync(step, None, opts.streaming_callback), "state": run_state}
+
+    async def run_async(
+        self,
+        messages: list[ChatMessage],
+        state: State | None = None,
+        streaming_callback: StreamingCallback | None = None,
+        *,
+        enable_streaming_callback_passthrough: bool | None = None,
+        tools: ToolsArg | None = None,
+    ) -> dict[str, Any]:
+        """Async twin of :meth:`run`; async tools are awaited, sync ones run in worker threads."""
+        calls, by_name, run_state, opts = self._prepare(
+            messages, state, streaming_callback, enable_streaming_callback_passthrough, tools, is_async=True
+        )
+        if not calls:
+            return {"tool_messages": [], "state": run_state}
+        step = tool_step(calls, by_name, run_state, opts)
+        return {"tool_messages": await drive_async(step, None, opts.streaming_callback), "state": run_state}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to the ``{type, init_parameters}`` envelope."""
+        return {
+            "type": qualified_name(self),
+            "init_parameters": {
+                "tools": serialize_tools(self.tools),
+                "raise_on_failure": self.raise_on_failure,
+                "convert_result_to_json_string": self.convert_result_to_json_string,
+                "streaming_callback": serialize_callable(self.streaming_callback) if self.streaming_callback else None,
+                "enable_streaming_callback_passthrough": self.enable_streaming_callback_passthrough,
+                "max_workers": self.max_workers,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolInvoker:
+        """Rebuild from :meth:`to_dict` output (``data`` is not modified)."""
+        params = dict(data["init_parameters"])
+        params["tools"] = deserialize_tools(params["tools"])
+        if params.get("streaming_callback"):
+            params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
+        return cls(**params)

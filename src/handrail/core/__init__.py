@@ -1,0 +1,27 @@
+"""Core machinery: serialization helpers (the ``{type, init_parameters}`` envelope)."""
+
+from handrail.core.serialization import (
+    default_from_dict,
+    default_to_dict,
+    deserialize_callable,
+    deserialize_type,
+    import_object,
+    object_from_dict,
+    object_to_dict,
+    qualified_name,
+    serialize_callable,
+    serialize_type,
+)
+
+__all__ = [
+    "default_from_dict",
+    "default_to_dict",
+    "deserialize_callable",
+    "deserialize_type",
+    "import_object",
+    "object_from_dict",
+    "object_to_dict",
+    "qualified_name",
+    "serialize_callable",
+    "serialize_type",
+]

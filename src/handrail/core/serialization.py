@@ -1,0 +1,316 @@
+"""Serialization helpers shared by every configurable object.
+
+Configurable objects serialize to the envelope ``{"type": "<module>.<Class>",
+"init_parameters": {...}}`` (the shape Haystack uses), functions to their dotted
+import path, and Python types to strings such as ``"list[str]"``.
+
+``from_dict`` functions called from Python trust the dotted paths they are given,
+as Haystack does; untrusted input (YAML files, the CLI, snapshot files) goes
+through an allowlist of module prefixes passed as ``allowed_modules``. No function
+here mutates the dict it is given.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import importlib
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from handrail.errors import SerializationError
+
+__all__ = [
+    "default_from_dict",
+    "default_to_dict",
+    "deserialize_callable",
+    "deserialize_type",
+    "import_object",
+    "object_from_dict",
+    "object_to_dict",
+    "qualified_name",
+    "serialize_callable",
+    "serialize_type",
+]
+
+_BUILTIN_TYPES = {t.__name__: t for t in (str, int, float, bool, bytes, dict, list, tuple, set, frozenset)}
+_BUILTIN_TYPES["None"] = type(None)  # type: ignore[assignment]
+_BUILTIN_TYPES["NoneType"] = type(None)  # type: ignore[assignment]
+
+
+def qualified_name(obj: object) -> str:
+    """Return the dotted import path of a class, or of an instance's class.
+
+    Args:
+        obj: A class or an instance.
+
+    Returns:
+        ``"<module>.<qualname>"``, e.g. ``"handrail.tools.tool.Tool"``.
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def default_to_dict(obj: object, **init_parameters: Any) -> dict[str, Any]:
+    """Build the ``{type, init_parameters}`` envelope for ``obj``.
+
+    Args:
+        obj: The object being serialized; only its class path is read.
+        **init_parameters: The constructor arguments, already JSON-compatible.
+
+    Returns:
+        ``{"type": qualified_name(obj), "init_parameters": init_parameters}``.
+    """
+    return {"type": qualified_name(obj), "init_parameters": init_parameters}
+
+
+def default_from_dict(cls: type[Any], data: dict[str, Any]) -> Any:
+    """Rebuild an instance of ``cls`` from its envelope (``data`` is not modified).
+
+    Args:
+        cls: The class to instantiate.
+        data: ``{"type": ..., "init_parameters": {...}}``.
+
+    Returns:
+        ``cls(**data["init_parameters"])``.
+
+    Raises:
+        SerializationError: When ``data`` has no ``init_parameters`` mapping or its ``type``
+            names another class.
+    """
+    params = data.get("init_parameters")
+    if not isinstance(params, dict):
+        raise SerializationError(f"Missing 'init_parameters' in serialization data for {cls.__name__}: {data!r}")
+    declared = data.get("type")
+    if declared is not None and declared != qualified_name(cls) and declared.rsplit(".", 1)[-1] != cls.__name__:
+        raise SerializationError(f"Serialized type '{declared}' does not match class '{qualified_name(cls)}'.")
+    return cls(**copy.deepcopy(params))
+
+
+def _check_allowed(path: str, allowed_modules: Iterable[str] | None) -> None:
+    if allowed_modules is None:
+        return
+    named = (allowed_modules,) if isinstance(allowed_modules, str) else tuple(allowed_modules)
+    prefixes = ("handrail", *named)
+    if not any(path == p or path.startswith(p + ".") for p in prefixes):
+        raise SerializationError(
+            f"Refusing to import '{path}': its module is not in the allowlist {list(prefixes)}. "
+            f"Name the module explicitly (allowed_modules=(...) or the CLI's --allow-module) to trust it."
+        )
+
+
+def import_object(path: str, *, allowed_modules: Iterable[str] | None = None) -> Any:
+    """Import an object (class, function, module attribute) by dotted path.
+
+    Args:
+        path: ``"package.module.Name"``; nested attributes (``"mod.Class.method"``) are followed.
+        allowed_modules: ``None`` trusts every path (Python callers); otherwise only paths under
+            ``handrail`` or one of these module prefixes are imported (a single string counts as one
+            prefix).
+
+    Returns:
+        The imported object.
+
+    Raises:
+        SerializationError: When the path is not allowed or cannot be imported.
+    """
+    if not isinstance(path, str) or "." not in path:
+        raise SerializationError(f"Cannot import {path!r}: expected a dotted path such as 'package.module.name'.")
+    _check_allowed(path, allowed_modules)
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:cut])
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            continue
+        return obj
+    raise SerializationError(f"Cannot import '{path}': no module or attribute of that name could be found.")
+
+
+def serialize_callable(function: Callable[..., Any]) -> str:
+    """Return the dotted path of a module-level function (or a class's static/class method).
+
+    Args:
+        function: The callable to name.
+
+    Returns:
+        ``"<module>.<qualname>"``.
+
+    Raises:
+        SerializationError: For lambdas, closures and other functions that cannot be
+            imported back by name (their ``__qualname__`` contains ``<lambda>`` or ``<locals>``).
+    """
+    target = inspect.unwrap(function) if not inspect.ismethod(function) else function
+    qualname = getattr(target, "__qualname__", None)
+    module = getattr(target, "__module__", None)
+    if not qualname or not module:
+        raise SerializationError(f"Cannot serialize {function!r}: it has no importable module and name.")
+    if "<lambda>" in qualname or "<locals>" in qualname:
+        raise SerializationError(
+            f"Cannot serialize '{qualname}' from module '{module}': lambdas and functions defined inside "
+            f"other functions cannot be imported back by name. Define it at module level."
+        )
+    return f"{module}.{qualname}"
+
+
+def deserialize_callable(path: str, *, allowed_modules: Iterable[str] | None = None) -> Callable[..., Any]:
+    """Import a callable by the dotted path that :func:`serialize_callable` wrote.
+
+    Args:
+        path: The dotted path.
+        allowed_modules: See :func:`import_object`.
+
+    Returns:
+        The callable.
+
+    Raises:
+        SerializationError: When the path cannot be imported or does not name a callable.
+    """
+    obj = import_object(path, allowed_modules=allowed_modules)
+    if not callable(obj):
+        raise SerializationError(f"'{path}' does not name a callable.")
+    return typing.cast(Callable[..., Any], obj)
+
+
+def serialize_type(target: Any) -> str:
+    """Write a Python type as a string: ``str``, ``list[int]``, ``dict[str, handrail.x.Y]``, ``int | None``.
+
+    Args:
+        target: A class, a parameterized generic (``tuple[int, ...]`` included), a union, ``Any`` or ``None``.
+
+    Returns:
+        The string form read back by :func:`deserialize_type`.
+
+    Raises:
+        SerializationError: For types that cannot be named (local classes).
+    """
+    if target is None or target is type(None):
+        return "None"
+    if target is Any:
+        return "typing.Any"
+    if target is Ellipsis:
+        return "..."
+    origin = typing.get_origin(target)
+    if origin in (types.UnionType, typing.Union):
+        return " | ".join(serialize_type(a) for a in typing.get_args(target))
+    if origin is not None:
+        args = ", ".join(serialize_type(a) for a in typing.get_args(target))
+        return f"{serialize_type(origin)}[{args}]"
+    if isinstance(target, type):
+        if target.__module__ == "builtins":
+            return target.__name__
+        if "<locals>" in target.__qualname__:
+            raise SerializationError(f"Cannot serialize the local class '{target.__qualname__}'.")
+        return f"{target.__module__}.{target.__qualname__}"
+    raise SerializationError(f"Cannot serialize type {target!r}.")
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            start = i + len(sep)
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def deserialize_type(text: str, *, allowed_modules: Iterable[str] | None = None) -> Any:
+    """Read back a type written by :func:`serialize_type`.
+
+    Args:
+        text: The type string, e.g. ``"list[handrail.dataclasses.ChatMessage]"``.
+        allowed_modules: See :func:`import_object` (builtins and ``typing`` are always allowed).
+
+    Returns:
+        The Python type.
+
+    Raises:
+        SerializationError: When the string is malformed or names something that cannot be imported.
+    """
+    text = text.strip()
+    union = _split_top(text, "|")
+    if len(union) > 1:
+        members = [deserialize_type(p, allowed_modules=allowed_modules) for p in union]
+        result: Any = members[0]
+        for m in members[1:]:
+            result = result | m
+        return result
+    if text.endswith("]") and "[" in text:
+        head, inner = text.split("[", 1)
+        origin = deserialize_type(head, allowed_modules=allowed_modules)
+        args = tuple(deserialize_type(a, allowed_modules=allowed_modules) for a in _split_top(inner[:-1], ","))
+        try:
+            return origin[args if len(args) > 1 else args[0]]
+        except TypeError as exc:
+            raise SerializationError(f"Cannot parameterize '{head}' with {inner[:-1]}: {exc}") from exc
+    if text in _BUILTIN_TYPES:
+        return _BUILTIN_TYPES[text]
+    if text in ("Any", "typing.Any"):
+        return Any
+    if text == "...":
+        return Ellipsis
+    if text.startswith("typing.") and text.count(".") == 1:
+        return import_object(text)
+    if hasattr(builtins, text) and isinstance(getattr(builtins, text), type):
+        return getattr(builtins, text)
+    return import_object(text, allowed_modules=allowed_modules)
+
+
+def object_to_dict(obj: Any) -> dict[str, Any]:
+    """Serialize a configurable object through its own ``to_dict``.
+
+    Args:
+        obj: Any object with a ``to_dict()`` method returning the ``{type, init_parameters}`` envelope.
+
+    Returns:
+        The envelope.
+
+    Raises:
+        SerializationError: When the object has no ``to_dict``.
+    """
+    to_dict = getattr(obj, "to_dict", None)
+    if not callable(to_dict):
+        raise SerializationError(
+            f"Cannot serialize {type(obj).__name__}: it has no to_dict() method. "
+            f"Give the class to_dict/from_dict methods."
+        )
+    result: dict[str, Any] = to_dict()
+    return result
+
+
+def object_from_dict(data: dict[str, Any], *, allowed_modules: Iterable[str] | None = None) -> Any:
+    """Rebuild an object from its envelope, importing the class named in ``type``.
+
+    The class's own ``from_dict`` is used when it has one, else :func:`default_from_dict`.
+
+    Args:
+        data: ``{"type": ..., "init_parameters": ...}``; not modified.
+        allowed_modules: See :func:`import_object`.
+
+    Returns:
+        The rebuilt object.
+
+    Raises:
+        SerializationError: When ``data`` has no ``type`` or the type cannot be imported.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise SerializationError(f"Expected a dict with a 'type' key, got {data!r}")
+    cls = import_object(data["type"], allowed_modules=allowed_modules)
+    from_dict = getattr(cls, "from_dict", None)
+    if callable(from_dict):
+        return from_dict(copy.deepcopy(data))
+    return default_from_dict(cls, data)

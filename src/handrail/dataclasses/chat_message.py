@@ -1,0 +1,294 @@
+"""Chat messages and their content parts.
+
+The shapes follow Haystack's ``ChatMessage`` family: a message has a role, a list of
+content parts (text, tool calls, tool call results), an optional name and a ``meta``
+dict. ``to_dict`` / ``from_dict`` round-trip losslessly (non-ASCII included).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from handrail.errors import ConfigurationError, ConfigurationTypeError
+
+__all__ = ["ChatMessage", "ChatRole", "TextContent", "ToolCall", "ToolCallResult"]
+
+
+class ChatRole(StrEnum):
+    """The author of a message: ``"user"``, ``"system"``, ``"assistant"`` or ``"tool"``."""
+
+    USER = "user"
+    SYSTEM = "system"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+    @staticmethod
+    def from_str(value: str) -> ChatRole:
+        """Return the role named ``value``.
+
+        Raises:
+            ConfigurationError: For a name that is not one of the four roles.
+        """
+        try:
+            return ChatRole(value)
+        except ValueError:
+            raise ConfigurationError(
+                f"Unknown chat role {value!r}; expected one of {[r.value for r in ChatRole]}."
+            ) from None
+
+
+@dataclass(slots=True)
+class TextContent:
+    """A text part of a message."""
+
+    text: str
+    """The text, as written."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"text": text}``."""
+        return {"text": self.text}
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A tool call proposed by the model.
+
+    Example:
+        >>> ToolCall(tool_name="weather", arguments={"city": "Oslo"}, id="call_1").arguments
+        {'city': 'Oslo'}
+    """
+
+    tool_name: str
+    """The name of the tool the model wants to run."""
+    arguments: dict[str, Any] | str
+    """The arguments as a dict, or the raw text exactly as the model sent it when that text is
+    not a JSON object (the invoker then reports the problem to the model)."""
+    id: str | None = None
+    """The call id the model gave (repaired to a unique one before the call runs)."""
+    extra: dict[str, Any] | None = None
+    """Provider-specific extra data, carried along unchanged."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"tool_name", "arguments", "id", "extra"}``."""
+        return {"tool_name": self.tool_name, "arguments": self.arguments, "id": self.id, "extra": self.extra}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        """Rebuild a ToolCall from :meth:`to_dict` output.
+
+        Raises:
+            ConfigurationError: When ``tool_name`` or ``arguments`` is missing.
+        """
+        try:
+            return cls(
+                tool_name=data["tool_name"],
+                arguments=data["arguments"],
+                id=data.get("id"),
+                extra=data.get("extra"),
+            )
+        except KeyError as exc:
+            raise ConfigurationError(f"ToolCall data is missing the key {exc}: {data!r}") from None
+
+
+@dataclass(slots=True)
+class ToolCallResult:
+    """The result of running a tool call, as the model will read it."""
+
+    result: str
+    """The result text (see DESIGN.md §3.1 for how non-string results become text)."""
+    origin: ToolCall
+    """The call this result answers."""
+    error: bool
+    """True when the call failed or was refused; the text then says why."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"result", "origin", "error"}`` with ``origin`` as a ToolCall dict."""
+        return {"result": self.result, "origin": self.origin.to_dict(), "error": self.error}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCallResult:
+        """Rebuild a ToolCallResult; all three keys are required.
+
+        Raises:
+            ConfigurationError: When a key is missing.
+        """
+        missing = [k for k in ("result", "origin", "error") if k not in data]
+        if missing:
+            raise ConfigurationError(f"ToolCallResult data is missing the keys {missing}: {data!r}")
+        return cls(result=data["result"], origin=ToolCall.from_dict(data["origin"]), error=bool(data["error"]))
+
+
+ContentPart = TextContent | ToolCall | ToolCallResult
+
+
+def _part_to_dict(part: ContentPart) -> dict[str, Any]:
+    if isinstance(part, TextContent):
+        return {"text": part.text}
+    if isinstance(part, ToolCall):
+        return {"tool_call": part.to_dict()}
+    return {"tool_call_result": part.to_dict()}
+
+
+def _part_from_dict(data: dict[str, Any]) -> ContentPart:
+    if "text" in data:
+        return TextContent(text=data["text"])
+    if "tool_call" in data:
+        return ToolCall.from_dict(data["tool_call"])
+    if "tool_call_result" in data:
+        return ToolCallResult.from_dict(data["tool_call_result"])
+    raise ConfigurationError(f"Unknown content part in message data: {data!r}")
+
+
+@dataclass(slots=True)
+class ChatMessage:
+    """One message of a conversation. Build it with the ``from_*`` factories.
+
+    Example:
+        >>> m = ChatMessage.from_user("Ciao, città 🍎")
+        >>> ChatMessage.from_dict(m.to_dict()) == m
+        True
+    """
+
+    _role: ChatRole
+    """Who wrote the message."""
+    _content: list[ContentPart]
+    """The parts, in order: text first, then tool calls (assistant) or one tool call result (tool)."""
+    _name: str | None = None
+    """An optional author name."""
+    _meta: dict[str, Any] = field(default_factory=dict)
+    """Free metadata; a model reply keeps ``finish_reason``, ``model`` and ``usage`` (OpenAI's names) here."""
+
+    @property
+    def role(self) -> ChatRole:
+        """The author's role."""
+        return self._role
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The metadata dict."""
+        return self._meta
+
+    @property
+    def name(self) -> str | None:
+        """The author name, if any."""
+        return self._name
+
+    @property
+    def texts(self) -> list[str]:
+        """Every text part, in order."""
+        return [p.text for p in self._content if type(p) is TextContent]
+
+    @property
+    def text(self) -> str | None:
+        """The first text part, or None."""
+        for p in self._content:
+            if type(p) is TextContent:
+                return p.text
+        return None
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """Every tool call, in order."""
+        return [p for p in self._content if type(p) is ToolCall]
+
+    @property
+    def tool_call(self) -> ToolCall | None:
+        """The first tool call, or None."""
+        for p in self._content:
+            if type(p) is ToolCall:
+                return p
+        return None
+
+    @property
+    def tool_call_results(self) -> list[ToolCallResult]:
+        """Every tool call result, in order."""
+        return [p for p in self._content if type(p) is ToolCallResult]
+
+    @property
+    def tool_call_result(self) -> ToolCallResult | None:
+        """The first tool call result, or None."""
+        for p in self._content:
+            if type(p) is ToolCallResult:
+                return p
+        return None
+
+    def is_from(self, role: ChatRole | str) -> bool:
+        """Return True when the message has ``role`` (a ChatRole or its string value)."""
+        return self._role == role
+
+    @classmethod
+    def from_user(cls, text: str, meta: dict[str, Any] | None = None, name: str | None = None) -> ChatMessage:
+        """Build a user message.
+
+        Raises:
+            ConfigurationTypeError: When ``text`` is not a string.
+        """
+        if not isinstance(text, str):
+            raise ConfigurationTypeError(f"ChatMessage.from_user needs a str text, got {type(text).__name__}.")
+        return cls(ChatRole.USER, [TextContent(text)], name, meta or {})
+
+    @classmethod
+    def from_system(cls, text: str, meta: dict[str, Any] | None = None, name: str | None = None) -> ChatMessage:
+        """Build a system message.
+
+        Raises:
+            ConfigurationTypeError: When ``text`` is not a string.
+        """
+        if not isinstance(text, str):
+            raise ConfigurationTypeError(f"ChatMessage.from_system needs a str text, got {type(text).__name__}.")
+        return cls(ChatRole.SYSTEM, [TextContent(text)], name, meta or {})
+
+    @classmethod
+    def from_assistant(
+        cls,
+        text: str | None = None,
+        meta: dict[str, Any] | None = None,
+        name: str | None = None,
+        tool_calls: list[ToolCall] | None = None,
+    ) -> ChatMessage:
+        """Build an assistant message: an optional text part followed by the tool calls.
+
+        ``text=None`` adds no text part; ``text=""`` adds an empty one.
+        """
+        parts: list[ContentPart] = [] if text is None else [TextContent(text)]
+        if tool_calls:
+            parts.extend(tool_calls)
+        return cls(ChatRole.ASSISTANT, parts, name, meta or {})
+
+    @classmethod
+    def from_tool(
+        cls, tool_result: str, origin: ToolCall, error: bool = False, meta: dict[str, Any] | None = None
+    ) -> ChatMessage:
+        """Build a tool message holding one :class:`ToolCallResult` for ``origin``."""
+        return cls(ChatRole.TOOL, [ToolCallResult(tool_result, origin, error)], None, meta or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"role", "meta", "name", "content": [part dicts]}`` (JSON-compatible when meta is)."""
+        return {
+            "role": self._role.value,
+            "meta": self._meta,
+            "name": self._name,
+            "content": [_part_to_dict(p) for p in self._content],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChatMessage:
+        """Rebuild a message from :meth:`to_dict` output (``data`` is not modified).
+
+        Raises:
+            ConfigurationError: When ``role`` or ``content`` is missing, or a part is unknown.
+        """
+        if "role" not in data or "content" not in data:
+            raise ConfigurationError(f"ChatMessage data needs 'role' and 'content' keys: {data!r}")
+        content = data["content"]
+        parts: list[ContentPart] = (
+            [TextContent(content)] if isinstance(content, str) else [_part_from_dict(p) for p in content]
+        )
+        return cls(ChatRole.from_str(data["role"]), parts, data.get("name"), dict(data.get("meta") or {}))
+
+    def to_json(self) -> str:
+        """Return :meth:`to_dict` as JSON text, non-ASCII kept as is."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)

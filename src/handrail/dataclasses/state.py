@@ -1,0 +1,210 @@
+"""The Agent's State: typed values shared between the loop, tools and hooks.
+
+A state schema is ``{key: {"type": python_type, "handler": callable}}``; the handler is
+optional (lists merge through :func:`merge_lists`, other types are replaced through
+:func:`replace_values`). ``messages`` and the reserved keys (:data:`RESERVED_KEYS`) are
+always present.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from handrail.core.serialization import (
+    deserialize_callable,
+    deserialize_type,
+    serialize_callable,
+    serialize_type,
+)
+from handrail.dataclasses.chat_message import ChatMessage
+from handrail.errors import StateError
+
+__all__ = ["RESERVED_KEYS", "State", "merge_lists", "replace_values", "validate_state_schema"]
+
+Handler = Callable[[Any, Any], Any]
+
+RESERVED_KEYS: tuple[str, ...] = (
+    "step_count",
+    "token_usage",
+    "tool_call_counts",
+    "exit_reason",
+    "stop_run",
+    "continue_run",
+)
+"""Keys the Agent keeps in every State; a user schema may not define them."""
+
+
+def merge_lists(current: Any, new: Any) -> list[Any]:
+    """Concatenate two values as lists (``None`` counts as ``[]``, a scalar as ``[x]``).
+
+    Args:
+        current: The value in State now.
+        new: The value being set.
+
+    Returns:
+        A new list: ``current`` items followed by ``new`` items.
+    """
+    left = [] if current is None else current if isinstance(current, list) else [current]
+    right = [] if new is None else new if isinstance(new, list) else [new]
+    return [*left, *right]
+
+
+def replace_values(current: Any, new: Any) -> Any:
+    """Return ``new`` (the default handler for every non-list type)."""
+    return new
+
+
+def _is_list_type(tp: Any) -> bool:
+    return tp is list or typing.get_origin(tp) is list
+
+
+def _reserved_defaults() -> dict[str, Any]:
+    return {
+        "step_count": 0,
+        "token_usage": {},
+        "tool_call_counts": {},
+        "exit_reason": None,
+        "stop_run": None,
+        "continue_run": False,
+    }
+
+
+def validate_state_schema(schema: Mapping[str, Any]) -> None:
+    """Check a user state schema.
+
+    Args:
+        schema: ``{key: {"type": python_type, "handler": callable | None}}``.
+
+    Raises:
+        StateError: When a key is reserved, an entry has no ``type``, the type is not a type,
+            the handler is not callable, or ``messages`` is not a list type.
+    """
+    if not isinstance(schema, Mapping):
+        raise StateError(f"state_schema must be a dict of {{key: {{'type': ...}}}}, got {type(schema).__name__}.")
+    reserved = sorted(k for k in schema if k in RESERVED_KEYS)
+    if reserved:
+        raise StateError(
+            f"state_schema keys {reserved} are reserved for the Agent's own bookkeeping and cannot be "
+            f"redefined. Reserved keys: {list(RESERVED_KEYS)}."
+        )
+    for key, entry in schema.items():
+        if not isinstance(entry, Mapping) or "type" not in entry:
+            raise StateError(f"StateSchema: key '{key}' is missing a 'type' entry.")
+        tp = entry["type"]
+        if not (isinstance(tp, type) or typing.get_origin(tp) is not None or tp is Any):
+            raise StateError(f"StateSchema: 'type' for key '{key}' must be a Python type, got {tp!r}.")
+        handler = entry.get("handler")
+        if handler is not None and not callable(handler):
+            raise StateError(f"StateSchema: 'handler' for key '{key}' must be callable or None, got {handler!r}.")
+        if key == "messages" and not _is_list_type(tp):
+            raise StateError("StateSchema: 'messages' must have a list type such as list[ChatMessage].")
+
+
+class State:
+    """Values of one run, typed by a schema.
+
+    Args:
+        schema: The user schema ``{key: {"type": ..., "handler": ...}}`` (validated; copied).
+        data: Initial values for schema keys (optional).
+
+    Raises:
+        StateError: For an invalid schema or a data key outside it.
+
+    Example:
+        >>> s = State({"notes": {"type": list[str]}})
+        >>> s.set("notes", "a"); s.set("notes", ["b"]); s.get("notes")
+        ['a', 'b']
+    """
+
+    __slots__ = ("_data", "_handlers", "schema")
+
+    def __init__(self, schema: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None) -> None:
+        user_schema = dict(schema or {})
+        validate_state_schema(user_schema)
+        full: dict[str, dict[str, Any]] = {k: dict(v) for k, v in user_schema.items()}
+        full.setdefault("messages", {"type": list[ChatMessage], "handler": merge_lists})
+        self.schema: dict[str, dict[str, Any]] = full
+        """The full schema: the user's keys plus ``messages`` (reserved keys are kept apart)."""
+        self._handlers: dict[str, Handler] = {
+            k: v.get("handler") or (merge_lists if _is_list_type(v["type"]) else replace_values)
+            for k, v in full.items()
+        }
+        for key in RESERVED_KEYS:
+            self._handlers[key] = replace_values
+        self._data: dict[str, Any] = _reserved_defaults()
+        self._data["messages"] = []
+        for key, value in (data or {}).items():
+            self.set(key, value)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The live dict of every value (reserved keys included)."""
+        return self._data
+
+    def has(self, key: str) -> bool:
+        """Return True when ``key`` holds a value."""
+        return key in self._data
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the value of ``key`` (the live object, not a copy), or ``default``."""
+        return self._data.get(key, default)
+
+    def set(self, key: str, value: Any, handler_override: Handler | None = None) -> None:
+        """Store ``handler(current, value)`` under ``key``.
+
+        Args:
+            key: A schema key, ``messages`` or a reserved key.
+            value: The new value.
+            handler_override: A handler used instead of the schema's for this call.
+
+        Raises:
+            StateError: When ``key`` is not in the schema.
+        """
+        handler = self._handlers.get(key)
+        if handler is None:
+            raise StateError(f"State: key '{key}' not found in schema. Schema keys: {sorted(self.schema)}.")
+        self._data[key] = (handler_override or handler)(self._data.get(key), value)
+
+    def user_values(self) -> dict[str, Any]:
+        """Return the values of the user's schema keys that hold a value (``messages`` excluded)."""
+        return {k: self._data[k] for k in self.schema if k != "messages" and k in self._data}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the schema (types as strings, handlers as dotted paths) and the user values.
+
+        Returns:
+            ``{"schema": {key: {"type": str, "handler": str | None}}, "data": {key: value}}``; values
+            must be JSON-compatible (messages are written through ``ChatMessage.to_dict``).
+        """
+        schema = {
+            k: {
+                "type": serialize_type(v["type"]),
+                "handler": serialize_callable(v["handler"]) if v.get("handler") else None,
+            }
+            for k, v in self.schema.items()
+            if k != "messages"
+        }
+        data = dict(self.user_values())
+        data["messages"] = [m.to_dict() for m in self._data["messages"]]
+        return {"schema": schema, "data": data}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> State:
+        """Rebuild a State written by :meth:`to_dict` (``data`` is not modified)."""
+        schema = {
+            k: {
+                "type": deserialize_type(v["type"]),
+                "handler": deserialize_callable(v["handler"]) if v.get("handler") else None,
+            }
+            for k, v in data.get("schema", {}).items()
+        }
+        values = dict(data.get("data", {}))
+        messages = [ChatMessage.from_dict(m) for m in values.pop("messages", [])]
+        state = cls(schema, values)
+        state._data["messages"] = messages
+        return state
+
+    def __repr__(self) -> str:
+        return f"State(keys={sorted(self._data)})"

@@ -1,0 +1,161 @@
+"""Streaming chunks and the assembler that turns a stream of them into one assistant message."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall, ToolCallResult
+from handrail.errors import ConfigurationError
+
+__all__ = [
+    "AsyncStreamingCallback",
+    "ChunkAssembler",
+    "FinishReason",
+    "StreamingCallback",
+    "StreamingChunk",
+    "SyncStreamingCallback",
+    "ToolCallDelta",
+    "assemble_chunks",
+    "parse_arguments_text",
+]
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "tool_call_results"]
+
+
+@dataclass(slots=True)
+class ToolCallDelta:
+    """A fragment of a streamed tool call."""
+
+    index: int
+    """Position of the call in the reply; a repeated index continues that call unless a new id arrives."""
+    tool_name: str | None = None
+    """The tool name, usually on the first fragment only."""
+    arguments: str | None = None
+    """A fragment of the arguments' JSON text; fragments are joined exactly as sent."""
+    id: str | None = None
+    """The call id, usually on the first fragment only."""
+
+
+@dataclass(slots=True)
+class StreamingChunk:
+    """One piece of a streamed reply, or of the tool results a ToolInvoker emits."""
+
+    content: str = ""
+    """Text fragment."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Provider metadata (model, usage, finish_reason, ...)."""
+    index: int | None = None
+    """Content-block index; required with ``tool_calls`` or ``tool_call_result``."""
+    tool_calls: list[ToolCallDelta] | None = None
+    """Tool call fragments."""
+    tool_call_result: ToolCallResult | None = None
+    """A finished tool result (emitted by the tool step)."""
+    start: bool = False
+    """True on the first chunk of a new content block."""
+    finish_reason: FinishReason | None = None
+    """Why the stream ended, on the last chunk."""
+
+    def __post_init__(self) -> None:
+        if (self.tool_calls or self.tool_call_result is not None) and self.index is None:
+            raise ConfigurationError("StreamingChunk: 'index' is required with tool_calls or tool_call_result.")
+
+
+SyncStreamingCallback = Callable[[StreamingChunk], None]
+AsyncStreamingCallback = Callable[[StreamingChunk], Awaitable[None]]
+StreamingCallback = SyncStreamingCallback | AsyncStreamingCallback
+
+
+def parse_arguments_text(text: str) -> dict[str, Any] | str:
+    """Turn a tool call's argument text into a dict where it is a JSON object.
+
+    Args:
+        text: The arguments as the model sent them.
+
+    Returns:
+        ``{}`` for empty or whitespace text, the dict for a JSON object, otherwise ``text``
+        unchanged (the tool step reports invalid JSON or a non-object to the model).
+    """
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) else text
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    index: int
+    id: str | None = None
+    name: str = ""
+    fragments: list[str] = field(default_factory=list)
+
+
+class ChunkAssembler:
+    """Collects streaming chunks and builds the assistant message they make up.
+
+    Rules: text fragments are concatenated; a tool-call fragment with a new non-empty id
+    starts a new call even when its index repeats; argument fragments are joined exactly;
+    empty arguments mean ``{}``; text that is not a JSON object is kept raw (never dropped).
+
+    Example:
+        >>> a = ChunkAssembler()
+        >>> a.add(StreamingChunk(content="Par"))
+        >>> a.add(StreamingChunk(content="is", finish_reason="stop"))
+        >>> a.message().text
+        'Paris'
+    """
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._calls: list[_PartialCall] = []
+        self._by_index: dict[int, _PartialCall] = {}
+        self._meta: dict[str, Any] = {}
+
+    def add(self, chunk: StreamingChunk) -> None:
+        """Take one chunk into the message being built."""
+        if chunk.content:
+            self._text.append(chunk.content)
+        for delta in chunk.tool_calls or ():
+            self._add_delta(delta)
+        for key, value in chunk.meta.items():
+            if value is not None:
+                self._meta[key] = value
+        if chunk.finish_reason is not None:
+            self._meta["finish_reason"] = chunk.finish_reason
+
+    def _add_delta(self, delta: ToolCallDelta) -> None:
+        current = self._by_index.get(delta.index)
+        new_id = delta.id or None
+        if current is None or (new_id is not None and current.id is not None and new_id != current.id):
+            current = _PartialCall(index=delta.index, id=new_id)
+            self._calls.append(current)
+            self._by_index[delta.index] = current
+        elif new_id is not None and current.id is None:
+            current.id = new_id
+        if delta.tool_name:
+            current.name = current.name + delta.tool_name if current.name != delta.tool_name else current.name
+        if delta.arguments:
+            current.fragments.append(delta.arguments)
+
+    def message(self) -> ChatMessage:
+        """Return the assistant message assembled so far."""
+        calls = [
+            ToolCall(tool_name=c.name, arguments=parse_arguments_text("".join(c.fragments)), id=c.id)
+            for c in self._calls
+        ]
+        text = "".join(self._text)
+        meta = {k: v for k, v in self._meta.items() if k != "tool_calls"}
+        return ChatMessage.from_assistant(text=text if text or not calls else None, meta=meta, tool_calls=calls)
+
+
+def assemble_chunks(chunks: Iterable[StreamingChunk]) -> ChatMessage:
+    """Assemble a whole stream of chunks into one assistant message (see :class:`ChunkAssembler`)."""
+    assembler = ChunkAssembler()
+    for chunk in chunks:
+        assembler.add(chunk)
+    return assembler.message()

@@ -1,0 +1,121 @@
+"""The exception tree of handrail.
+
+Every exception handrail raises on purpose derives from :class:`HandrailError`.
+Misuse errors (raised before any side effect) also derive from ``ValueError`` or
+``TypeError`` so code written against Haystack's exceptions keeps working::
+
+    HandrailError
+    ├── ConfigurationError (ValueError)      bad argument or configuration, raised before anything runs
+    │   ├── NotSupportedYetError             a parameter whose feature is not built yet was given
+    │   ├── SchemaGenerationError            a JSON Schema could not be built from a function signature
+    │   ├── StateError                       an unknown State key or an invalid state schema
+    │   └── SerializationError               an object cannot be written to (or read from) a dict
+    ├── ConfigurationTypeError (TypeError)   an argument of the wrong type
+    └── RunError                             a failure while a run is under way
+        ├── ToolNotFoundException            the model called a tool that does not exist (raise mode)
+        ├── ToolInvocationError              a tool raised, or its arguments were invalid (raise mode)
+        ├── ToolOutputMergeError             a tool's outputs could not be merged into State
+        ├── StringConversionError            a tool's result could not be turned into text
+        └── ScriptExhaustedError             a ScriptedChatGenerator was called more often than scripted
+
+Control-flow signals (a breakpoint hit, an approval needed) are not errors and do
+not derive from :class:`RunError`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "ConfigurationTypeError",
+    "HandrailError",
+    "NotSupportedYetError",
+    "RunError",
+    "ScriptExhaustedError",
+    "SchemaGenerationError",
+    "SerializationError",
+    "StateError",
+    "StringConversionError",
+    "ToolInvocationError",
+    "ToolNotFoundException",
+    "ToolOutputMergeError",
+]
+
+
+class HandrailError(Exception):
+    """Root of every exception handrail raises on purpose."""
+
+
+class ConfigurationError(HandrailError, ValueError):
+    """A bad argument or configuration; raised before any side effect."""
+
+
+class NotSupportedYetError(ConfigurationError):
+    """A parameter was given whose feature is not built yet; it is never silently ignored."""
+
+    def __init__(self, parameter: str) -> None:
+        super().__init__(
+            f"'{parameter}' is not supported yet by this version of handrail; "
+            f"leave it unset (None) until the feature lands."
+        )
+        self.parameter = parameter
+
+
+class SchemaGenerationError(ConfigurationError):
+    """A JSON Schema could not be generated from a function's signature."""
+
+
+class StateError(ConfigurationError):
+    """An invalid state schema, or a State key that is not in the schema."""
+
+
+class SerializationError(ConfigurationError):
+    """An object cannot be serialized to a dict, or a dict cannot be turned back into an object."""
+
+
+class ConfigurationTypeError(HandrailError, TypeError):
+    """An argument of the wrong type; raised before any side effect."""
+
+
+class RunError(HandrailError):
+    """A failure while a run is under way."""
+
+
+class ToolNotFoundException(RunError):
+    """The model called a tool that does not exist (only raised when the invoker raises on failure).
+
+    Attributes:
+        tool_name: The name the model used.
+        available: The names of the tools that do exist.
+    """
+
+    def __init__(self, tool_name: str, available: list[str]) -> None:
+        listed = ", ".join(available) if available else "(none)"
+        super().__init__(f"Tool '{tool_name}' not found. Available tools: {listed}")
+        self.tool_name = tool_name
+        self.available = available
+
+
+class ToolInvocationError(RunError):
+    """A tool raised, or the model's arguments for it were invalid (raise mode only).
+
+    Attributes:
+        tool_name: The tool that failed.
+        tool_call_id: The id of the failed call, when known.
+    """
+
+    def __init__(self, message: str, tool_name: str, tool_call_id: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.tool_call_id = tool_call_id
+
+
+class ToolOutputMergeError(RunError):
+    """A tool's outputs could not be merged into State through ``outputs_to_state``."""
+
+
+class StringConversionError(RunError):
+    """A tool's result could not be converted to text through ``outputs_to_string``."""
+
+
+class ScriptExhaustedError(RunError):
+    """A ScriptedChatGenerator was called more times than it has scripted replies."""

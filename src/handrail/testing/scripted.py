@@ -1,0 +1,191 @@
+"""ScriptedChatGenerator: a fake chat model that returns scripted replies, for testing agents."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from handrail.core.serialization import import_object, qualified_name
+from handrail.dataclasses.chat_message import ChatMessage
+from handrail.dataclasses.streaming import ChunkAssembler, StreamingCallback, StreamingChunk
+from handrail.errors import ConfigurationTypeError, ScriptExhaustedError
+
+__all__ = ["ScriptedChatGenerator", "ScriptItem"]
+
+ScriptItem = ChatMessage | BaseException | list[StreamingChunk]
+
+
+def _check_item(item: Any, position: int) -> None:
+    if isinstance(item, ChatMessage | BaseException):
+        return
+    if isinstance(item, list) and all(isinstance(c, StreamingChunk) for c in item):
+        return
+    raise ConfigurationTypeError(
+        f"ScriptedChatGenerator reply #{position} must be a ChatMessage, an Exception or a list of "
+        f"StreamingChunk, got {type(item).__name__}."
+    )
+
+
+class ScriptedChatGenerator:
+    """A chat generator that returns scripted replies in order and records what it was sent.
+
+    Each item of ``replies`` is used by one call: a ChatMessage is returned; an Exception is
+    raised; a list of StreamingChunk is sent to the streaming callback chunk by chunk, then
+    assembled into one assistant message and returned.
+
+    Args:
+        replies: The scripted items, in call order.
+
+    Raises:
+        ConfigurationTypeError: When an item is none of the three kinds.
+
+    Example:
+        >>> gen = ScriptedChatGenerator([ChatMessage.from_assistant("hi")])
+        >>> gen.run([ChatMessage.from_user("hello")])["replies"][0].text
+        'hi'
+        >>> gen.assert_complete()
+    """
+
+    def __init__(self, replies: Sequence[ScriptItem]) -> None:
+        items = list(replies)
+        for i, item in enumerate(items):
+            _check_item(item, i)
+        self.replies: list[ScriptItem] = items
+        self.calls: list[dict[str, Any]] = []
+        """One dict per call with keys "messages", "tools", "generation_kwargs" (copies)."""
+
+    def _next(self, messages: list[ChatMessage], tools: Any, generation_kwargs: dict[str, Any] | None) -> ScriptItem:
+        self.calls.append(
+            {
+                "messages": list(messages),
+                "tools": list(tools) if tools is not None else None,
+                "generation_kwargs": dict(generation_kwargs) if generation_kwargs else None,
+            }
+        )
+        position = len(self.calls) - 1
+        if position >= len(self.replies):
+            raise ScriptExhaustedError(
+                f"ScriptedChatGenerator was called {position + 1} times but only {len(self.replies)} replies "
+                f"are scripted. Last input message: {messages[-1].to_dict() if messages else None}"
+            )
+        item = self.replies[position]
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def run(
+        self,
+        messages: list[ChatMessage],
+        tools: Any = None,
+        streaming_callback: StreamingCallback | None = None,
+        generation_kwargs: dict[str, Any] | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        """Return the next scripted reply as ``{"replies": [message]}``.
+
+        Args:
+            messages: The model input (recorded).
+            tools: The tools offered (recorded).
+            streaming_callback: A sync callback that receives scripted chunks.
+            generation_kwargs: Generation settings (recorded).
+
+        Raises:
+            ScriptExhaustedError: When every scripted reply has been used.
+            ConfigurationTypeError: When the callback is a coroutine function.
+            Exception: A scripted exception, as scripted.
+        """
+        if streaming_callback is not None and inspect.iscoroutinefunction(streaming_callback):
+            raise ConfigurationTypeError("ScriptedChatGenerator.run needs a sync streaming callback.")
+        item = self._next(messages, tools, generation_kwargs)
+        if isinstance(item, ChatMessage):
+            return {"replies": [item]}
+        assert isinstance(item, list)
+        assembler = ChunkAssembler()
+        for chunk in item:
+            if streaming_callback is not None:
+                streaming_callback(chunk)
+            assembler.add(chunk)
+        return {"replies": [assembler.message()]}
+
+    async def run_async(
+        self,
+        messages: list[ChatMessage],
+        tools: Any = None,
+        streaming_callback: StreamingCallback | None = None,
+        generation_kwargs: dict[str, Any] | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        """Async twin of :meth:`run`; the callback may be sync or async."""
+        item = self._next(messages, tools, generation_kwargs)
+        if isinstance(item, ChatMessage):
+            return {"replies": [item]}
+        assert isinstance(item, list)
+        assembler = ChunkAssembler()
+        for chunk in item:
+            if streaming_callback is not None:
+                result = streaming_callback(chunk)
+                if inspect.isawaitable(result):
+                    await result
+            assembler.add(chunk)
+        return {"replies": [assembler.message()]}
+
+    def assert_complete(self) -> None:
+        """Raise AssertionError when some scripted replies were never used."""
+        left = len(self.replies) - len(self.calls)
+        if left > 0:
+            raise AssertionError(
+                f"ScriptedChatGenerator: {left} of {len(self.replies)} scripted replies were not used."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize, replies included (messages via to_dict, exceptions by class path and message)."""
+        items: list[dict[str, Any]] = []
+        for item in self.replies:
+            if isinstance(item, ChatMessage):
+                items.append({"message": item.to_dict()})
+            elif isinstance(item, BaseException):
+                items.append({"exception": qualified_name(item), "text": str(item)})
+            else:
+                items.append({"chunks": [_chunk_to_dict(c) for c in item]})
+        return {"type": qualified_name(self), "init_parameters": {"replies": items}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScriptedChatGenerator:
+        """Rebuild from :meth:`to_dict` output (``data`` is not modified)."""
+        replies: list[ScriptItem] = []
+        for item in data["init_parameters"]["replies"]:
+            if "message" in item:
+                replies.append(ChatMessage.from_dict(item["message"]))
+            elif "exception" in item:
+                replies.append(import_object(item["exception"])(item["text"]))
+            else:
+                replies.append([_chunk_from_dict(c) for c in item["chunks"]])
+        return cls(replies)
+
+
+def _chunk_to_dict(chunk: StreamingChunk) -> dict[str, Any]:
+    return {
+        "content": chunk.content,
+        "meta": chunk.meta,
+        "index": chunk.index,
+        "tool_calls": [
+            {"index": d.index, "tool_name": d.tool_name, "arguments": d.arguments, "id": d.id} for d in chunk.tool_calls
+        ]
+        if chunk.tool_calls
+        else None,
+        "start": chunk.start,
+        "finish_reason": chunk.finish_reason,
+    }
+
+
+def _chunk_from_dict(data: dict[str, Any]) -> StreamingChunk:
+    from handrail.dataclasses.streaming import ToolCallDelta
+
+    deltas = [ToolCallDelta(**d) for d in data["tool_calls"]] if data.get("tool_calls") else None
+    return StreamingChunk(
+        content=data.get("content", ""),
+        meta=dict(data.get("meta") or {}),
+        index=data.get("index"),
+        tool_calls=deltas,
+        start=data.get("start", False),
+        finish_reason=data.get("finish_reason"),
+    )

@@ -1,0 +1,373 @@
+"""The Tool: a function the model may call, described by a JSON Schema."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NewType
+
+from handrail.core.serialization import (
+    deserialize_callable,
+    import_object,
+    qualified_name,
+    serialize_callable,
+)
+from handrail.dataclasses.state import State
+from handrail.errors import (
+    ConfigurationError,
+    ConfigurationTypeError,
+    SerializationError,
+    ToolInvocationError,
+)
+
+__all__ = ["Tool", "ToolCallId", "signature_roles"]
+
+ToolCallId = NewType("ToolCallId", str)
+"""Annotate a tool parameter with this type to receive the call's id (an idempotency key).
+
+The parameter is kept out of the tool's JSON Schema (DESIGN.md §3.10).
+"""
+
+
+def _annotation_is(annotation: Any, target: Any) -> bool:
+    if annotation is target:
+        return True
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _annotation_is(typing.get_args(annotation)[0], target)
+    args = typing.get_args(annotation)
+    if args and type(None) in args:  # Optional[X]
+        return any(a is target for a in args)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureRoles:
+    """What a tool function's signature declares beyond its JSON arguments."""
+
+    parameters: frozenset[str]
+    """Names of every parameter."""
+    accepts_kwargs: bool
+    """True when the function takes ``**kwargs``."""
+    state_param: str | None
+    """The parameter annotated ``State`` (receives the live State), if any."""
+    call_id_param: str | None
+    """The parameter annotated ``ToolCallId`` (receives the call id), if any."""
+    streaming_param: bool
+    """True when the function declares a ``streaming_callback`` parameter."""
+
+
+def signature_roles(function: Callable[..., Any]) -> SignatureRoles:
+    """Read which parameters of ``function`` are State, ToolCallId or ``**kwargs``.
+
+    Args:
+        function: A sync or async callable.
+
+    Returns:
+        The :class:`SignatureRoles` of its signature.
+    """
+    try:
+        sig = inspect.signature(function)
+    except (TypeError, ValueError):
+        return SignatureRoles(frozenset(), True, None, None, False)
+    try:
+        hints = typing.get_type_hints(function, include_extras=True)
+    except Exception:  # unresolvable forward references: fall back to raw annotations
+        hints = {n: p.annotation for n, p in sig.parameters.items()}
+    state_param = call_id_param = None
+    for name in sig.parameters:
+        hint = hints.get(name)
+        if hint is None:
+            continue
+        if _annotation_is(hint, State):
+            state_param = name
+        elif _annotation_is(hint, ToolCallId):
+            call_id_param = name
+    return SignatureRoles(
+        parameters=frozenset(sig.parameters),
+        accepts_kwargs=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()),
+        state_param=state_param,
+        call_id_param=call_id_param,
+        streaming_param="streaming_callback" in sig.parameters,
+    )
+
+
+def _check_outputs_to_state(config: Any) -> None:
+    if not isinstance(config, Mapping):
+        raise ConfigurationTypeError(f"outputs_to_state must be a dict, got {type(config).__name__}.")
+    for key, entry in config.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigurationTypeError(f"outputs_to_state['{key}'] must be a dict, got {type(entry).__name__}.")
+        unknown = set(entry) - {"source", "handler"}
+        if unknown:
+            raise ConfigurationError(f"outputs_to_state['{key}'] has unknown keys {sorted(unknown)}.")
+        if "source" in entry and not isinstance(entry["source"], str):
+            raise ConfigurationError(f"outputs_to_state['{key}']['source'] must be a str.")
+        if entry.get("handler") is not None and not callable(entry["handler"]):
+            raise ConfigurationError(f"outputs_to_state['{key}']['handler'] must be callable.")
+
+
+def _check_outputs_to_string(config: Any) -> None:
+    if not isinstance(config, Mapping):
+        raise ConfigurationTypeError(f"outputs_to_string must be a dict, got {type(config).__name__}.")
+    single_keys = {"source", "handler", "raw_result"}
+    if not config or (set(config) <= single_keys and not any(isinstance(v, Mapping) for v in config.values())):
+        if "source" in config and not isinstance(config["source"], str):
+            raise ConfigurationError("outputs_to_string['source'] must be a str.")
+        if config.get("handler") is not None and not callable(config["handler"]):
+            raise ConfigurationError("outputs_to_string['handler'] must be callable.")
+        if "raw_result" in config and not isinstance(config["raw_result"], bool):
+            raise ConfigurationError("outputs_to_string['raw_result'] must be a bool.")
+        return
+    for key, entry in config.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigurationTypeError(
+                f"outputs_to_string['{key}'] must be a dict with 'source' (and optional 'handler'); "
+                f"a single config may only use the keys {sorted(single_keys)}."
+            )
+        if not isinstance(entry.get("source"), str):
+            raise ConfigurationError(f"outputs_to_string['{key}'] needs a str 'source'.")
+        if set(entry) - {"source", "handler"}:
+            raise ConfigurationError(f"outputs_to_string['{key}'] may only have 'source' and 'handler'.")
+        if entry.get("handler") is not None and not callable(entry["handler"]):
+            raise ConfigurationError(f"outputs_to_string['{key}']['handler'] must be callable.")
+
+
+def _map_handlers(config: Mapping[str, Any] | None, convert: Callable[[Any], Any]) -> dict[str, Any] | None:
+    """Apply ``convert`` to every ``handler`` of a (single or multi) output config."""
+    if config is None:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):  # a multi-config entry (its key may itself be named "handler")
+            out[key] = {k: (convert(v) if k == "handler" and v is not None else v) for k, v in value.items()}
+        elif key == "handler" and value is not None:
+            out[key] = convert(value)
+        else:
+            out[key] = value
+    return out
+
+
+@dataclass
+class Tool:
+    """A function the model may call.
+
+    Args:
+        name: The name the model uses; non-empty.
+        description: What the tool does, shown to the model.
+        parameters: A JSON Schema (Draft 2020-12) of the arguments, checked at construction.
+        function: The sync function to run (called with the arguments as keyword arguments).
+        outputs_to_string: How the result becomes text: a single config
+            ``{"source": key, "handler": fn, "raw_result": bool}`` or a multi config
+            ``{name: {"source": key, "handler": fn}}``.
+        inputs_from_state: ``{state_key: parameter}``: values read from State into parameters the
+            model did not fill. Every parameter must exist in the function's signature.
+        outputs_to_state: ``{state_key: {"source": result_key, "handler": fn}}``: values written to
+            State from a dict result (no source = the whole result).
+        async_function: A coroutine function used by async runs (sync runs use ``function``).
+
+    Raises:
+        ConfigurationError: For an empty name, an invalid JSON Schema, an ``inputs_from_state``
+            naming a parameter the function does not have, or a malformed output config.
+        ConfigurationTypeError: When no function is given or a function has the wrong kind.
+
+    Example:
+        >>> t = Tool(name="echo", description="Echo.", function=lambda text: text,
+        ...          parameters={"type": "object", "properties": {"text": {"type": "string"}}})
+        >>> t.invoke(text="hi")
+        'hi'
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: Callable[..., Any] | None = None
+    outputs_to_string: dict[str, Any] | None = None
+    inputs_from_state: dict[str, str] | None = None
+    outputs_to_state: dict[str, dict[str, Any]] | None = None
+    async_function: Callable[..., Awaitable[Any]] | None = None
+    _validator: Any = field(default=None, init=False, repr=False, compare=False)
+    _roles: SignatureRoles = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigurationError(f"Tool name must be a non-empty string, got {self.name!r}.")
+        if not isinstance(self.description, str):
+            raise ConfigurationTypeError(f"Tool '{self.name}': description must be a str.")
+        self._check_functions()
+        self._check_schema()
+        primary = self.function or self.async_function
+        assert primary is not None
+        self._roles = signature_roles(primary)
+        if self.inputs_from_state is not None:
+            self._check_inputs_from_state(self.inputs_from_state)
+        if self.outputs_to_state is not None:
+            _check_outputs_to_state(self.outputs_to_state)
+        if self.outputs_to_string is not None:
+            _check_outputs_to_string(self.outputs_to_string)
+
+    def _check_functions(self) -> None:
+        if self.function is None and self.async_function is None:
+            raise ConfigurationTypeError(f"Tool '{self.name}' requires at least one of `function` or `async_function`.")
+        if self.function is not None:
+            if not callable(self.function):
+                raise ConfigurationTypeError(f"Tool '{self.name}': function must be callable.")
+            if inspect.iscoroutinefunction(self.function):
+                raise ConfigurationTypeError(
+                    f"Tool '{self.name}': `function` is a coroutine function; pass it as `async_function`."
+                )
+        if self.async_function is not None and not inspect.iscoroutinefunction(self.async_function):
+            raise ConfigurationTypeError(f"Tool '{self.name}': `async_function` must be a coroutine function.")
+
+    def _check_schema(self) -> None:
+        if not isinstance(self.parameters, Mapping):
+            raise ConfigurationTypeError(f"Tool '{self.name}': parameters must be a JSON Schema dict.")
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(self.parameters)
+        except SchemaError as exc:
+            raise ConfigurationError(
+                f"Tool '{self.name}': the provided parameters do not define a valid JSON Schema: {exc.message}"
+            ) from exc
+
+    def _check_inputs_from_state(self, mapping: Any) -> None:
+        if not isinstance(mapping, Mapping):
+            raise ConfigurationTypeError(f"Tool '{self.name}': inputs_from_state must be a dict {{state_key: param}}.")
+        for state_key, param in mapping.items():
+            if not isinstance(param, str):
+                raise ConfigurationTypeError(
+                    f"Tool '{self.name}': inputs_from_state['{state_key}'] must name a parameter (str)."
+                )
+            if not self._roles.accepts_kwargs and param not in self._roles.parameters:
+                raise ConfigurationError(
+                    f"Tool '{self.name}': inputs_from_state maps '{state_key}' to parameter '{param}', "
+                    f"but the function has no such parameter. Parameters: {sorted(self._roles.parameters)}."
+                )
+
+    @property
+    def tool_spec(self) -> dict[str, Any]:
+        """``{"name", "description", "parameters"}``: what a chat generator sends to the model."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    @property
+    def roles(self) -> SignatureRoles:
+        """The State / ToolCallId / ``**kwargs`` roles of the function's parameters."""
+        return self._roles
+
+    def arguments_error(self, arguments: Mapping[str, Any]) -> str | None:
+        """Validate arguments against :attr:`parameters` (the validator is compiled once).
+
+        Args:
+            arguments: The parsed arguments.
+
+        Returns:
+            None when valid, else a one-line description of the first violation.
+        """
+        validator = self._validator
+        if validator is None:
+            from handrail.tools._validation import compile_validator
+
+            validator = self._validator = compile_validator(self.parameters)
+        result: str | None = validator(arguments)
+        return result
+
+    def invoke(self, **kwargs: Any) -> Any:
+        """Run the sync function with ``kwargs`` (not validated; the ToolInvoker validates).
+
+        Returns:
+            Whatever the function returns.
+
+        Raises:
+            ToolInvocationError: When the function raises (the original is the ``__cause__``) or
+                the tool has only an async function.
+        """
+        if self.function is None:
+            raise ToolInvocationError(
+                f"Tool '{self.name}' has only an async_function; use invoke_async or run the agent with run_async.",
+                self.name,
+            )
+        try:
+            return self.function(**kwargs)
+        except Exception as exc:
+            raise _invocation_error(self.name, kwargs, exc) from exc
+
+    async def invoke_async(self, **kwargs: Any) -> Any:
+        """Await the async function, or run the sync one in a worker thread.
+
+        Raises:
+            ToolInvocationError: When the function raises (the original is the ``__cause__``).
+        """
+        import asyncio
+
+        try:
+            if self.async_function is not None:
+                return await self.async_function(**kwargs)
+            assert self.function is not None
+            return await asyncio.to_thread(self.function, **kwargs)
+        except Exception as exc:
+            raise _invocation_error(self.name, kwargs, exc) from exc
+
+    def warm_up(self) -> None:
+        """Prepare the tool (idempotent); the base Tool has nothing to prepare."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to ``{"type", "init_parameters"}`` with functions and handlers as dotted paths.
+
+        Raises:
+            SerializationError: For lambdas and closures, which cannot be imported back.
+        """
+        return {
+            "type": qualified_name(self),
+            "init_parameters": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": copy.deepcopy(self.parameters),
+                "function": serialize_callable(self.function) if self.function else None,
+                "async_function": serialize_callable(self.async_function) if self.async_function else None,
+                "outputs_to_string": _map_handlers(self.outputs_to_string, serialize_callable),
+                "inputs_from_state": dict(self.inputs_from_state) if self.inputs_from_state else None,
+                "outputs_to_state": _map_handlers(self.outputs_to_state, serialize_callable),
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Tool:
+        """Rebuild a Tool from :meth:`to_dict` output (``data`` is not modified).
+
+        A dotted path that names a Tool (a ``@tool``-decorated function) supplies that tool's
+        function.
+
+        Raises:
+            SerializationError: When ``init_parameters`` is missing or a path cannot be imported.
+        """
+        params = data.get("init_parameters")
+        if not isinstance(params, Mapping):
+            raise SerializationError(f"Tool data has no 'init_parameters': {data!r}")
+        kwargs = copy.deepcopy(dict(params))  # the Tool must not share mutable values with ``data``
+        kwargs["function"] = _resolve_function(kwargs.get("function"), asynchronous=False)
+        kwargs["async_function"] = _resolve_function(kwargs.get("async_function"), asynchronous=True)
+        kwargs["outputs_to_string"] = _map_handlers(kwargs.get("outputs_to_string"), deserialize_callable)
+        kwargs["outputs_to_state"] = _map_handlers(kwargs.get("outputs_to_state"), deserialize_callable)
+        return cls(**kwargs)
+
+
+def _invocation_error(name: str, kwargs: Mapping[str, Any], exc: Exception) -> ToolInvocationError:
+    return ToolInvocationError(
+        f"Failed to invoke tool '{name}' with parameters {dict(kwargs)}. Error: {type(exc).__name__}: {exc}",
+        name,
+    )
+
+
+def _resolve_function(path: str | None, *, asynchronous: bool) -> Any:
+    if path is None:
+        return None
+    obj = import_object(path)
+    if isinstance(obj, Tool):
+        return obj.async_function if asynchronous else obj.function
+    if not callable(obj):
+        raise SerializationError(f"'{path}' does not name a function or a Tool.")
+    return obj

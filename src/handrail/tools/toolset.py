@@ -1,0 +1,165 @@
+"""Toolset: a named group of tools that can be handed to an Agent or a ToolInvoker as one item."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from handrail.core.serialization import object_from_dict, qualified_name
+from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
+from handrail.tools.tool import Tool
+
+__all__ = ["Toolset"]
+
+
+class Toolset:
+    """A group of tools with unique names.
+
+    Every method reads the tools through iteration, so a dynamic subclass (one whose tools
+    appear after construction, e.g. once it connected to a server in ``warm_up``) only needs
+    to keep :attr:`tools` current, or to override ``__iter__``. Agents flatten toolsets at every
+    step, so tools added later are seen by the next step.
+
+    Args:
+        tools: The tools (a list); ``None`` means none.
+
+    Raises:
+        ConfigurationTypeError: When a single Tool, a non-list, or a list holding something other
+            than Tools is given.
+        ConfigurationError: When two tools share a name.
+
+    Example:
+        >>> echo = Tool(name="echo", description="Echo.", function=lambda text: text,
+        ...             parameters={"type": "object", "properties": {"text": {"type": "string"}}})
+        >>> ts = Toolset([echo])
+        >>> len(ts), "echo" in ts, ts[0] is echo
+        (1, True, True)
+    """
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        if isinstance(tools, Tool):
+            raise ConfigurationTypeError(
+                "A single Tool cannot be passed to Toolset; use a list: Toolset([tool])"
+            )
+        if tools is not None and not isinstance(tools, (list, tuple)):
+            raise ConfigurationTypeError(
+                f"Toolset expects a list of Tool objects, got {type(tools).__name__}."
+            )
+        items = list(tools or [])
+        for item in items:
+            _check_is_tool(item)
+        _check_unique(t.name for t in items)
+        self.tools: list[Tool] = items
+        """The tools, in the order they were given."""
+        self._warmed: dict[int, Tool] = {}
+
+    def add(self, item: Tool | Toolset) -> None:
+        """Add a Tool, or every tool of another Toolset (as they are now).
+
+        Args:
+            item: A Tool or a Toolset.
+
+        Raises:
+            ConfigurationError: When a name would be in this Toolset twice (nothing is added then).
+            ConfigurationTypeError: When ``item`` is neither a Tool nor a Toolset.
+        """
+        if isinstance(item, Tool):
+            new_tools = [item]
+        elif isinstance(item, Toolset):
+            new_tools = list(item)
+        else:
+            raise ConfigurationTypeError(
+                f"Toolset.add expects a Tool or a Toolset, got {type(item).__name__}."
+            )
+        _check_unique(t.name for t in [*self, *new_tools])
+        self.tools.extend(new_tools)
+
+    def warm_up(self) -> None:
+        """Warm up every tool once (idempotent; tools added since the last call are warmed now)."""
+        for item in self:
+            if id(item) not in self._warmed:
+                item.warm_up()
+                self._warmed[id(item)] = item  # keeping the object alive keeps its id unique
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self.tools))
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+    def __getitem__(self, index: int) -> Tool:
+        return list(iter(self))[index]
+
+    def __contains__(self, item: object) -> bool:
+        """True when a tool of that name (for a str) or that Tool (for a Tool) is in the Toolset."""
+        if isinstance(item, str):
+            return any(t.name == item for t in self)
+        if isinstance(item, Tool):
+            return any(t is item or t == item for t in self)
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Toolset):
+            return NotImplemented
+        return type(self) is type(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(tools={[t.name for t in self]})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to ``{"type": <class path>, "init_parameters": {"tools": [tool dicts]}}``.
+
+        Subclasses whose constructor takes other arguments override this and :meth:`from_dict`.
+
+        Raises:
+            SerializationError: When a tool cannot be serialized (a lambda or a closure).
+        """
+        return {"type": qualified_name(self), "init_parameters": {"tools": [t.to_dict() for t in self.tools]}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Toolset:
+        """Rebuild a Toolset from :meth:`to_dict` output (``data`` is not modified).
+
+        Each tool comes back with the class named in its own ``type`` (Tool subclasses included).
+
+        Args:
+            data: ``{"type": ..., "init_parameters": {"tools": [tool dicts]}}``.
+
+        Returns:
+            An instance of ``cls``.
+
+        Raises:
+            SerializationError: When ``init_parameters`` or ``tools`` is malformed or an entry is not a Tool.
+        """
+        params = data.get("init_parameters")
+        if not isinstance(params, Mapping):
+            raise SerializationError(f"Toolset data has no 'init_parameters': {data!r}")
+        tool_dicts = params.get("tools") or []
+        if not isinstance(tool_dicts, list):
+            raise SerializationError(
+                f"Toolset 'tools' must be a list of tool dicts, got {type(tool_dicts).__name__}."
+            )
+        tools: list[Tool] = []
+        for entry in tool_dicts:
+            obj = object_from_dict(entry)
+            if not isinstance(obj, Tool):
+                raise SerializationError(f"Toolset entry of type '{entry.get('type')}' is not a Tool.")
+            tools.append(obj)
+        return cls(tools=tools)
+
+
+def _check_is_tool(item: object) -> None:
+    if not isinstance(item, Tool):
+        raise ConfigurationTypeError(
+            f"Toolset items must be Tool objects, got {type(item).__name__}: {item!r}."
+        )
+
+
+def _check_unique(names: Iterable[str]) -> None:
+    counts = Counter(names)
+    duplicates = sorted(name for name, count in counts.items() if count > 1)
+    if duplicates:
+        raise ConfigurationError(f"Duplicate tool names found: {duplicates}")

@@ -1,0 +1,358 @@
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from handrail.dataclasses import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
+from handrail.errors import ConfigurationError, ConfigurationTypeError, HandrailError
+from tests.dataclasses._strategies import argument_dicts, json_values, texts
+
+
+def json_round_trip(message: ChatMessage) -> ChatMessage:
+    """Serialize through JSON text and UTF-8 bytes, as a file or a database row would, and read back."""
+    raw = json.dumps(message.to_dict(), ensure_ascii=False).encode("utf-8")
+    return ChatMessage.from_dict(json.loads(raw.decode("utf-8")))
+
+
+# ---- ChatRole ---------------------------------------------------------------------------------------------
+
+
+def test_chat_role_values_are_the_four_wire_names() -> None:
+    assert [r.value for r in ChatRole] == ["user", "system", "assistant", "tool"]
+    assert ChatRole.USER == "user"
+    assert isinstance(ChatRole.TOOL, str)
+    assert f"{ChatRole.ASSISTANT}" == "assistant"
+
+
+def test_chat_role_from_str_accepts_known_names() -> None:
+    assert ChatRole.from_str("tool") is ChatRole.TOOL
+    assert ChatRole.from_str("system") is ChatRole.SYSTEM
+
+
+def test_chat_role_from_str_refuses_unknown_name_with_a_value_error() -> None:
+    with pytest.raises(ConfigurationError, match="Unknown chat role 'robot'") as info:
+        ChatRole.from_str("robot")
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, HandrailError)
+    assert "assistant" in str(info.value)
+
+
+# ---- factories and properties -----------------------------------------------------------------------------
+
+
+def test_from_user_builds_one_text_part() -> None:
+    m = ChatMessage.from_user("hello", meta={"k": 1}, name="ann")
+    assert m.role is ChatRole.USER
+    assert m.is_from(ChatRole.USER)
+    assert m.is_from("user")
+    assert not m.is_from(ChatRole.ASSISTANT)
+    assert m.text == "hello"
+    assert m.texts == ["hello"]
+    assert m.meta == {"k": 1}
+    assert m.name == "ann"
+    assert m.tool_calls == []
+    assert m.tool_call is None
+    assert m.tool_call_results == []
+    assert m.tool_call_result is None
+
+
+def test_from_system_builds_one_text_part() -> None:
+    m = ChatMessage.from_system("be brief")
+    assert m.role is ChatRole.SYSTEM
+    assert m.text == "be brief"
+    assert m.meta == {}
+    assert m.name is None
+
+
+@pytest.mark.parametrize("factory", [ChatMessage.from_user, ChatMessage.from_system])
+@pytest.mark.parametrize("bad", [None, 5, ["a"], b"bytes"])
+def test_user_and_system_factories_refuse_non_string_text(factory: Any, bad: Any) -> None:
+    with pytest.raises(ConfigurationTypeError, match="needs a str text") as info:
+        factory(bad)
+    assert isinstance(info.value, TypeError)
+
+
+def test_meta_default_is_a_fresh_dict_per_message() -> None:
+    a = ChatMessage.from_user("a")
+    b = ChatMessage.from_user("b")
+    a.meta["x"] = 1
+    assert b.meta == {}
+
+
+def test_from_assistant_text_only() -> None:
+    m = ChatMessage.from_assistant("Paris", meta={"finish_reason": "stop"}, name="bot")
+    assert m.role is ChatRole.ASSISTANT
+    assert m.text == "Paris"
+    assert m.tool_calls == []
+    assert m.meta == {"finish_reason": "stop"}
+    assert m.name == "bot"
+
+
+def test_from_assistant_none_text_adds_no_part_but_empty_text_does() -> None:
+    none = ChatMessage.from_assistant()
+    assert none.text is None
+    assert none.texts == []
+    empty = ChatMessage.from_assistant("")
+    assert empty.text == ""
+    assert empty.texts == [""]
+    assert none != empty
+
+
+def test_from_assistant_with_tool_calls_keeps_their_order_after_the_text() -> None:
+    c1 = ToolCall(tool_name="weather", arguments={"city": "Oslo"}, id="call_1")
+    c2 = ToolCall(tool_name="time", arguments={}, id="call_2")
+    m = ChatMessage.from_assistant("let me check", tool_calls=[c1, c2])
+    assert m.text == "let me check"
+    assert m.tool_calls == [c1, c2]
+    assert m.tool_call is c1
+    assert m.tool_call_results == []
+    assert m.to_dict()["content"] == [
+        {"text": "let me check"},
+        {"tool_call": {"tool_name": "weather", "arguments": {"city": "Oslo"}, "id": "call_1", "extra": None}},
+        {"tool_call": {"tool_name": "time", "arguments": {}, "id": "call_2", "extra": None}},
+    ]
+
+
+def test_from_assistant_with_only_tool_calls_has_no_text() -> None:
+    call = ToolCall(tool_name="ping", arguments={"x": "a"})
+    m = ChatMessage.from_assistant(tool_calls=[call])
+    assert m.text is None
+    assert m.tool_call == call
+    assert m.tool_call.id is None  # type: ignore[union-attr]
+
+
+def test_from_tool_holds_one_result_for_its_origin() -> None:
+    origin = ToolCall(tool_name="weather", arguments={"city": "Oslo"}, id="call_1")
+    m = ChatMessage.from_tool("12 °C", origin, meta={"elapsed_ms": 3})
+    assert m.role is ChatRole.TOOL
+    assert m.text is None
+    assert m.tool_calls == []
+    assert m.tool_call_result == ToolCallResult(result="12 °C", origin=origin, error=False)
+    assert m.tool_call_results == [m.tool_call_result]
+    assert m.meta == {"elapsed_ms": 3}
+    assert m.name is None
+
+
+def test_from_tool_error_flag() -> None:
+    origin = ToolCall(tool_name="weather", arguments="{bad json", id="c")
+    m = ChatMessage.from_tool("invalid JSON", origin, error=True)
+    assert m.tool_call_result is not None
+    assert m.tool_call_result.error is True
+    assert m.tool_call_result.origin.arguments == "{bad json"
+
+
+def test_texts_returns_every_text_part_in_order() -> None:
+    m = ChatMessage(ChatRole.ASSISTANT, [TextContent("one"), ToolCall("t", {}), TextContent("two")])
+    assert m.texts == ["one", "two"]
+    assert m.text == "one"
+
+
+def test_messages_compare_by_value() -> None:
+    assert ChatMessage.from_user("a", meta={"m": 1}) == ChatMessage.from_user("a", meta={"m": 1})
+    assert ChatMessage.from_user("a") != ChatMessage.from_user("b")
+    assert ChatMessage.from_user("a") != ChatMessage.from_system("a")
+    assert ChatMessage.from_user("a", name="x") != ChatMessage.from_user("a")
+
+
+# ---- to_dict / from_dict ----------------------------------------------------------------------------------
+
+
+def test_to_dict_shape_of_a_user_message() -> None:
+    assert ChatMessage.from_user("hi", meta={"a": [1]}, name="n").to_dict() == {
+        "role": "user",
+        "meta": {"a": [1]},
+        "name": "n",
+        "content": [{"text": "hi"}],
+    }
+
+
+def test_to_dict_shape_of_a_tool_message() -> None:
+    origin = ToolCall(tool_name="t", arguments={"q": 1}, id="c1", extra={"provider": "x"})
+    assert ChatMessage.from_tool("ok", origin).to_dict() == {
+        "role": "tool",
+        "meta": {},
+        "name": None,
+        "content": [
+            {
+                "tool_call_result": {
+                    "result": "ok",
+                    "origin": {
+                        "tool_name": "t",
+                        "arguments": {"q": 1},
+                        "id": "c1",
+                        "extra": {"provider": "x"},
+                    },
+                    "error": False,
+                }
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        ChatMessage.from_user("Ciao, città 🍎"),
+        ChatMessage.from_system("Système: réponds en français", name="sys"),
+        ChatMessage.from_assistant(),
+        ChatMessage.from_assistant(""),
+        ChatMessage.from_assistant(
+            "看看天气",
+            meta={"finish_reason": "tool_calls", "usage": {"prompt_tokens": 3, "completion_tokens": 4}},
+            tool_calls=[
+                ToolCall(tool_name="weather", arguments={"city": "Zürich 🇨🇭"}, id="call_1"),
+                ToolCall(tool_name="weather", arguments='{"city": "Bern"', id="call_2"),
+                ToolCall(tool_name="noop", arguments="", id=None, extra={"index": 2}),
+            ],
+        ),
+        ChatMessage.from_tool("Zürich: 12 °C ☁️", ToolCall("weather", {"city": "Zürich"}, "call_1")),
+        ChatMessage.from_tool("boom", ToolCall("weather", "[1, 2]", "call_2"), error=True),
+    ],
+    ids=[
+        "user",
+        "system",
+        "assistant-empty",
+        "assistant-empty-text",
+        "assistant-calls",
+        "tool",
+        "tool-error",
+    ],
+)
+def test_round_trip_through_json_is_lossless(message: ChatMessage) -> None:
+    text = message.to_json()
+    assert "\\u" not in text  # non-ASCII is never escaped
+    back = ChatMessage.from_dict(json.loads(text))
+    assert back == message
+    assert back.to_dict() == message.to_dict()
+    assert json_round_trip(message) == message
+
+
+def test_from_dict_does_not_modify_its_input() -> None:
+    data = ChatMessage.from_assistant(
+        "x", meta={"usage": {"total_tokens": 1}}, tool_calls=[ToolCall("t", {"a": [1]}, "c")]
+    ).to_dict()
+    before = copy.deepcopy(data)
+    message = ChatMessage.from_dict(data)
+    message.meta["added"] = True
+    assert data == before
+
+
+def test_from_dict_accepts_plain_string_content() -> None:
+    m = ChatMessage.from_dict({"role": "assistant", "content": "plain"})
+    assert m == ChatMessage.from_assistant("plain")
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        ({"content": []}, "needs 'role' and 'content'"),
+        ({"role": "user"}, "needs 'role' and 'content'"),
+        ({"role": "robot", "content": []}, "Unknown chat role"),
+        ({"role": "user", "content": [{"image": "x"}]}, "Unknown content part"),
+        (
+            {"role": "assistant", "content": [{"tool_call": {"tool_name": "t"}}]},
+            "missing the key 'arguments'",
+        ),
+        (
+            {"role": "tool", "content": [{"tool_call_result": {"result": "r"}}]},
+            r"missing the keys \['origin'",
+        ),
+    ],
+)
+def test_from_dict_refuses_malformed_data_with_a_value_error(data: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match) as info:
+        ChatMessage.from_dict(data)
+    assert isinstance(info.value, ValueError)
+
+
+# ---- ToolCall / ToolCallResult ----------------------------------------------------------------------------
+
+
+def test_tool_call_defaults() -> None:
+    call = ToolCall(tool_name="ping", arguments={"x": "a"})
+    assert call.id is None
+    assert call.extra is None
+    assert call.to_dict() == {"tool_name": "ping", "arguments": {"x": "a"}, "id": None, "extra": None}
+
+
+@pytest.mark.parametrize(
+    "raw", ["", "   ", "null", "[]", "5", '"s"', '{"city": "Oslo"', "not json at all", "{'a': 1}"]
+)
+def test_tool_call_with_raw_string_arguments_round_trips_exactly(raw: str) -> None:
+    call = ToolCall(tool_name="weather", arguments=raw, id="call_1")
+    back = ToolCall.from_dict(json.loads(json.dumps(call.to_dict(), ensure_ascii=False)))
+    assert back == call
+    assert back.arguments == raw
+    assert isinstance(back.arguments, str)
+
+
+def test_tool_call_from_dict_defaults_missing_optional_keys() -> None:
+    assert ToolCall.from_dict({"tool_name": "t", "arguments": {}}) == ToolCall("t", {}, None, None)
+
+
+def test_tool_call_result_from_dict_requires_all_keys_and_coerces_error() -> None:
+    origin = ToolCall("t", {}, "c")
+    assert ToolCallResult.from_dict(
+        {"result": "r", "origin": origin.to_dict(), "error": 0}
+    ) == ToolCallResult("r", origin, False)
+    with pytest.raises(ConfigurationError, match=r"\['error'\]"):
+        ToolCallResult.from_dict({"result": "r", "origin": origin.to_dict()})
+
+
+def test_text_content_to_dict() -> None:
+    assert TextContent("é").to_dict() == {"text": "é"}
+
+
+# ---- property-based round trips ---------------------------------------------------------------------------
+
+
+@given(text=texts, name=st.none() | texts, meta=st.dictionaries(texts, json_values, max_size=3))
+def test_user_message_with_arbitrary_text_round_trips(
+    text: str, name: str | None, meta: dict[str, Any]
+) -> None:
+    message = ChatMessage.from_user(text, meta=meta, name=name)
+    back = json_round_trip(message)
+    assert back == message
+    assert back.text == text
+    assert back.name == name
+    assert back.meta == meta
+
+
+@given(
+    text=st.none() | texts,
+    calls=st.lists(
+        st.builds(
+            ToolCall,
+            tool_name=texts,
+            arguments=argument_dicts | texts,
+            id=st.none() | texts,
+            extra=st.none() | st.dictionaries(texts, json_values, max_size=2),
+        ),
+        max_size=4,
+    ),
+)
+def test_assistant_message_with_arbitrary_calls_round_trips(text: str | None, calls: list[ToolCall]) -> None:
+    message = ChatMessage.from_assistant(text, tool_calls=calls)
+    back = json_round_trip(message)
+    assert back == message
+    assert back.text == text
+    assert [c.arguments for c in back.tool_calls] == [c.arguments for c in calls]
+    assert [c.id for c in back.tool_calls] == [c.id for c in calls]
+
+
+@given(result=texts, arguments=argument_dicts | texts, error=st.booleans())
+def test_tool_message_with_arbitrary_result_round_trips(
+    result: str, arguments: dict[str, Any] | str, error: bool
+) -> None:
+    message = ChatMessage.from_tool(result, ToolCall("tool_é", arguments, "call_🍎"), error=error)
+    back = json_round_trip(message)
+    assert back == message
+    assert back.tool_call_result is not None
+    assert back.tool_call_result.result == result
+    assert back.tool_call_result.origin.arguments == arguments
+    assert back.tool_call_result.error is error

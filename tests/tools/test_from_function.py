@@ -1,0 +1,368 @@
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, Optional
+
+import pydantic
+import pytest
+
+from handrail.dataclasses.state import State
+from handrail.errors import ConfigurationError, SchemaGenerationError, ToolInvocationError
+from handrail.tools import Tool, ToolCallId, create_tool_from_function, tool
+
+
+def test_simple_function_gives_the_exact_schema() -> None:
+    def f(city: str) -> str:
+        return city
+
+    t = create_tool_from_function(f)
+    assert t.parameters == {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    }
+    assert t.name == "f"
+    assert t.description == ""
+    assert t.function is f
+    assert t.async_function is None
+
+
+def test_no_parameters_gives_an_empty_object_schema() -> None:
+    def ping() -> str:
+        return "pong"
+
+    assert create_tool_from_function(ping).parameters == {"type": "object", "properties": {}}
+
+
+def test_description_is_the_cleaned_docstring() -> None:
+    def f(x: int) -> int:
+        """Do a thing.
+
+        More detail.
+        """
+        return x
+
+    assert create_tool_from_function(f).description == "Do a thing.\n\nMore detail."
+
+
+def test_explicit_description_and_name_win_and_empty_description_is_kept() -> None:
+    def f(x: int) -> int:
+        """Docstring."""
+        return x
+
+    assert create_tool_from_function(f, description="").description == ""
+    t = create_tool_from_function(f, name="other", description="Explicit.")
+    assert (t.name, t.description) == ("other", "Explicit.")
+
+
+def test_annotated_literal_and_defaults() -> None:
+    def f(
+        city: Annotated[str, "The city"],
+        unit: Annotated[Literal["celsius", "fahrenheit"], "The unit"] = "celsius",
+        days: int = 3,
+    ) -> str:
+        return city
+
+    assert create_tool_from_function(f).parameters == {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "The city"},
+            "unit": {
+                "type": "string",
+                "enum": ["celsius", "fahrenheit"],
+                "default": "celsius",
+                "description": "The unit",
+            },
+            "days": {"type": "integer", "default": 3},
+        },
+        "required": ["city"],
+    }
+
+
+def test_annotated_keeps_other_metadata() -> None:
+    def f(count: Annotated[int, pydantic.Field(ge=0), "How many"]) -> int:
+        return count
+
+    assert create_tool_from_function(f).parameters["properties"]["count"] == {
+        "type": "integer",
+        "minimum": 0,
+        "description": "How many",
+    }
+
+
+def test_optional_becomes_any_of() -> None:
+    def f(a: str | None = None, b: Optional[int] = None, c: int | None = 5) -> None:  # noqa: UP045
+        return None
+
+    props = create_tool_from_function(f).parameters["properties"]
+    assert props["a"] == {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None}
+    assert props["b"] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
+    assert props["c"] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 5}
+    assert "required" not in create_tool_from_function(f).parameters
+
+
+@dataclasses.dataclass
+class Address:
+    """A postal address."""
+
+    street: str
+    title: str = "home"
+
+
+class Person(pydantic.BaseModel):
+    name: str
+    address: Address
+
+
+def test_titles_are_removed_but_a_property_named_title_survives() -> None:
+    def f(title: str, person: Person, addresses: list[Address] | None = None) -> None:
+        return None
+
+    schema = create_tool_from_function(f).parameters
+    assert schema["properties"]["title"] == {"type": "string"}
+    assert schema["required"] == ["title", "person"]
+    assert schema["properties"]["person"] == {"$ref": "#/$defs/Person"}
+    assert schema["$defs"]["Address"] == {
+        "description": "A postal address.",
+        "type": "object",
+        "properties": {"street": {"type": "string"}, "title": {"type": "string", "default": "home"}},
+        "required": ["street"],
+    }
+    assert schema["$defs"]["Person"] == {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/Address"}},
+        "required": ["name", "address"],
+    }
+
+
+def _walk_titles(node: Any, in_names: bool = False) -> list[Any]:
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "title" and not in_names:
+                found.append(value)
+            found += _walk_titles(value, in_names=key in ("properties", "$defs") and not in_names)
+    elif isinstance(node, list):
+        for item in node:
+            found += _walk_titles(item)
+    return found
+
+
+def test_no_title_keyword_anywhere_in_nested_schemas() -> None:
+    def f(title: str, person: Person, addresses: list[Address] | None = None) -> None:
+        return None
+
+    assert _walk_titles(create_tool_from_function(f).parameters) == []
+
+
+def test_defaults_that_are_data_keep_their_title_key() -> None:
+    def f(opts: dict[str, str] = {"title": "x"}) -> None:  # noqa: B006
+        return None
+
+    assert create_tool_from_function(f).parameters["properties"]["opts"]["default"] == {"title": "x"}
+
+
+def test_parameter_names_that_clash_with_pydantic_do_not_warn() -> None:
+    def f(json: str, model_config: int, copy: bool, _private: int = 0, schema: str = "") -> None:
+        return None
+
+    props = create_tool_from_function(f).parameters["properties"]
+    assert list(props) == ["json", "model_config", "copy", "_private", "schema"]
+
+
+def test_non_json_default_is_left_out_silently() -> None:
+    sentinel = object()
+
+    def f(x: Any = sentinel) -> None:
+        return None
+
+    assert create_tool_from_function(f).parameters == {"type": "object", "properties": {"x": {}}}
+
+
+def test_missing_type_hint_names_function_and_parameter() -> None:
+    def f(p, q: int) -> None:  # type: ignore[no-untyped-def]
+        return None
+
+    with pytest.raises(SchemaGenerationError) as info:
+        create_tool_from_function(f)
+    assert str(info.value) == "Function 'f': parameter 'p' does not have a type hint."
+    assert isinstance(info.value, ValueError)
+
+
+class Opaque:
+    pass
+
+
+def test_unsupported_type_hint_is_a_schema_generation_error() -> None:
+    def f(x: Opaque) -> None:
+        return None
+
+    with pytest.raises(SchemaGenerationError, match="Function 'f': cannot build a JSON Schema") as info:
+        create_tool_from_function(f)
+    assert info.value.__cause__ is not None
+
+
+def test_unresolvable_forward_reference_is_a_schema_generation_error() -> None:
+    def f(x: NotDefinedAnywhere) -> None:  # type: ignore[name-defined]  # noqa: F821
+        return None
+
+    with pytest.raises(SchemaGenerationError, match="cannot resolve its type hints"):
+        create_tool_from_function(f)
+
+
+def test_positional_only_parameter_is_refused() -> None:
+    def f(x: int, /) -> None:
+        return None
+
+    with pytest.raises(SchemaGenerationError, match="positional-only"):
+        create_tool_from_function(f)
+
+
+def test_state_tool_call_id_callable_and_varargs_are_kept_out_of_the_schema() -> None:
+    def f(
+        query: str,
+        state: State,
+        maybe_state: Optional[State],  # noqa: UP045
+        call_id: ToolCallId,
+        streaming_callback: Callable[[str], None] | None = None,
+        on_done: Callable[..., Any] | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> str:
+        return query
+
+    t = create_tool_from_function(f)
+    assert t.parameters == {
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+        "required": ["query"],
+    }
+    assert t.roles.call_id_param == "call_id"
+    assert t.roles.state_param in ("state", "maybe_state")
+
+
+def test_inputs_from_state_parameters_are_kept_out_even_without_hints() -> None:
+    def f(query: str, documents, user: str) -> str:  # type: ignore[no-untyped-def]
+        return query
+
+    t = create_tool_from_function(f, inputs_from_state={"docs": "documents", "user_name": "user"})
+    assert t.parameters == {
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+        "required": ["query"],
+    }
+    assert t.inputs_from_state == {"docs": "documents", "user_name": "user"}
+
+
+def test_inputs_from_state_unknown_parameter_is_refused_at_build_time() -> None:
+    def f(query: str) -> str:
+        return query
+
+    with pytest.raises(ConfigurationError, match="'missing'"):
+        create_tool_from_function(f, inputs_from_state={"docs": "missing"})
+
+
+def test_inputs_from_state_of_the_wrong_type_is_reported_by_tool() -> None:
+    def f(query: str) -> str:
+        return query
+
+    with pytest.raises(TypeError):
+        create_tool_from_function(f, inputs_from_state=["query"])  # type: ignore[arg-type]
+
+
+def test_outputs_configs_are_passed_to_the_tool() -> None:
+    def f(query: str) -> dict[str, Any]:
+        return {"docs": [query]}
+
+    t = create_tool_from_function(
+        f, outputs_to_state={"documents": {"source": "docs"}}, outputs_to_string={"source": "docs"}
+    )
+    assert t.outputs_to_state == {"documents": {"source": "docs"}}
+    assert t.outputs_to_string == {"source": "docs"}
+
+
+def test_methods_partials_and_callable_instances() -> None:
+    class Calculator:
+        def double(self, x: int) -> int:
+            return 2 * x
+
+        def __call__(self, text: str) -> str:
+            return text
+
+    def scale(x: int, factor: int) -> int:
+        return x * factor
+
+    method_tool = create_tool_from_function(Calculator().double)
+    assert method_tool.parameters["properties"] == {"x": {"type": "integer"}}
+    assert method_tool.invoke(x=4) == 8
+    instance_tool = create_tool_from_function(Calculator(), name="echo")
+    assert instance_tool.parameters["required"] == ["text"]
+    partial_tool = create_tool_from_function(functools.partial(scale, factor=3), name="triple")
+    assert partial_tool.invoke(x=2) == 6
+    with pytest.raises(ConfigurationError, match="pass name="):
+        create_tool_from_function(functools.partial(scale, factor=3))
+
+
+def test_generated_schema_validates_model_arguments() -> None:
+    def f(city: str, unit: Literal["c", "f"] = "c") -> str:
+        return city
+
+    t = create_tool_from_function(f)
+    assert t.arguments_error({"city": "Paris"}) is None
+    assert t.arguments_error({"city": "Paris", "unit": "k"}) is not None
+    assert t.arguments_error({}) == "'city' is a required property"
+
+
+async def test_async_function_becomes_async_function() -> None:
+    async def fetch(url: str) -> str:
+        """Fetch a URL."""
+        return f"<{url}>"
+
+    t = create_tool_from_function(fetch)
+    assert t.function is None
+    assert t.async_function is fetch
+    assert t.description == "Fetch a URL."
+    assert t.parameters["required"] == ["url"]
+    assert await t.invoke_async(url="x") == "<x>"
+    with pytest.raises(ToolInvocationError, match="only an async_function"):
+        t.invoke(url="x")
+
+
+def test_bare_decorator() -> None:
+    @tool
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"Hello, {name}!"
+
+    assert isinstance(greet, Tool)
+    assert greet.name == "greet"
+    assert greet.description == "Greet someone."
+    assert greet.invoke(name="Ada") == "Hello, Ada!"
+    assert greet.function is not None
+    assert greet.function(name="Bob") == "Hello, Bob!"
+
+
+def test_decorator_with_keywords_and_with_empty_parentheses() -> None:
+    @tool(name="lookup", description="Look up.", inputs_from_state={"user_name": "user"})
+    def find(query: str, user: str) -> str:
+        return f"{user}:{query}"
+
+    assert (find.name, find.description) == ("lookup", "Look up.")
+    assert find.parameters["required"] == ["query"]
+    assert find.inputs_from_state == {"user_name": "user"}
+
+    @tool()
+    def plain(x: int) -> int:
+        return x
+
+    assert plain.name == "plain"
+
+
+def test_decorator_errors_surface_at_decoration_time() -> None:
+    with pytest.raises(SchemaGenerationError):
+
+        @tool
+        def bad(x) -> None:  # type: ignore[no-untyped-def]
+            return None
