@@ -12,6 +12,7 @@ test:
 
 lint:
 	$(PYTHON) -m ruff check src tests
+	$(PYTHON) -m ruff format --check src tests
 
 fmt:
 	$(PYTHON) -m ruff format src tests bench

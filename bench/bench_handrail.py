@@ -158,9 +158,7 @@ def traced_peak_kb(fn: Callable[[], Any]) -> float:
 
 def make_history(n: int = 2000) -> list[tuple[str, str]]:
     """Deterministic alternating user/assistant texts of ~200 chars each."""
-    base = (
-        "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore "
-    )
+    base = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore "
     out = []
     for i in range(n):
         role = "user" if i % 2 == 0 else "assistant"
@@ -245,9 +243,7 @@ class FakeChatGenerator:
             ToolCall(tool_name=names[i % len(names)], arguments={"x": "a"}, id=f"call_{done}_{i}")
             for i in range(self.calls)
         ]
-        return {
-            "replies": [ChatMessage.from_assistant(tool_calls=calls, meta={"finish_reason": "tool_calls"})]
-        }
+        return {"replies": [ChatMessage.from_assistant(tool_calls=calls, meta={"finish_reason": "tool_calls"})]}
 
     def run(
         self,

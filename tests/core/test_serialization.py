@@ -113,9 +113,7 @@ def test_default_from_dict_rebuilds_and_does_not_mutate_its_input() -> None:
 
 
 def test_default_from_dict_accepts_a_short_type_name_or_no_type() -> None:
-    assert default_from_dict(
-        Configurable, {"type": "elsewhere.Configurable", "init_parameters": {"name": "a"}}
-    )
+    assert default_from_dict(Configurable, {"type": "elsewhere.Configurable", "init_parameters": {"name": "a"}})
     assert default_from_dict(Configurable, {"init_parameters": {"name": "b"}}).name == "b"
 
 
@@ -201,9 +199,7 @@ def test_import_object_reports_what_cannot_be_found(path: str) -> None:
         import_object(path)
 
 
-@pytest.mark.parametrize(
-    "path", ["os.system", "subprocess.run", "builtins.eval", "handrail_evil.x", "handrailx.y"]
-)
+@pytest.mark.parametrize("path", ["os.system", "subprocess.run", "builtins.eval", "handrail_evil.x", "handrailx.y"])
 def test_import_object_allowlist_refuses_other_modules(path: str) -> None:
     with pytest.raises(SerializationError, match="not in the allowlist") as info:
         import_object(path, allowed_modules=())

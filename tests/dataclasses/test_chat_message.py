@@ -280,9 +280,7 @@ def test_tool_call_defaults() -> None:
     assert call.to_dict() == {"tool_name": "ping", "arguments": {"x": "a"}, "id": None, "extra": None}
 
 
-@pytest.mark.parametrize(
-    "raw", ["", "   ", "null", "[]", "5", '"s"', '{"city": "Oslo"', "not json at all", "{'a': 1}"]
-)
+@pytest.mark.parametrize("raw", ["", "   ", "null", "[]", "5", '"s"', '{"city": "Oslo"', "not json at all", "{'a': 1}"])
 def test_tool_call_with_raw_string_arguments_round_trips_exactly(raw: str) -> None:
     call = ToolCall(tool_name="weather", arguments=raw, id="call_1")
     back = ToolCall.from_dict(json.loads(json.dumps(call.to_dict(), ensure_ascii=False)))
@@ -297,9 +295,9 @@ def test_tool_call_from_dict_defaults_missing_optional_keys() -> None:
 
 def test_tool_call_result_from_dict_requires_all_keys_and_coerces_error() -> None:
     origin = ToolCall("t", {}, "c")
-    assert ToolCallResult.from_dict(
-        {"result": "r", "origin": origin.to_dict(), "error": 0}
-    ) == ToolCallResult("r", origin, False)
+    assert ToolCallResult.from_dict({"result": "r", "origin": origin.to_dict(), "error": 0}) == ToolCallResult(
+        "r", origin, False
+    )
     with pytest.raises(ConfigurationError, match=r"\['error'\]"):
         ToolCallResult.from_dict({"result": "r", "origin": origin.to_dict()})
 
@@ -312,9 +310,7 @@ def test_text_content_to_dict() -> None:
 
 
 @given(text=texts, name=st.none() | texts, meta=st.dictionaries(texts, json_values, max_size=3))
-def test_user_message_with_arbitrary_text_round_trips(
-    text: str, name: str | None, meta: dict[str, Any]
-) -> None:
+def test_user_message_with_arbitrary_text_round_trips(text: str, name: str | None, meta: dict[str, Any]) -> None:
     message = ChatMessage.from_user(text, meta=meta, name=name)
     back = json_round_trip(message)
     assert back == message

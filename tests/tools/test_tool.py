@@ -57,9 +57,7 @@ def test_description_must_be_a_string() -> None:
 
 
 def test_a_function_is_required() -> None:
-    with pytest.raises(
-        ConfigurationTypeError, match="requires at least one of `function` or `async_function`"
-    ):
+    with pytest.raises(ConfigurationTypeError, match="requires at least one of `function` or `async_function`"):
         Tool(name="weather", description="", parameters=STRING_SCHEMA)
 
 
@@ -88,9 +86,7 @@ def test_inputs_from_state_checks() -> None:
     def kw(**kwargs: Any) -> Any:
         return kwargs
 
-    t = Tool(
-        name="kw", description="", parameters={"type": "object"}, function=kw, inputs_from_state={"x": "y"}
-    )
+    t = Tool(name="kw", description="", parameters={"type": "object"}, function=kw, inputs_from_state={"x": "y"})
     assert t.inputs_from_state == {"x": "y"}
 
 
@@ -175,9 +171,7 @@ def test_invoke_wraps_errors_with_cause() -> None:
 
 def test_invoke_wraps_a_raising_function() -> None:
     t = Tool(name="failing", description="", parameters={"type": "object"}, function=failing)
-    with pytest.raises(
-        ToolInvocationError, match=r"parameters \{'x': 3\}\. Error: RuntimeError: boom 3"
-    ) as info:
+    with pytest.raises(ToolInvocationError, match=r"parameters \{'x': 3\}\. Error: RuntimeError: boom 3") as info:
         t.invoke(x=3)
     assert isinstance(info.value.__cause__, RuntimeError)
 

@@ -30,9 +30,7 @@ def test_flatten_a_toolset_and_a_mixed_list() -> None:
 
 def test_flatten_reports_duplicates_across_items() -> None:
     with pytest.raises(ConfigurationError) as info:
-        flatten_tools(
-            [make_add_tool("a"), Toolset([make_add_tool("a"), make_add_tool("b")]), make_add_tool("b")]
-        )
+        flatten_tools([make_add_tool("a"), Toolset([make_add_tool("a"), make_add_tool("b")]), make_add_tool("b")])
     assert str(info.value) == "Duplicate tool names found: ['a', 'b']"
     assert isinstance(info.value, ValueError)
 
@@ -51,9 +49,7 @@ def test_flatten_refuses_other_item_types_naming_them(value: object, type_name: 
     assert isinstance(info.value, TypeError)
 
 
-@pytest.mark.parametrize(
-    ("value", "type_name"), [("weather", "str"), (make_add_tool(), "Tool"), (add, "function")]
-)
+@pytest.mark.parametrize(("value", "type_name"), [("weather", "str"), (make_add_tool(), "Tool"), (add, "function")])
 def test_flatten_refuses_other_containers(value: object, type_name: str) -> None:
     with pytest.raises(ConfigurationTypeError, match=f"got {type_name}"):
         flatten_tools(value)  # type: ignore[arg-type]

@@ -152,29 +152,14 @@ class ChatMessage:
         True
     """
 
-    _role: ChatRole
-    """Who wrote the message."""
+    role: ChatRole
+    """Who wrote the message (a plain attribute: read it, don't assign it)."""
     _content: list[ContentPart]
     """The parts, in order: text first, then tool calls (assistant) or one tool call result (tool)."""
-    _name: str | None = None
+    name: str | None = None
     """An optional author name."""
-    _meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
     """Free metadata; a model reply keeps ``finish_reason``, ``model`` and ``usage`` (OpenAI's names) here."""
-
-    @property
-    def role(self) -> ChatRole:
-        """The author's role."""
-        return self._role
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """The metadata dict."""
-        return self._meta
-
-    @property
-    def name(self) -> str | None:
-        """The author name, if any."""
-        return self._name
 
     @property
     def texts(self) -> list[str]:
@@ -217,7 +202,7 @@ class ChatMessage:
 
     def is_from(self, role: ChatRole | str) -> bool:
         """Return True when the message has ``role`` (a ChatRole or its string value)."""
-        return self._role == role
+        return self.role == role
 
     @classmethod
     def from_user(cls, text: str, meta: dict[str, Any] | None = None, name: str | None = None) -> ChatMessage:
@@ -268,9 +253,9 @@ class ChatMessage:
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"role", "meta", "name", "content": [part dicts]}`` (JSON-compatible when meta is)."""
         return {
-            "role": self._role.value,
-            "meta": self._meta,
-            "name": self._name,
+            "role": self.role.value,
+            "meta": self.meta,
+            "name": self.name,
             "content": [_part_to_dict(p) for p in self._content],
         }
 

@@ -179,7 +179,7 @@ def _parameters_schema(function: Callable[..., Any], tool_name: str, from_state:
         raise SchemaGenerationError(f"Function '{func_label}': cannot read its signature: {exc}") from exc
     try:
         hints = typing.get_type_hints(_annotated_callable(function), include_extras=True)
-    except Exception as exc:  # NameError/TypeError/...: any unresolvable annotation
+    except (NameError, TypeError, AttributeError, SyntaxError) as exc:  # an unresolvable annotation
         raise SchemaGenerationError(
             f"Function '{func_label}': cannot resolve its type hints: {type(exc).__name__}: {exc}"
         ) from exc
@@ -191,9 +191,7 @@ def _parameters_schema(function: Callable[..., Any], tool_name: str, from_state:
         if param_name in from_state:
             continue
         if param_name not in hints:
-            raise SchemaGenerationError(
-                f"Function '{func_label}': parameter '{param_name}' does not have a type hint."
-            )
+            raise SchemaGenerationError(f"Function '{func_label}': parameter '{param_name}' does not have a type hint.")
         hint = hints[param_name]
         if _is_injected(hint) or _is_callable_type(hint):
             continue
@@ -229,12 +227,10 @@ def _schema_from_fields(func_label: str, fields: Mapping[str, tuple[Any, Any]]) 
     model_fields: dict[str, Any] = {}
     for index, (param_name, (hint, default)) in enumerate(fields.items()):
         base, text = _split_description(hint)
-        info = Field(alias=param_name, description=text)
-        if default is not inspect.Parameter.empty:
-            info = Field(default, alias=param_name, description=text)
+        given = {} if default is inspect.Parameter.empty else {"default": default}
         # Positional python names avoid clashes with BaseModel attributes and leading underscores;
         # the alias is the real parameter name and is what the schema shows.
-        model_fields[f"p{index}"] = (base, info)
+        model_fields[f"p{index}"] = (base, Field(alias=param_name, description=text, **given))
     try:
         model = pydantic.create_model(f"{func_label}_arguments", **model_fields)
         schema = model.model_json_schema(by_alias=True, schema_generator=_schema_generator())
@@ -293,12 +289,8 @@ def _is_injected(hint: Any) -> bool:
 
 def _is_callable_type(hint: Any) -> bool:
     """True for ``Callable``/``Callable[..., X]`` and their ``Optional`` forms."""
-    for member in _unwrap_optional(hint):
-        if member is collections.abc.Callable or typing.get_origin(member) is collections.abc.Callable:
-            return True
-        if member is typing.Callable:
-            return True
-    return False
+    callable_type = collections.abc.Callable
+    return any(m is callable_type or typing.get_origin(m) is callable_type for m in _unwrap_optional(hint))
 
 
 def _strip_titles(node: Any) -> Any:

@@ -39,13 +39,9 @@ class Toolset:
 
     def __init__(self, tools: list[Tool] | None = None) -> None:
         if isinstance(tools, Tool):
-            raise ConfigurationTypeError(
-                "A single Tool cannot be passed to Toolset; use a list: Toolset([tool])"
-            )
+            raise ConfigurationTypeError("A single Tool cannot be passed to Toolset; use a list: Toolset([tool])")
         if tools is not None and not isinstance(tools, (list, tuple)):
-            raise ConfigurationTypeError(
-                f"Toolset expects a list of Tool objects, got {type(tools).__name__}."
-            )
+            raise ConfigurationTypeError(f"Toolset expects a list of Tool objects, got {type(tools).__name__}.")
         items = list(tools or [])
         for item in items:
             _check_is_tool(item)
@@ -69,9 +65,7 @@ class Toolset:
         elif isinstance(item, Toolset):
             new_tools = list(item)
         else:
-            raise ConfigurationTypeError(
-                f"Toolset.add expects a Tool or a Toolset, got {type(item).__name__}."
-            )
+            raise ConfigurationTypeError(f"Toolset.add expects a Tool or a Toolset, got {type(item).__name__}.")
         _check_unique(t.name for t in [*self, *new_tools])
         self.tools.extend(new_tools)
 
@@ -139,9 +133,7 @@ class Toolset:
             raise SerializationError(f"Toolset data has no 'init_parameters': {data!r}")
         tool_dicts = params.get("tools") or []
         if not isinstance(tool_dicts, list):
-            raise SerializationError(
-                f"Toolset 'tools' must be a list of tool dicts, got {type(tool_dicts).__name__}."
-            )
+            raise SerializationError(f"Toolset 'tools' must be a list of tool dicts, got {type(tool_dicts).__name__}.")
         tools: list[Tool] = []
         for entry in tool_dicts:
             obj = object_from_dict(entry)
@@ -153,9 +145,7 @@ class Toolset:
 
 def _check_is_tool(item: object) -> None:
     if not isinstance(item, Tool):
-        raise ConfigurationTypeError(
-            f"Toolset items must be Tool objects, got {type(item).__name__}: {item!r}."
-        )
+        raise ConfigurationTypeError(f"Toolset items must be Tool objects, got {type(item).__name__}: {item!r}.")
 
 
 def _check_unique(names: Iterable[str]) -> None:

@@ -29,8 +29,7 @@ def _items(tools: ToolsType, what: str) -> list[Tool | Toolset]:
         return [tools]
     if isinstance(tools, Tool) or not isinstance(tools, (list, tuple)):
         raise ConfigurationTypeError(
-            f"{what} expects None, a Toolset or a list of Tool/Toolset items, "
-            f"got {type(tools).__name__}: {tools!r}."
+            f"{what} expects None, a Toolset or a list of Tool/Toolset items, got {type(tools).__name__}: {tools!r}."
         )
     for item in tools:
         if not isinstance(item, (Tool, Toolset)):
@@ -118,9 +117,7 @@ def deserialize_tools(
             raise SerializationError(f"Expected a Toolset dict, got type '{data.get('type')}'.")
         return obj
     if not isinstance(data, list):
-        raise SerializationError(
-            f"Expected None, a Toolset dict or a list of dicts, got {type(data).__name__}."
-        )
+        raise SerializationError(f"Expected None, a Toolset dict or a list of dicts, got {type(data).__name__}.")
     items: list[Tool | Toolset] = []
     for entry in data:
         obj = object_from_dict(copy.deepcopy(entry))

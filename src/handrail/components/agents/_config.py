@@ -193,7 +193,7 @@ def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init
     A run-time prompt replaces a leading system message (or is prepended); otherwise a leading
     system message is kept and the init prompt is not added; otherwise the init prompt is prepended.
     """
-    leading = bool(messages) and messages[0]._role is ChatRole.SYSTEM
+    leading = bool(messages) and messages[0].role is ChatRole.SYSTEM
     if run_prompt is not None:
         if leading:
             messages[0] = ChatMessage.from_system(run_prompt)
@@ -201,7 +201,7 @@ def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init
             messages.insert(0, ChatMessage.from_system(run_prompt))
     elif not leading and init_prompt is not None:
         messages.insert(0, ChatMessage.from_system(init_prompt))
-    extra = [i for i, m in enumerate(messages) if i > 0 and m._role is ChatRole.SYSTEM]
+    extra = [i for i, m in enumerate(messages) if i > 0 and m.role is ChatRole.SYSTEM]
     if extra:
         warnings.warn(
             f"messages hold system messages after the first position (indexes {extra}); every model input "

@@ -69,7 +69,7 @@ def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
 def _with_calls(message: ChatMessage, calls: list[ToolCall]) -> ChatMessage:
     replaced = iter(calls)
     content = [next(replaced) if type(p) is ToolCall else p for p in message._content]
-    return ChatMessage(message._role, content, message._name, message._meta)
+    return ChatMessage(message.role, content, message.name, message.meta)
 
 
 def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> tuple[list[ChatMessage], list[ToolCall]]:
@@ -78,10 +78,10 @@ def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> t
     out: list[ChatMessage] = []
     calls: list[ToolCall] = []
     for reply in replies:
-        usage = reply._meta.get("usage") if reply._meta else None
+        usage = reply.meta.get("usage") if reply.meta else None
         if isinstance(usage, Mapping):
             _add_usage(usage_total, usage)
-        own = reply.tool_calls if reply._role is ChatRole.ASSISTANT else []
+        own = reply.tool_calls if reply.role is ChatRole.ASSISTANT else []
         if own:
             fixed = repair_call_ids(own, seen)
             if any(a is not b for a, b in zip(own, fixed, strict=True)):
@@ -98,7 +98,7 @@ def _reply_exit(replies: list[ChatMessage]) -> str | None:
     last = replies[-1]
     if any(t.strip() for t in last.texts):
         return "text"
-    reason = last._meta.get("finish_reason")
+    reason = last.meta.get("finish_reason")
     return reason if reason in _STOP_FINISH_REASONS else None
 
 

@@ -113,6 +113,8 @@ def _reads_writes(tool: Tool, args: Mapping[str, Any]) -> tuple[set[str], set[st
 
 def _waves(ready: list[tuple[int, ToolCall, Tool, dict[str, Any]]]) -> list[list[int]]:
     """Group ready calls (by position in ``ready``) so a State reader runs after its writers."""
+    if len(ready) == 1:
+        return [[0]]
     rw = [_reads_writes(tool, args) for _, _, tool, args in ready]
     if not any(r or w for r, w in rw):
         return [list(range(len(ready)))]
