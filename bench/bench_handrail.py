@@ -82,6 +82,10 @@ def reps(n: int) -> int:
     return max(3, n // 5) if QUICK else n
 
 
+_TOOL = ChatRole.TOOL  # module constants, as in the peer scripts' fake model
+_USER = ChatRole.USER
+
+
 class Samples(list[float]):
     """Wall-clock seconds per repetition; `.cpu` holds process CPU seconds (all threads) per repetition."""
 
@@ -231,9 +235,9 @@ class FakeChatGenerator:
         n = 0
         for m in reversed(messages):
             r = m.role
-            if r is ChatRole.TOOL:
+            if r is _TOOL:
                 n += 1
-            elif r is ChatRole.USER:
+            elif r is _USER:
                 break
         done = n // self.calls
         if done >= self.steps:

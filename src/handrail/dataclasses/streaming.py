@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ __all__ = [
     "SyncStreamingCallback",
     "ToolCallDelta",
     "assemble_chunks",
+    "is_async_callback",
     "parse_arguments_text",
 ]
 
@@ -66,6 +68,14 @@ class StreamingChunk:
 SyncStreamingCallback = Callable[[StreamingChunk], None]
 AsyncStreamingCallback = Callable[[StreamingChunk], Awaitable[None]]
 StreamingCallback = SyncStreamingCallback | AsyncStreamingCallback
+
+
+def is_async_callback(callback: object) -> bool:
+    """Return True when ``callback`` is a coroutine function or an object whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(callback):
+        return True
+    call = getattr(type(callback), "__call__", None)  # noqa: B004 - the class's __call__, not callable()
+    return call is not None and inspect.iscoroutinefunction(call)
 
 
 def parse_arguments_text(text: str) -> dict[str, Any] | str:

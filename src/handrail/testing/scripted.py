@@ -8,7 +8,7 @@ from typing import Any
 
 from handrail.core.serialization import import_object, qualified_name
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.dataclasses.streaming import ChunkAssembler, StreamingCallback, StreamingChunk
+from handrail.dataclasses.streaming import ChunkAssembler, StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import ConfigurationTypeError, ScriptExhaustedError
 
 __all__ = ["ScriptedChatGenerator", "ScriptItem"]
@@ -94,7 +94,7 @@ class ScriptedChatGenerator:
             ConfigurationTypeError: When the callback is a coroutine function.
             Exception: A scripted exception, as scripted.
         """
-        if streaming_callback is not None and inspect.iscoroutinefunction(streaming_callback):
+        if streaming_callback is not None and is_async_callback(streaming_callback):
             raise ConfigurationTypeError("ScriptedChatGenerator.run needs a sync streaming callback.")
         item = self._next(messages, tools, generation_kwargs)
         if isinstance(item, ChatMessage):

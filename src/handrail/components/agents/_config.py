@@ -10,6 +10,7 @@ from typing import Any
 from handrail.components.tools.tool_invoker import check_max_workers
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.dataclasses.state import validate_state_schema
+from handrail.dataclasses.streaming import is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
@@ -86,7 +87,7 @@ def check_callback(callback: Any, *, sync_run: bool, where: str) -> None:
         return
     if not callable(callback):
         raise ConfigurationTypeError(f"The {where} streaming_callback must be callable, got {callback!r}.")
-    if sync_run and inspect.iscoroutinefunction(callback):
+    if sync_run and is_async_callback(callback):
         raise ConfigurationTypeError(
             f"The {where} streaming_callback is a coroutine function; a sync run needs a sync callback. "
             f"Use run_async for an async callback."

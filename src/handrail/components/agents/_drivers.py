@@ -15,7 +15,7 @@ from typing import Any
 from handrail.components.agents._machine import CallModel, Effect
 from handrail.components.tools._execution import drive_async, drive_sync
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk
+from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import RunError
 
 __all__ = ["ModelCall", "run_machine_async", "run_machine_sync"]
@@ -83,7 +83,7 @@ async def run_machine_async(machine: Generator[Effect, Any, None], model: ModelC
         if run_async is not None:
             return _replies(await run_async(messages=effect.messages, **kwargs), generator)
         callback = kwargs.get("streaming_callback")
-        if callback is not None and inspect.iscoroutinefunction(callback):
+        if callback is not None and is_async_callback(callback):
             kwargs["streaming_callback"] = _threadsafe_callback(callback, asyncio.get_running_loop())
         return _replies(await asyncio.to_thread(generator.run, messages=effect.messages, **kwargs), generator)
 

@@ -115,6 +115,14 @@ class Agent:
         self._check()
         self._warmed_up = False
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # None keeps meaning "the default" when an init parameter is reassigned after construction.
+        if name == "tools" and value is None:
+            value = []
+        elif name == "exit_conditions" and value is None:
+            value = ["text"]
+        super().__setattr__(name, value)
+
     def _check(self) -> None:
         for name in _LATER_INIT:
             if getattr(self, name) is not None:

@@ -133,7 +133,7 @@ def _waves(ready: list[tuple[int, ToolCall, Tool, dict[str, Any]]]) -> list[list
     return [[i for i in range(len(ready)) if min(level[i], top) == n] for n in range(top + 1)]
 
 
-def _kwargs(tool: Tool, call: ToolCall, args: dict[str, Any], state: State, opts: ToolStepOptions) -> dict[str, Any]:
+def _kwargs(tool: Tool, call_id: str, args: dict[str, Any], state: State, opts: ToolStepOptions) -> dict[str, Any]:
     roles = tool.roles
     if not (tool.inputs_from_state or roles.state_param or roles.call_id_param or opts.passthrough):
         return args
@@ -144,7 +144,7 @@ def _kwargs(tool: Tool, call: ToolCall, args: dict[str, Any], state: State, opts
     if roles.state_param is not None:
         kwargs[roles.state_param] = state
     if roles.call_id_param is not None:
-        kwargs[roles.call_id_param] = call.id
+        kwargs[roles.call_id_param] = call_id
     if opts.passthrough and roles.streaming_param and opts.streaming_callback is not None:
         kwargs.setdefault("streaming_callback", opts.streaming_callback)
     return kwargs
@@ -223,7 +223,11 @@ def tool_step(
         ready.append((position, call, tool, args))
     for wave in _waves(ready) if ready else ():
         invocations = [
-            Invocation(ready[i][1], ready[i][2], _kwargs(ready[i][2], ready[i][1], ready[i][3], state, opts))
+            Invocation(
+                ready[i][1],
+                ready[i][2],
+                _kwargs(ready[i][2], ready[i][1].id or f"call_{ready[i][0] + 1}", ready[i][3], state, opts),
+            )
             for i in wave
         ]
         outcomes: list[Outcome] = yield RunCalls(invocations, opts.max_workers)

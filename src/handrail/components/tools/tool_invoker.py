@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from handrail.components.tools._execution import drive_async, drive_sync
-from handrail.components.tools._step import ToolStepOptions, repair_call_ids, tool_step
+from handrail.components.tools._step import ToolStepOptions, tool_step
 from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
-from handrail.dataclasses.streaming import StreamingCallback
+from handrail.dataclasses.streaming import StreamingCallback, is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
@@ -99,10 +98,12 @@ class ToolInvoker:
         if not isinstance(messages, list) or not all(isinstance(m, ChatMessage) for m in messages):
             raise ConfigurationTypeError("ToolInvoker.run needs messages: list[ChatMessage].")
         callback = streaming_callback or self.streaming_callback
-        if callback is not None and not is_async and inspect.iscoroutinefunction(callback):
+        if callback is not None and not is_async and is_async_callback(callback):
             raise ConfigurationTypeError("ToolInvoker.run needs a sync streaming callback; use run_async for async.")
         by_name = {t.name: t for t in flatten_tools(tools if tools is not None else self.tools)}
-        calls = repair_call_ids([c for m in messages for c in m.tool_calls], set())
+        # The caller owns the assistant message, so results answer the calls exactly as given (origin == call);
+        # only the Agent, which writes the history, repairs missing or repeated ids (DESIGN.md §3.5).
+        calls = [c for m in messages for c in m.tool_calls]
         opts = ToolStepOptions(
             raise_on_failure=self.raise_on_failure,
             convert_result_to_json_string=self.convert_result_to_json_string,
