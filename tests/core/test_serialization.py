@@ -397,6 +397,7 @@ def test_deserialize_type_does_not_walk_through_typing_into_other_modules() -> N
 def test_core_package_re_exports_the_helpers() -> None:
     assert sorted(core.__all__) == sorted(
         [
+            "Secret",
             "default_from_dict",
             "default_to_dict",
             "deserialize_callable",
@@ -410,4 +411,5 @@ def test_core_package_re_exports_the_helpers() -> None:
         ]
     )
     for name in core.__all__:
-        assert getattr(core, name) is import_object(f"handrail.core.serialization.{name}")
+        module = "secret" if name == "Secret" else "serialization"
+        assert getattr(core, name) is import_object(f"handrail.core.{module}.{name}")

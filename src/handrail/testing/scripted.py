@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Sequence
 from typing import Any
@@ -60,7 +61,7 @@ class ScriptedChatGenerator:
             {
                 "messages": list(messages),
                 "tools": list(tools) if tools is not None else None,
-                "generation_kwargs": dict(generation_kwargs) if generation_kwargs else None,
+                "generation_kwargs": copy.deepcopy(generation_kwargs) if generation_kwargs is not None else None,
             }
         )
         position = len(self.calls) - 1

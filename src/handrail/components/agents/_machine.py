@@ -96,10 +96,10 @@ def _reply_exit(replies: list[ChatMessage]) -> str | None:
     if not replies:
         return None
     last = replies[-1]
-    if any(t.strip() for t in last.texts):
-        return "text"
     reason = last.meta.get("finish_reason")
-    return reason if reason in _STOP_FINISH_REASONS else None
+    if reason in _STOP_FINISH_REASONS:
+        return str(reason)
+    return "text" if any(t.strip() for t in last.texts) else None
 
 
 def _tool_exit(results: list[ChatMessage], exit_tools: frozenset[str]) -> str | None:

@@ -112,8 +112,8 @@ class Agent:
         self.hooks = hooks
         self.user_prompt = user_prompt
         self.required_variables = required_variables
+        self._warmed: dict[int, object] = {}
         self._check()
-        self._warmed_up = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         # None keeps meaning "the default" when an init parameter is reassigned after construction.
@@ -135,15 +135,18 @@ class Agent:
         cfg.check_callback(self.streaming_callback, sync_run=False, where="init")
 
     def warm_up(self) -> None:
-        """Warm up the chat generator and the tools (idempotent; runs do it automatically)."""
-        if self._warmed_up:
-            return
-        warm = getattr(self.chat_generator, "warm_up", None)
-        if callable(warm):
-            warm()
-        for tool in flatten_tools(self.tools):
-            tool.warm_up()
-        self._warmed_up = True
+        """Warm up the chat generator and the tools (idempotent; runs do it automatically).
+
+        Each object is warmed once; objects assigned to ``chat_generator`` or ``tools`` later are
+        warmed on the next run.
+        """
+        for obj in (self.chat_generator, *flatten_tools(self.tools)):
+            if id(obj) in self._warmed:
+                continue
+            warm = getattr(obj, "warm_up", None)
+            if callable(warm):
+                warm()
+            self._warmed[id(obj)] = obj  # the reference keeps the id from being reused by another object
 
     def _start(
         self,

@@ -100,7 +100,10 @@ class ToolInvoker:
         callback = streaming_callback or self.streaming_callback
         if callback is not None and not is_async and is_async_callback(callback):
             raise ConfigurationTypeError("ToolInvoker.run needs a sync streaming callback; use run_async for async.")
-        by_name = {t.name: t for t in flatten_tools(tools if tools is not None else self.tools)}
+        flat = flatten_tools(tools if tools is not None else self.tools)
+        for tool in flat:
+            tool.warm_up()
+        by_name = {t.name: t for t in flat}
         # The caller owns the assistant message, so results answer the calls exactly as given (origin == call);
         # only the Agent, which writes the history, repairs missing or repeated ids (DESIGN.md §3.5).
         calls = [c for m in messages for c in m.tool_calls]
