@@ -152,7 +152,6 @@ class TestConstruction:
 
 
 LATER_INIT: dict[str, Any] = {
-    "confirmation_strategies": {"echo": object()},
     "chat_message_store": object(),
     "memory_store": object(),
     "hooks": {"before_llm": []},
@@ -163,7 +162,6 @@ LATER_INIT: dict[str, Any] = {
 LATER_RUN: dict[str, Any] = {
     "break_point": object(),
     "snapshot": object(),
-    "confirmation_strategy_context": {"ws": 1},
     "chat_message_store_kwargs": {"chat_history_id": "1"},
     "memory_store_kwargs": {"user_id": "u"},
     "unknown_outcome": "retry",

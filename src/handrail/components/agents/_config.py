@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import json
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from handrail.components.tools.tool_invoker import check_max_workers
+from handrail.core.serialization import object_from_dict, object_to_dict
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.dataclasses.state import validate_state_schema
 from handrail.dataclasses.streaming import is_async_callback
@@ -128,6 +130,46 @@ def check_schema(state_schema: Any) -> None:
     """Validate the user state schema (see ``validate_state_schema``)."""
     if state_schema is not None:
         validate_state_schema(state_schema)
+
+
+def check_strategies(strategies: Any) -> None:
+    """Check ``confirmation_strategies``: ``{name | (name, ...) | "*": strategy}``.
+
+    Raises:
+        ConfigurationTypeError: A non-dict, a key that is neither a str nor a tuple of str, or a
+            strategy without a callable ``run``.
+    """
+    if strategies is None:
+        return
+    if not isinstance(strategies, Mapping):
+        raise ConfigurationTypeError(
+            f"confirmation_strategies must be a dict {{tool name or tuple of names or '*': strategy}}, "
+            f"got {type(strategies).__name__}."
+        )
+    for key, strategy in strategies.items():
+        names = key if isinstance(key, tuple) else (key,)
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise ConfigurationTypeError(
+                f"confirmation_strategies key {key!r} must be a tool name, a tuple of names or '*'."
+            )
+        if not callable(getattr(strategy, "run", None)):
+            raise ConfigurationTypeError(
+                f"confirmation_strategies[{key!r}] is a {type(strategy).__name__}, which has no run() method."
+            )
+
+
+def serialize_strategies(strategies: Mapping[Any, Any] | None) -> dict[str, Any] | None:
+    """Serialize strategies; tuple keys become JSON-array strings (``'["a", "b"]'``)."""
+    if strategies is None:
+        return None
+    return {(json.dumps(list(k)) if isinstance(k, tuple) else k): object_to_dict(v) for k, v in strategies.items()}
+
+
+def deserialize_strategies(data: Mapping[str, Any] | None) -> dict[Any, Any] | None:
+    """Inverse of :func:`serialize_strategies` (keys starting with ``[`` become tuples)."""
+    if data is None:
+        return None
+    return {(tuple(json.loads(k)) if k.startswith("[") else k): object_from_dict(v) for k, v in data.items()}
 
 
 def check_messages(messages: Any) -> list[ChatMessage]:

@@ -12,6 +12,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from handrail.components.agents._confirm import ConfirmCalls, confirm_async, confirm_sync
 from handrail.components.agents._machine import CallModel, Effect
 from handrail.components.tools._execution import drive_async, drive_sync
 from handrail.dataclasses.chat_message import ChatMessage
@@ -48,7 +49,10 @@ def run_machine_sync(machine: Generator[Effect, Any, None], model: ModelCall) ->
     """Drive the step machine synchronously."""
     run, extra, generator = model.generator.run, model.extra, model.generator
 
-    def call_model(effect: CallModel) -> list[ChatMessage]:
+    def call_model(effect: CallModel | ConfirmCalls) -> Any:
+        if type(effect) is ConfirmCalls:
+            return confirm_sync(effect)
+        assert type(effect) is CallModel
         if model.pass_tools:
             return _replies(run(messages=effect.messages, tools=effect.tools, **extra), generator)
         return _replies(run(messages=effect.messages, **extra), generator)
@@ -76,7 +80,10 @@ async def run_machine_async(machine: Generator[Effect, Any, None], model: ModelC
     generator = model.generator
     run_async = getattr(generator, "run_async", None)
 
-    async def call_model(effect: CallModel) -> list[ChatMessage]:
+    async def call_model(effect: CallModel | ConfirmCalls) -> Any:
+        if type(effect) is ConfirmCalls:
+            return await confirm_async(effect)
+        assert type(effect) is CallModel
         kwargs = dict(model.extra)
         if model.pass_tools:
             kwargs["tools"] = effect.tools

@@ -11,6 +11,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from handrail.components.agents._confirm import Approvals, ConfirmCalls, rewrite_step
 from handrail.components.tools._effects import Emit, RunCalls
 from handrail.components.tools._step import ToolStepOptions, repair_call_ids, tool_step
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall
@@ -34,7 +35,7 @@ class CallModel:
     """The tools offered, or None when the run has none."""
 
 
-Effect = CallModel | RunCalls | Emit
+Effect = CallModel | RunCalls | Emit | ConfirmCalls
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,9 @@ class RunPlan:
     max_agent_steps: int
     """Model calls allowed."""
     step_options: ToolStepOptions
-    """Options of every tool step."""
+    """Options of every tool step (its ``gate`` is the approvals' gate when strategies are set)."""
+    approvals: Approvals | None = None
+    """Per-run approval state, when the Agent has confirmation strategies."""
 
 
 def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
@@ -115,6 +118,32 @@ def _tool_exit(results: list[ChatMessage], exit_tools: frozenset[str]) -> str | 
     return first
 
 
+def _record_results(
+    messages: list[ChatMessage],
+    replies: list[ChatMessage],
+    results: list[ChatMessage],
+    counts: dict[str, int],
+    approvals: Approvals | None,
+) -> None:
+    """Append the step's results (re-laying out the step after rejections or edits) and count the calls run."""
+    applied = approvals.applied if approvals is not None else None
+    rejected: set[str] = set()
+    if applied:
+        rejected = {cid for cid, a in applied.items() if a.kind == "reject"}
+        if any(a.kind != "confirm" for a in applied.values()):
+            del messages[len(messages) - len(replies) :]
+            messages.extend(rewrite_step(replies, results, applied))
+        else:
+            messages.extend(results)
+        applied.clear()
+    else:
+        messages.extend(results)
+    for message in results:
+        origin = message._content[0].origin  # type: ignore[union-attr]
+        if origin.id not in rejected:
+            counts[origin.tool_name] = counts.get(origin.tool_name, 0) + 1
+
+
 def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
     """Run the agent loop on ``state`` until an exit condition holds.
 
@@ -126,8 +155,10 @@ def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
     3. A run with no tools ends after this one reply (reason ``"text"``).
     4. A reply without tool calls ends the run when it has non-empty text (``"text"``) or stopped
        for ``length`` / ``content_filter``; an empty reply is not an answer: next step.
-    5. Otherwise run the calls (``tool_step``), append one result per call, count them, and end
-       the run when an exit tool ran (and no exit tool of the step errored).
+    5. Otherwise run the calls (``tool_step``; calls with a confirmation strategy are decided first
+       and rejected or edited as decided), append one result per call (laid out as DESIGN.md §3.9
+       when a call was rejected or edited), count the calls run, and end the run when an exit tool
+       ran (and no exit tool of the step errored).
     6. When ``max_agent_steps`` model calls were made, end with ``"max_agent_steps"``.
 
     The outcome is written into ``state`` (messages, counters, ``exit_reason``).
@@ -150,10 +181,7 @@ def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
             continue
         by_name = plan.static_by_name if plan.static_tools is not None else {t.name: t for t in tools}
         results = yield from tool_step(calls, by_name, state, plan.step_options)
-        messages.extend(results)
-        for message in results:
-            name = message._content[0].origin.tool_name  # type: ignore[union-attr]
-            counts[name] = counts.get(name, 0) + 1
+        _record_results(messages, replies, results, counts, plan.approvals)
         data["step_count"] += 1
         reason = _tool_exit(results, plan.exit_tools) if plan.exit_tools else None
         if reason is not None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from handrail.components.agents import _config as cfg
+from handrail.components.agents._confirm import Approvals
 from handrail.components.agents._drivers import ModelCall, run_machine_async, run_machine_sync
 from handrail.components.agents._machine import RunPlan, agent_machine
 from handrail.components.tools._step import ToolStepOptions
@@ -29,10 +30,7 @@ from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_too
 
 __all__ = ["Agent"]
 
-_LATER_INIT = ("confirmation_strategies", "chat_message_store", "memory_store", "hooks", "user_prompt",
-               "required_variables")  # fmt: skip
-_LATER_RUN = ("break_point", "snapshot", "confirmation_strategy_context", "chat_message_store_kwargs",
-              "memory_store_kwargs", "unknown_outcome")  # fmt: skip
+_LATER_INIT = ("chat_message_store", "memory_store", "hooks", "user_prompt", "required_variables")
 
 
 class Agent:
@@ -55,7 +53,9 @@ class Agent:
         streaming_callback: Receives streamed chunks; a run-time callback wins.
         raise_on_tool_invocation_failure: Raise on an unknown tool, invalid arguments or a failing
             tool instead of handing the model an error result.
-        confirmation_strategies: Not supported yet (human-in-the-loop issue).
+        confirmation_strategies: ``{tool_name | (name, ...) | "*": strategy}``: calls of those tools are
+            decided (confirm / reject / modify) before they run. Lookup: exact name, then a tuple holding
+            it, then ``"*"``.
         tool_invoker_kwargs: ``convert_result_to_json_string``, ``enable_streaming_callback_passthrough``,
             ``max_workers`` (must equal ``tool_concurrency_limit`` when given).
         tool_concurrency_limit: At most this many tools of one step run at once.
@@ -133,6 +133,7 @@ class Agent:
         cfg.check_schema(self.state_schema)
         cfg.check_agent_numbers(self.max_agent_steps, self.tool_concurrency_limit, self.tool_invoker_kwargs)
         cfg.check_callback(self.streaming_callback, sync_run=False, where="init")
+        cfg.check_strategies(self.confirmation_strategies)
 
     def warm_up(self) -> None:
         """Warm up the chat generator and the tools (idempotent; runs do it automatically).
@@ -159,6 +160,7 @@ class Agent:
         tools: Any,
         later: dict[str, Any],
         kwargs: dict[str, Any],
+        context: dict[str, Any] | None,
     ) -> tuple[RunPlan, State, ModelCall]:
         for name, value in later.items():
             if value is not None:
@@ -195,19 +197,25 @@ class Agent:
         state.data["tool_call_counts"] = dict.fromkeys(names, 0)
         invoker = self.tool_invoker_kwargs or {}
         static = None if any(isinstance(t, Toolset) for t in run_tools) else flat
+        approvals = Approvals(self.confirmation_strategies, context) if self.confirmation_strategies else None
+        options = ToolStepOptions(
+            raise_on_failure=self.raise_on_tool_invocation_failure,
+            convert_result_to_json_string=bool(invoker.get("convert_result_to_json_string", False)),
+            max_workers=self.tool_concurrency_limit,
+            streaming_callback=callback,
+            passthrough=bool(invoker.get("enable_streaming_callback_passthrough", False)),
+            gate=approvals.gate if approvals is not None else None,
+        )
+        if approvals is not None:
+            approvals.options = options
         plan = RunPlan(
             tools=run_tools,
             static_tools=static,
             static_by_name={t.name: t for t in flat} if static is not None else {},
             exit_tools=exit_tools,
             max_agent_steps=self.max_agent_steps,
-            step_options=ToolStepOptions(
-                raise_on_failure=self.raise_on_tool_invocation_failure,
-                convert_result_to_json_string=bool(invoker.get("convert_result_to_json_string", False)),
-                max_workers=self.tool_concurrency_limit,
-                streaming_callback=callback,
-                passthrough=bool(invoker.get("enable_streaming_callback_passthrough", False)),
-            ),
+            step_options=options,
+            approvals=approvals,
         )
         return plan, state, self._model_call(callback, generation_kwargs)
 
@@ -266,7 +274,8 @@ class Agent:
             snapshot: Not supported yet.
             system_prompt: Replaces a leading system message for this run (DESIGN.md §3.8).
             tools: This run's tools: objects, names of configured tools, or a Toolset.
-            confirmation_strategy_context: Not supported yet.
+            confirmation_strategy_context: Passed to every confirmation strategy by identity (a lock, a
+                websocket, a queue); never copied or serialized.
             chat_message_store_kwargs: Not supported yet.
             memory_store_kwargs: Not supported yet.
             allow_drift: Not supported yet (must stay False).
@@ -285,13 +294,13 @@ class Agent:
             ToolInvocationError: A failing call, with ``raise_on_tool_invocation_failure``.
         """
         later = {"break_point": break_point, "snapshot": snapshot,
-                 "confirmation_strategy_context": confirmation_strategy_context,
                  "chat_message_store_kwargs": chat_message_store_kwargs,
                  "memory_store_kwargs": memory_store_kwargs, "unknown_outcome": unknown_outcome,
                  "allow_drift": allow_drift or None}  # fmt: skip
         plan, state, model = self._start(
             messages, sync_run=True, streaming_callback=streaming_callback, generation_kwargs=generation_kwargs,
             system_prompt=system_prompt, tools=tools, later=later, kwargs=kwargs,
+            context=confirmation_strategy_context,
         )  # fmt: skip
         run_machine_sync(agent_machine(plan, state), model)
         return self._result(state)
@@ -315,13 +324,13 @@ class Agent:
     ) -> dict[str, Any]:
         """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async."""
         later = {"break_point": break_point, "snapshot": snapshot,
-                 "confirmation_strategy_context": confirmation_strategy_context,
                  "chat_message_store_kwargs": chat_message_store_kwargs,
                  "memory_store_kwargs": memory_store_kwargs, "unknown_outcome": unknown_outcome,
                  "allow_drift": allow_drift or None}  # fmt: skip
         plan, state, model = self._start(
             messages, sync_run=False, streaming_callback=streaming_callback, generation_kwargs=generation_kwargs,
             system_prompt=system_prompt, tools=tools, later=later, kwargs=kwargs,
+            context=confirmation_strategy_context,
         )  # fmt: skip
         await run_machine_async(agent_machine(plan, state), model)
         return self._result(state)
@@ -352,6 +361,7 @@ class Agent:
                 "raise_on_tool_invocation_failure": self.raise_on_tool_invocation_failure,
                 "tool_invoker_kwargs": dict(self.tool_invoker_kwargs) if self.tool_invoker_kwargs else None,
                 "tool_concurrency_limit": self.tool_concurrency_limit,
+                "confirmation_strategies": cfg.serialize_strategies(self.confirmation_strategies),
             },
         }
 
@@ -370,4 +380,5 @@ class Agent:
             }  # fmt: skip
         if params.get("streaming_callback"):
             params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
+        params["confirmation_strategies"] = cfg.deserialize_strategies(params.get("confirmation_strategies"))
         return cls(**params)

@@ -25,6 +25,10 @@ class Invocation:
     """The tool to run."""
     kwargs: dict[str, Any]
     """The arguments: the model's, plus State-injected values and the call id where declared."""
+    arguments: dict[str, Any]
+    """The model's arguments alone (validated against the tool's JSON Schema)."""
+    injected: dict[str, Any]
+    """Parameter values read from State through ``inputs_from_state`` (read-only for approvers)."""
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ argument, validation, State and result rules (DESIGN.md §3.1–§3.7).
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +26,10 @@ from handrail.errors import (
 )
 from handrail.tools.tool import Tool
 
-__all__ = ["ToolStepOptions", "parse_arguments", "repair_call_ids", "tool_step"]
+__all__ = ["Gate", "ToolStepOptions", "make_invocation", "parse_arguments", "repair_call_ids", "tool_step"]
 
 StepEffect = RunCalls | Emit
+Gate = Callable[[list[Invocation], State], Generator[Any, Any, list["Invocation | ChatMessage"]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,9 @@ class ToolStepOptions:
     """When set, one chunk per result and a final chunk are emitted."""
     passthrough: bool = False
     """Give the streaming callback to tools that declare a ``streaming_callback`` parameter."""
+    gate: Gate | None = None
+    """Runs before each batch executes: returns, per invocation, the (possibly modified) invocation to
+    run or the tool message that answers it instead (e.g. a rejection). The Agent's approval step."""
 
 
 def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
@@ -133,21 +137,34 @@ def _waves(ready: list[tuple[int, ToolCall, Tool, dict[str, Any]]]) -> list[list
     return [[i for i in range(len(ready)) if min(level[i], top) == n] for n in range(top + 1)]
 
 
-def _kwargs(tool: Tool, call_id: str, args: dict[str, Any], state: State, opts: ToolStepOptions) -> dict[str, Any]:
+def make_invocation(
+    call: ToolCall, tool: Tool, args: dict[str, Any], state: State, opts: ToolStepOptions, key: str
+) -> Invocation:
+    """Build the invocation of ``call``: the model's ``args`` plus State-injected values.
+
+    Args:
+        call: The call.
+        tool: Its tool.
+        args: The model's (validated) arguments.
+        state: Read for ``inputs_from_state``; given to a ``State`` parameter.
+        opts: Gives the streaming callback for passthrough.
+        key: The idempotency key given to a ``ToolCallId`` parameter.
+    """
     roles = tool.roles
     if not (tool.inputs_from_state or roles.state_param or roles.call_id_param or opts.passthrough):
-        return args
-    kwargs = dict(args)
+        return Invocation(call, tool, args, args, {})
+    injected: dict[str, Any] = {}
     for state_key, param in (tool.inputs_from_state or {}).items():
-        if param not in kwargs and state.has(state_key):
-            kwargs[param] = state.get(state_key)
+        if param not in args and state.has(state_key):
+            injected[param] = state.get(state_key)
+    kwargs = {**args, **injected}
     if roles.state_param is not None:
         kwargs[roles.state_param] = state
     if roles.call_id_param is not None:
-        kwargs[roles.call_id_param] = call_id
+        kwargs[roles.call_id_param] = key
     if opts.passthrough and roles.streaming_param and opts.streaming_callback is not None:
         kwargs.setdefault("streaming_callback", opts.streaming_callback)
-    return kwargs
+    return Invocation(call, tool, kwargs, args, injected)
 
 
 def _refuse(call: ToolCall, text: str, opts: ToolStepOptions) -> ChatMessage:
@@ -179,6 +196,36 @@ def _finish(inv: Invocation, outcome: Outcome, state: State, opts: ToolStepOptio
     return ChatMessage.from_tool(text, call)
 
 
+Ready = tuple[int, ToolCall, Tool, dict[str, Any]]
+"""A call that passed every check: (position, call, tool, parsed arguments)."""
+
+
+def _prepare(
+    calls: list[ToolCall], tools: Mapping[str, Tool], opts: ToolStepOptions
+) -> tuple[list[ChatMessage | None], list[Ready]]:
+    """Resolve, parse and validate each call; refused calls get their error result at once."""
+    results: list[ChatMessage | None] = [None] * len(calls)
+    ready: list[Ready] = []
+    for position, call in enumerate(calls):
+        tool = tools.get(call.tool_name)
+        if tool is None:
+            missing = ToolNotFoundException(call.tool_name, list(tools))
+            if opts.raise_on_failure:
+                raise missing
+            results[position] = ChatMessage.from_tool(str(missing), call, error=True)
+            continue
+        args, problem = parse_arguments(call)
+        if args is not None:
+            violation = tool.arguments_error(args)
+            if violation is not None:
+                problem = f"Arguments for tool '{tool.name}' do not match its JSON Schema: {violation}"
+        if problem is not None or args is None:
+            results[position] = _refuse(call, problem or "invalid arguments", opts)
+            continue
+        ready.append((position, call, tool, args))
+    return results, ready
+
+
 def tool_step(
     calls: list[ToolCall], tools: Mapping[str, Tool], state: State, opts: ToolStepOptions
 ) -> Generator[StepEffect, Any, list[ChatMessage]]:
@@ -202,37 +249,26 @@ def tool_step(
         ToolNotFoundException: Unknown tool, when ``opts.raise_on_failure``.
         ToolInvocationError: Invalid arguments or a tool that raised, when ``opts.raise_on_failure``.
     """
-    results: list[ChatMessage | None] = [None] * len(calls)
-    ready: list[tuple[int, ToolCall, Tool, dict[str, Any]]] = []
-    for position, call in enumerate(calls):
-        tool = tools.get(call.tool_name)
-        if tool is None:
-            missing = ToolNotFoundException(call.tool_name, list(tools))
-            if opts.raise_on_failure:
-                raise missing
-            results[position] = ChatMessage.from_tool(str(missing), call, error=True)
-            continue
-        args, problem = parse_arguments(call)
-        if args is not None:
-            violation = tool.arguments_error(args)
-            if violation is not None:
-                problem = f"Arguments for tool '{tool.name}' do not match its JSON Schema: {violation}"
-        if problem is not None or args is None:
-            results[position] = _refuse(call, problem or "invalid arguments", opts)
-            continue
-        ready.append((position, call, tool, args))
+    results, ready = _prepare(calls, tools, opts)
     for wave in _waves(ready) if ready else ():
         invocations = [
-            Invocation(
-                ready[i][1],
-                ready[i][2],
-                _kwargs(ready[i][2], ready[i][1].id or f"call_{ready[i][0] + 1}", ready[i][3], state, opts),
+            make_invocation(
+                ready[i][1], ready[i][2], ready[i][3], state, opts, ready[i][1].id or f"call_{ready[i][0] + 1}"
             )
             for i in wave
         ]
-        outcomes: list[Outcome] = yield RunCalls(invocations, opts.max_workers)
-        for i, inv, outcome in zip(wave, invocations, outcomes, strict=True):
-            results[ready[i][0]] = _finish(inv, outcome, state, opts)
+        gated: list[Invocation | ChatMessage] = list(invocations)
+        if opts.gate is not None:
+            gated = yield from opts.gate(invocations, state)
+        runnable = [g for g in gated if type(g) is Invocation]
+        outcomes: list[Outcome] = (yield RunCalls(runnable, opts.max_workers)) if runnable else []
+        done = iter(zip(runnable, outcomes, strict=True))
+        for i, item in zip(wave, gated, strict=True):
+            if type(item) is Invocation:
+                inv, outcome = next(done)
+                results[ready[i][0]] = _finish(inv, outcome, state, opts)
+            else:
+                results[ready[i][0]] = item  # type: ignore[assignment]
     messages = [m for m in results if m is not None]
     if opts.streaming_callback is not None:
         for index, message in enumerate(messages):

@@ -1,0 +1,272 @@
+"""Human-in-the-loop approval inside the step machine (DESIGN.md §3.3, §3.9).
+
+The Agent's tool step calls :meth:`Approvals.gate` before each batch of calls runs. For every
+call whose tool has a confirmation strategy it yields one :class:`ConfirmCalls` effect (the
+drivers run the strategies, sync or async), checks the decisions, and returns per call
+either the invocation to run (possibly with edited arguments) or the rejection result.
+:func:`rewrite_step` then lays out the step's history as DESIGN.md §3.9 prescribes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import inspect
+import json
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from handrail.components.tools._effects import Invocation
+from handrail.components.tools._step import ToolStepOptions, make_invocation
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
+from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.state import State
+from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.human_in_the_loop.templates import render_modify, render_reject
+
+__all__ = ["Applied", "Approvals", "ConfirmCalls", "ConfirmRequest", "confirm_async", "confirm_sync",
+           "find_strategy", "rewrite_step"]  # fmt: skip
+
+StrategyKey = str | tuple[str, ...]
+
+
+def find_strategy(strategies: Mapping[StrategyKey, Any] | None, tool_name: str) -> Any:
+    """The strategy for ``tool_name``: exact key, then the first tuple key holding it, then ``"*"``."""
+    if not strategies:
+        return None
+    found = strategies.get(tool_name)
+    if found is not None:
+        return found
+    for key, strategy in strategies.items():
+        if isinstance(key, tuple) and tool_name in key:
+            return strategy
+    return strategies.get("*")
+
+
+def digest(arguments: Mapping[str, Any]) -> str:
+    """A canonical digest of effective arguments (approval is bound to it)."""
+    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class ConfirmRequest:
+    """One call to decide."""
+
+    strategy: Any
+    """The tool's confirmation strategy."""
+    invocation: Invocation
+    """The call as it would run now."""
+
+    @property
+    def tool_params(self) -> dict[str, Any]:
+        """The model's arguments plus the State-injected values."""
+        return {**self.invocation.arguments, **self.invocation.injected}
+
+
+@dataclass(slots=True)
+class ConfirmCalls:
+    """Effect: run each request's strategy and answer with one ToolExecutionDecision per request, in order."""
+
+    requests: list[ConfirmRequest]
+    context: dict[str, Any] | None
+    """``confirmation_strategy_context``, passed to every strategy by identity."""
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A decision as applied to one call."""
+
+    kind: Literal["confirm", "reject", "modify"]
+    decision: ToolExecutionDecision
+    text: str | None = None
+    """The rendered reject text or modify explanation."""
+    call: ToolCall | None = None
+    """For ``modify``: the call with the new arguments (same id)."""
+
+
+@functools.cache
+def _accepted(cls: type, method: str) -> frozenset[str]:
+    try:
+        params = inspect.signature(getattr(cls, method)).parameters
+    except (TypeError, ValueError, AttributeError):
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return frozenset({"injected_params", "validate_params"})
+    return frozenset(params)
+
+
+def _validator(inv: Invocation) -> Any:
+    def validate(params: dict[str, Any]) -> str | None:
+        changed = sorted(k for k, v in inv.injected.items() if k in params and params[k] != v)
+        if changed:
+            return f"{changed} come from the agent's State and cannot be edited."
+        return inv.tool.arguments_error({k: v for k, v in params.items() if k not in inv.injected})
+
+    return validate
+
+
+def _strategy_kwargs(req: ConfirmRequest, context: dict[str, Any] | None, method: str) -> dict[str, Any]:
+    inv = req.invocation
+    kwargs: dict[str, Any] = {
+        "tool_name": inv.tool.name,
+        "tool_description": inv.tool.description,
+        "tool_params": req.tool_params,
+        "tool_call_id": inv.call.id,
+        "confirmation_strategy_context": context,
+    }
+    accepted = _accepted(type(req.strategy), method)  # type: ignore[arg-type]
+    if "injected_params" in accepted:
+        kwargs["injected_params"] = dict(inv.injected)
+    if "validate_params" in accepted:
+        kwargs["validate_params"] = _validator(inv)
+    return kwargs
+
+
+def _checked(decision: Any, req: ConfirmRequest) -> ToolExecutionDecision:
+    call = req.invocation.call
+    if not isinstance(decision, ToolExecutionDecision):
+        raise ConfigurationTypeError(
+            f"{type(req.strategy).__name__}.run returned {type(decision).__name__} for call '{call.id}' "
+            f"to '{call.tool_name}'; it must return a ToolExecutionDecision."
+        )
+    return decision
+
+
+def confirm_sync(effect: ConfirmCalls) -> list[ToolExecutionDecision]:
+    """Run the strategies one after another (prompts never interleave)."""
+    return [_checked(r.strategy.run(**_strategy_kwargs(r, effect.context, "run")), r) for r in effect.requests]
+
+
+async def confirm_async(effect: ConfirmCalls) -> list[ToolExecutionDecision]:
+    """Run the strategies' ``run_async`` (or ``run`` in a worker thread), one after another."""
+    decisions = []
+    for req in effect.requests:
+        if callable(getattr(req.strategy, "run_async", None)):
+            raw = await req.strategy.run_async(**_strategy_kwargs(req, effect.context, "run_async"))
+        else:
+            raw = await asyncio.to_thread(req.strategy.run, **_strategy_kwargs(req, effect.context, "run"))
+        decisions.append(_checked(raw, req))
+    return decisions
+
+
+def _render_reject(strategy: Any, tool_name: str, feedback: str | None) -> str:
+    own = getattr(strategy, "render_reject", None)
+    return str(own(tool_name, feedback)) if callable(own) else render_reject(tool_name, feedback)
+
+
+def _render_modify(strategy: Any, tool_name: str, params: dict[str, Any], feedback: str | None) -> str:
+    own = getattr(strategy, "render_modify", None)
+    return str(own(tool_name, params, feedback)) if callable(own) else render_modify(tool_name, params, feedback)
+
+
+@dataclass
+class Approvals:
+    """Per-run approval state: which strategy answers which tool, and what was decided."""
+
+    strategies: Mapping[StrategyKey, Any]
+    context: dict[str, Any] | None
+    options: ToolStepOptions | None = None
+    """The tool step's options (set by the Agent once they exist), used to rebuild edited calls."""
+    applied: dict[str, Applied] = field(default_factory=dict)
+    """Decisions applied in the current step, by call id (the machine reads and clears it)."""
+    approved: dict[str, str] = field(default_factory=dict)
+    """Call id → digest of the effective arguments that were approved."""
+
+    def gate(
+        self, invocations: list[Invocation], state: State
+    ) -> Generator[ConfirmCalls, list[ToolExecutionDecision], list[Invocation | ChatMessage]]:
+        """Decide every call that has a strategy; return the invocation to run or the rejection result."""
+        out: list[Invocation | ChatMessage] = list(invocations)
+        asks: list[tuple[int, ConfirmRequest]] = []
+        for i, inv in enumerate(invocations):
+            strategy = find_strategy(self.strategies, inv.tool.name)
+            if strategy is not None:
+                asks.append((i, ConfirmRequest(strategy, inv)))
+        if not asks:
+            return out
+        decisions = yield ConfirmCalls([r for _, r in asks], self.context)
+        if len(decisions) != len(asks):
+            raise ConfigurationError(f"Expected {len(asks)} decisions, got {len(decisions)}.")
+        for (i, req), decision in zip(asks, decisions, strict=True):
+            out[i] = self._apply(req, decision, state)
+        return out
+
+    def _apply(self, req: ConfirmRequest, decision: ToolExecutionDecision, state: State) -> Invocation | ChatMessage:
+        inv = req.invocation
+        call = inv.call
+        if decision.tool_call_id not in (None, call.id) or decision.tool_name != call.tool_name:
+            raise ConfigurationError(
+                f"A decision for call '{decision.tool_call_id}' to '{decision.tool_name}' was given for call "
+                f"'{call.id}' to '{call.tool_name}'."
+            )
+        assert call.id is not None
+        if not decision.execute:
+            text = _render_reject(req.strategy, call.tool_name, decision.feedback)
+            self.applied[call.id] = Applied("reject", decision, text)
+            return ChatMessage.from_tool(text, call, error=True)
+        params = decision.final_tool_params
+        effective = req.tool_params
+        if params is None or params == effective or params == inv.arguments:
+            self.applied[call.id] = Applied("confirm", decision)
+            self.approved[call.id] = digest(effective)
+            return inv
+        problem = _validator(inv)(params)
+        if problem is not None:
+            raise ConfigurationError(
+                f"The edited arguments for call '{call.id}' to '{call.tool_name}' are refused: {problem}. "
+                f"Nothing was run."
+            )
+        args = {k: v for k, v in params.items() if k not in inv.injected}
+        new_call = ToolCall(tool_name=call.tool_name, arguments=args, id=call.id, extra=call.extra)
+        assert self.options is not None
+        key = inv.kwargs.get(inv.tool.roles.call_id_param or "", call.id)
+        edited = make_invocation(new_call, inv.tool, args, state, self.options, key)
+        text = _render_modify(req.strategy, call.tool_name, args, decision.feedback)
+        self.applied[call.id] = Applied("modify", decision, text, new_call)
+        self.approved[call.id] = digest({**args, **edited.injected})
+        return edited
+
+
+def _without_calls(message: ChatMessage, calls: list[ToolCall], keep_text: bool) -> ChatMessage:
+    parts: list[Any] = [p for p in message._content if keep_text and type(p) is TextContent]
+    return ChatMessage(ChatRole.ASSISTANT, [*parts, *calls], message.name, message.meta)
+
+
+def rewrite_step(
+    replies: list[ChatMessage], results: list[ChatMessage], applied: Mapping[str, Applied]
+) -> list[ChatMessage]:
+    """Lay out a step whose calls were rejected or modified (DESIGN.md §3.9).
+
+    Returns:
+        The messages that replace ``replies + results``: rejection pairs (the call alone, then
+        its error result), the explanation messages of modifications, one assistant message
+        with the surviving calls (edited arguments, same ids), and their results in call order.
+    """
+    pairs: list[ChatMessage] = []
+    explanations: list[ChatMessage] = []
+    rebuilt: list[ChatMessage] = []
+    rejected = {cid for cid, a in applied.items() if a.kind == "reject"}
+    by_id = {r._content[0].origin.id: r for r in results}  # type: ignore[union-attr]
+    for reply in replies:
+        calls = reply.tool_calls
+        if not calls:
+            rebuilt.append(reply)
+            continue
+        kept: list[ToolCall] = []
+        for c in calls:
+            entry = applied.get(c.id or "")
+            if entry is not None and entry.kind == "reject":
+                pairs += [_without_calls(reply, [c], keep_text=False), by_id[c.id or ""]]
+            elif entry is not None and entry.kind == "modify":
+                assert entry.text is not None and entry.call is not None
+                explanations.append(ChatMessage.from_user(entry.text))
+                kept.append(entry.call)
+            else:
+                kept.append(c)
+        if kept or any(t.strip() for t in reply.texts):
+            rebuilt.append(_without_calls(reply, kept, keep_text=True))
+    rest = [r for r in results if r._content[0].origin.id not in rejected]  # type: ignore[union-attr, operator]
+    return [*pairs, *explanations, *rebuilt, *rest]

@@ -1,0 +1,1 @@
+"""Chat generators (model backends)."""

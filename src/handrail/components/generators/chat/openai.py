@@ -1,0 +1,352 @@
+"""OpenAIChatGenerator: chat models behind the OpenAI API or any OpenAI-compatible server.
+
+The conversion to and from OpenAI's wire format lives only in the private
+``_openai_wire`` module next to this one: the rest of handrail never sees a provider's
+message dicts. HTTP, timeouts and retries are the ``openai`` SDK's; it is imported when
+this module is loaded, which only happens on use (``handrail.components.generators.chat``
+exports the class lazily).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import threading
+import weakref
+from asyncio import AbstractEventLoop, get_running_loop
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from handrail.components.generators.chat._openai_wire import (
+    StreamReader,
+    check_generation_kwargs,
+    completion_to_replies,
+    load_sdk,
+    messages_to_wire,
+    server_errors,
+    tool_to_wire,
+)
+from handrail.core.secret import Secret, deserialize_secret
+from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
+from handrail.dataclasses.chat_message import ChatMessage
+from handrail.dataclasses.streaming import StreamingCallback, is_async_callback
+from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.tools.tool import Tool
+from handrail.tools.toolset import Toolset
+from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
+
+if TYPE_CHECKING:
+    import httpx
+    from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+__all__ = ["OpenAIChatGenerator"]
+
+_OPENAI_API_KEY = Secret.from_env_var("OPENAI_API_KEY")
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    body: dict[str, Any]
+    """Keyword arguments for ``chat.completions.create``."""
+    callback: StreamingCallback | None
+    """The callback of this run; the request streams exactly when it is set."""
+
+
+class OpenAIChatGenerator:
+    """Chat completions from OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, LM Studio).
+
+    The API key is resolved on first use, so the generator can be built and serialized
+    without it. For a local server that needs no key, pass
+    ``api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False)`` (serializable: when the
+    variable is unset the placeholder ``"none"`` is sent) or ``Secret.from_token("none")``.
+
+    Streaming happens exactly when a streaming callback is given (init or run): every SDK
+    chunk becomes a :class:`~handrail.dataclasses.StreamingChunk` (tool-call fragments as
+    :class:`~handrail.dataclasses.ToolCallDelta`), goes to the callback in order, and the
+    reply is assembled by :class:`~handrail.dataclasses.streaming.ChunkAssembler`. Replies
+    carry ``meta`` ``{"model", "index", "finish_reason", "usage"}`` (OpenAI's usage names).
+
+    Args:
+        api_key: The API key (default: read ``OPENAI_API_KEY`` on first use).
+        model: The model name the server knows.
+        streaming_callback: Receives each chunk; a run-time callback wins.
+        api_base_url: The server's base URL, e.g. ``"http://localhost:8000/v1"`` (default: the
+            SDK's, i.e. ``OPENAI_BASE_URL`` or OpenAI's).
+        organization: The OpenAI organization id, if any.
+        generation_kwargs: Extra arguments of ``chat.completions.create`` (``temperature``,
+            ``max_tokens``, ``tool_choice``, ``extra_body`` for server-specific ones, ...).
+        timeout: Seconds to wait for the server per request (default: the SDK's).
+        max_retries: Retries of failed requests, with the SDK's backoff (default: the SDK's, 2).
+        tools: Tools offered to the model unless a run passes its own.
+        tools_strict: Ask the server to follow the tools' schemas exactly (OpenAI's ``strict``).
+        http_client: An ``httpx.Client`` for the sync SDK client (proxies, tests with a mock transport).
+        async_http_client: An ``httpx.AsyncClient`` for the async SDK client.
+
+    Raises:
+        ConfigurationTypeError: For an argument of the wrong type (an API key given as ``str``
+            included: wrap it in a Secret).
+        ConfigurationError: For an invalid value or a reserved or unknown generation kwarg.
+        ImportError: When the ``openai`` package is not installed.
+
+    Example:
+        >>> gen = OpenAIChatGenerator(model="qwen2.5", api_base_url="http://localhost:8000/v1",
+        ...                           api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False))
+        >>> gen.to_dict()["init_parameters"]["api_key"]
+        {'type': 'env_var', 'env_vars': ['OPENAI_API_KEY'], 'strict': False}
+    """
+
+    def __init__(
+        self,
+        api_key: Secret = _OPENAI_API_KEY,
+        model: str = "gpt-4o-mini",
+        streaming_callback: StreamingCallback | None = None,
+        api_base_url: str | None = None,
+        organization: str | None = None,
+        generation_kwargs: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        tools: Sequence[Tool | Toolset] | Toolset | None = None,
+        tools_strict: bool = False,
+        http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        load_sdk()
+        _check_settings(api_key, model, streaming_callback, api_base_url, timeout, max_retries, tools_strict)
+        check_generation_kwargs(generation_kwargs or {})
+        flatten_tools(tools)
+        self.api_key = api_key
+        self.model = model
+        self.streaming_callback = streaming_callback
+        self.api_base_url = api_base_url
+        self.organization = organization
+        self.generation_kwargs = dict(generation_kwargs or {})
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.tools = tools
+        self.tools_strict = tools_strict
+        self.http_client = http_client
+        self.async_http_client = async_http_client
+        self._lock = threading.Lock()
+        self._client: OpenAI | None = None
+        self._async_clients: weakref.WeakKeyDictionary[AbstractEventLoop, AsyncOpenAI] = weakref.WeakKeyDictionary()
+
+    # ---------------------------------------------------------------- clients
+
+    def _client_options(self) -> dict[str, Any]:
+        try:
+            key = self.api_key.resolve_value()
+        except ConfigurationError as exc:
+            raise ConfigurationError(
+                f"OpenAIChatGenerator needs an API key. {exc} Set it, or pass api_key=Secret.from_token(...); "
+                f"for a local server without auth use Secret.from_env_var('OPENAI_API_KEY', strict=False)."
+            ) from None
+        options: dict[str, Any] = {"api_key": key or "none", "base_url": self.api_base_url}
+        if self.organization is not None:
+            options["organization"] = self.organization
+        if self.timeout is not None:
+            options["timeout"] = self.timeout
+        if self.max_retries is not None:
+            options["max_retries"] = self.max_retries
+        return options
+
+    def _sync_client(self) -> OpenAI:
+        with self._lock:
+            if self._client is None:
+                options = self._client_options()
+                self._client = cast("OpenAI", load_sdk().OpenAI(http_client=cast(Any, self.http_client), **options))
+            return self._client
+
+    def _async_client(self) -> AsyncOpenAI:
+        # An async client's connections belong to one event loop, so each loop gets its own.
+        loop = get_running_loop()
+        with self._lock:
+            client = self._async_clients.get(loop)
+            if client is None:
+                options = self._client_options()
+                client = cast(
+                    "AsyncOpenAI", load_sdk().AsyncOpenAI(http_client=cast(Any, self.async_http_client), **options)
+                )
+                self._async_clients[loop] = client
+            return client
+
+    def warm_up(self) -> None:
+        """Resolve the API key now (so a missing key fails early) and warm up the init tools; idempotent.
+
+        Raises:
+            ConfigurationError: When the API key cannot be resolved (the message names the variables).
+        """
+        self._client_options()
+        for tool in flatten_tools(self.tools):
+            tool.warm_up()
+
+    # ------------------------------------------------------------------- runs
+
+    def _prepare(
+        self,
+        messages: Sequence[ChatMessage],
+        streaming_callback: StreamingCallback | None,
+        generation_kwargs: Mapping[str, Any] | None,
+        tools: Sequence[Tool | Toolset] | Toolset | None,
+        *,
+        sync_run: bool,
+    ) -> _Request:
+        callback = streaming_callback or self.streaming_callback
+        if callback is not None and not callable(callback):
+            raise ConfigurationTypeError(f"streaming_callback must be callable, got {callback!r}.")
+        if sync_run and callback is not None and is_async_callback(callback):
+            raise ConfigurationTypeError(
+                "OpenAIChatGenerator.run needs a sync streaming_callback; use run_async for an async one."
+            )
+        kwargs = {**self.generation_kwargs, **(generation_kwargs or {})}
+        check_generation_kwargs(kwargs)
+        body: dict[str, Any] = {"model": self.model, "messages": messages_to_wire(messages), **kwargs}
+        run_tools = flatten_tools(tools if tools is not None else self.tools)
+        if run_tools:
+            body["tools"] = [tool_to_wire(t, self.tools_strict) for t in run_tools]
+        if callback is not None:
+            if kwargs.get("n") not in (None, 1):
+                raise ConfigurationError(f"Cannot stream several choices (n={kwargs['n']}); set n=1 or stream none.")
+            body["stream"] = True
+            body.setdefault("stream_options", {"include_usage": True})
+        return _Request(body, callback)
+
+    def run(
+        self,
+        messages: list[ChatMessage],
+        streaming_callback: StreamingCallback | None = None,
+        generation_kwargs: dict[str, Any] | None = None,
+        *,
+        tools: Sequence[Tool | Toolset] | Toolset | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        """Send ``messages`` to the server and return its reply.
+
+        Args:
+            messages: The conversation; assistant tool calls and tool results need call ids.
+            streaming_callback: A sync callback for this run (wins over the init one); streams the reply.
+            generation_kwargs: Merged over the init ones for this run.
+            tools: This run's tools (replace the init ones; ``[]`` offers none).
+
+        Returns:
+            ``{"replies": [ChatMessage]}``: one assistant message per choice (one when streaming).
+
+        Raises:
+            ConfigurationTypeError: An async callback, or messages that are not ChatMessages.
+            ConfigurationError: A missing API key or call id, or bad generation kwargs; nothing was sent.
+            GenerationError: The server is unreachable (one line naming its URL), timed out, or
+                answered with an error status (``status_code`` set).
+        """
+        request = self._prepare(messages, streaming_callback, generation_kwargs, tools, sync_run=True)
+        client = self._sync_client()
+        with server_errors(str(client.base_url).rstrip("/")):
+            if request.callback is None:
+                completion = cast("ChatCompletion", client.chat.completions.create(**request.body))
+                return {"replies": completion_to_replies(completion)}
+            reader = StreamReader()
+            with cast("Stream[ChatCompletionChunk]", client.chat.completions.create(**request.body)) as stream:
+                for chunk in stream:
+                    request.callback(reader.convert(chunk))
+            return {"replies": [reader.assembler.message()]}
+
+    async def run_async(
+        self,
+        messages: list[ChatMessage],
+        streaming_callback: StreamingCallback | None = None,
+        generation_kwargs: dict[str, Any] | None = None,
+        *,
+        tools: Sequence[Tool | Toolset] | Toolset | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        """Async twin of :meth:`run` (same arguments, result and errors); the callback may be sync or async."""
+        request = self._prepare(messages, streaming_callback, generation_kwargs, tools, sync_run=False)
+        client = self._async_client()
+        with server_errors(str(client.base_url).rstrip("/")):
+            if request.callback is None:
+                completion = cast("ChatCompletion", await client.chat.completions.create(**request.body))
+                return {"replies": completion_to_replies(completion)}
+            reader = StreamReader()
+            stream = cast("AsyncStream[ChatCompletionChunk]", await client.chat.completions.create(**request.body))
+            async with stream:
+                async for chunk in stream:
+                    result = request.callback(reader.convert(chunk))
+                    if inspect.isawaitable(result):
+                        await result
+            return {"replies": [reader.assembler.message()]}
+
+    # ---------------------------------------------------------- serialization
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to ``{"type", "init_parameters"}``; the key as variable names, never the clients.
+
+        Raises:
+            SerializationError: For a token API key (it would be written in plain text), or a
+                callback or tool that cannot be imported back (lambdas, closures).
+        """
+        callback = self.streaming_callback
+        return {
+            "type": qualified_name(self),
+            "init_parameters": {
+                "api_key": self.api_key.to_dict(),
+                "model": self.model,
+                "streaming_callback": serialize_callable(callback) if callback is not None else None,
+                "api_base_url": self.api_base_url,
+                "organization": self.organization,
+                "generation_kwargs": copy.deepcopy(self.generation_kwargs),
+                "timeout": self.timeout,
+                "max_retries": self.max_retries,
+                "tools": serialize_tools(self.tools),
+                "tools_strict": self.tools_strict,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OpenAIChatGenerator:
+        """Rebuild a generator from :meth:`to_dict` output (``data`` is not modified).
+
+        Raises:
+            SerializationError: For a malformed secret, callback or tool.
+        """
+        params = copy.deepcopy(dict(data["init_parameters"]))
+        if "api_key" in params:
+            params["api_key"] = deserialize_secret(params["api_key"]) or _OPENAI_API_KEY
+        if params.get("streaming_callback"):
+            params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
+        if params.get("tools") is not None:
+            params["tools"] = deserialize_tools(params["tools"])
+        return cls(**params)
+
+
+def _check_settings(
+    api_key: Any,
+    model: Any,
+    streaming_callback: Any,
+    api_base_url: Any,
+    timeout: Any,
+    max_retries: Any,
+    tools_strict: Any,
+) -> None:
+    """Check the generator's init arguments (before anything is stored).
+
+    Raises:
+        ConfigurationTypeError: For a value of the wrong type.
+        ConfigurationError: For an empty model name, a timeout ≤ 0 or a negative retry count.
+    """
+    if not isinstance(api_key, Secret):
+        raise ConfigurationTypeError(
+            f"api_key must be a Secret, got {type(api_key).__name__}: use Secret.from_env_var('OPENAI_API_KEY') "
+            f"or Secret.from_token(...)."
+        )
+    if not isinstance(model, str) or not model:
+        raise ConfigurationError(f"model must be a non-empty string, got {model!r}.")
+    if streaming_callback is not None and not callable(streaming_callback):
+        raise ConfigurationTypeError(f"streaming_callback must be callable, got {streaming_callback!r}.")
+    if api_base_url is not None and not isinstance(api_base_url, str):
+        raise ConfigurationTypeError(f"api_base_url must be a str URL, got {type(api_base_url).__name__}.")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}.")
+    if max_retries is not None and (
+        isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
+    ):
+        raise ConfigurationError(f"max_retries must be an integer ≥ 0, got {max_retries!r}.")
+    if not isinstance(tools_strict, bool):
+        raise ConfigurationTypeError(f"tools_strict must be a bool, got {tools_strict!r}.")

@@ -1,0 +1,91 @@
+"""Human-in-the-loop decisions as data: what a UI answered and what will happen to a call."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, get_args
+
+from handrail.errors import ConfigurationError
+
+__all__ = ["ConfirmationAction", "ConfirmationUIResult", "ToolExecutionDecision"]
+
+ConfirmationAction = Literal["confirm", "reject", "modify"]
+_ACTIONS: tuple[str, ...] = get_args(ConfirmationAction)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationUIResult:
+    """What a person answered when asked about one tool call.
+
+    Raises:
+        ConfigurationError: For an action other than confirm / reject / modify, or
+            ``new_tool_params`` that is not a dict.
+    """
+
+    action: ConfirmationAction
+    """``"confirm"`` (run as proposed), ``"reject"`` (do not run) or ``"modify"`` (run with new_tool_params)."""
+    feedback: str | None = None
+    """The person's raw text, if any (e.g. why they rejected)."""
+    new_tool_params: dict[str, Any] | None = None
+    """The edited arguments for ``modify`` (they replace the proposed ones, not merge)."""
+
+    def __post_init__(self) -> None:
+        if self.action not in _ACTIONS:
+            raise ConfigurationError(f"ConfirmationUIResult.action must be one of {list(_ACTIONS)}, got {self.action!r}.")
+        if self.new_tool_params is not None and not isinstance(self.new_tool_params, dict):
+            raise ConfigurationError(
+                f"ConfirmationUIResult.new_tool_params must be a dict, got {type(self.new_tool_params).__name__}."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConfirmationUIResult:
+        """Rebuild from :meth:`to_dict` output."""
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionDecision:
+    """What happens to one tool call (DESIGN.md §3.9).
+
+    ``execute=True`` with ``final_tool_params`` None (or equal to the proposed arguments)
+    confirms; ``execute=True`` with other params modifies (replaces, not merges);
+    ``execute=False`` rejects. ``feedback`` is the person's raw text: the reject / modify /
+    feedback templates are rendered when the decision is applied.
+
+    Raises:
+        ConfigurationError: When ``execute`` is not a bool or ``final_tool_params`` is not a dict.
+    """
+
+    tool_name: str
+    """The tool the call is for."""
+    execute: bool
+    """Run the call (confirm or modify) or not (reject)."""
+    tool_call_id: str | None = None
+    """The call this decision answers; decisions are matched to calls by it."""
+    feedback: str | None = None
+    """The person's raw text, if any."""
+    final_tool_params: dict[str, Any] | None = None
+    """The arguments to run with (None = as proposed)."""
+    decided_by: str | None = None
+    """Who decided (a user name, "policy", a UI name), for the record."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.execute, bool):
+            raise ConfigurationError(f"ToolExecutionDecision.execute must be a bool, got {self.execute!r}.")
+        if self.final_tool_params is not None and not isinstance(self.final_tool_params, dict):
+            raise ConfigurationError(
+                f"ToolExecutionDecision.final_tool_params must be a dict, got {type(self.final_tool_params).__name__}."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolExecutionDecision:
+        """Rebuild from :meth:`to_dict` output (unknown keys are refused)."""
+        return cls(**data)
