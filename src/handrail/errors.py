@@ -9,6 +9,7 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
     │   ├── NotSupportedYetError             a parameter whose feature is not built yet was given
     │   ├── SchemaGenerationError            a JSON Schema could not be built from a function signature
     │   ├── StateError                       an unknown State key or an invalid state schema
+    │   ├── CalculationError                 the calculator refused or could not evaluate an expression
     │   └── SerializationError               an object cannot be written to (or read from) a dict
     ├── ConfigurationTypeError (TypeError)   an argument of the wrong type
     └── RunError                             a failure while a run is under way
@@ -16,7 +17,8 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
         ├── ToolInvocationError              a tool raised, or its arguments were invalid (raise mode)
         ├── ToolOutputMergeError             a tool's outputs could not be merged into State
         ├── StringConversionError            a tool's result could not be turned into text
-        └── ScriptExhaustedError             a ScriptedChatGenerator was called more often than scripted
+        ├── ScriptExhaustedError             a ScriptedChatGenerator was called more often than scripted
+        └── GenerationError                  a chat model server was unreachable or answered with an error
 
 Control-flow signals (a breakpoint hit, an approval needed) are not errors and do
 not derive from :class:`RunError`.
@@ -25,8 +27,10 @@ not derive from :class:`RunError`.
 from __future__ import annotations
 
 __all__ = [
+    "CalculationError",
     "ConfigurationError",
     "ConfigurationTypeError",
+    "GenerationError",
     "HandrailError",
     "NotSupportedYetError",
     "RunError",
@@ -66,6 +70,15 @@ class SchemaGenerationError(ConfigurationError):
 
 class StateError(ConfigurationError):
     """An invalid state schema, or a State key that is not in the schema."""
+
+
+class CalculationError(ConfigurationError):
+    """The calculator refused an expression or could not evaluate it.
+
+    Refused: names other than the allowed constants, calls outside the allowlist, attribute
+    access, results too large, nesting too deep, text too long. Not evaluable: division by
+    zero, a math domain error (``sqrt(-1)``).
+    """
 
 
 class SerializationError(ConfigurationError):
@@ -119,3 +132,19 @@ class StringConversionError(RunError):
 
 class ScriptExhaustedError(RunError):
     """A ScriptedChatGenerator was called more times than it has scripted replies."""
+
+
+class GenerationError(RunError):
+    """A chat model server could not be reached, or answered a request with an error.
+
+    The message is one line naming the server's URL (and the HTTP status when there was one).
+
+    Attributes:
+        url: The base URL of the server, when known.
+        status_code: The HTTP status of the error response; None when no response came.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status_code = status_code

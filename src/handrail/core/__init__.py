@@ -1,5 +1,6 @@
-"""Core machinery: serialization helpers (the ``{type, init_parameters}`` envelope)."""
+"""Core machinery: serialization helpers (the ``{type, init_parameters}`` envelope) and secrets."""
 
+from handrail.core.secret import Secret
 from handrail.core.serialization import (
     default_from_dict,
     default_to_dict,
@@ -14,6 +15,7 @@ from handrail.core.serialization import (
 )
 
 __all__ = [
+    "Secret",
     "default_from_dict",
     "default_to_dict",
     "deserialize_callable",

@@ -427,11 +427,11 @@ async def test_agent_end_to_end_async_streaming_parallel_calls() -> None:
     assert result["tool_call_counts"] == {"weather": 1, "local_time": 1}
     assert result["token_usage"]["total_tokens"] == 170 + 217
     tool_messages = server.bodies[1]["messages"][2:]
+    oslo = json.dumps(weather("Oslo"))
     assert tool_messages == [
-        {"role": "tool", "tool_call_id": "call_Wq81kXo2HnT4vB6yLd0Pa3Ze", "content": '{"city": "Oslo", "sky": "sunny", '
-         '"celsius": 7}'},
+        {"role": "tool", "tool_call_id": "call_Wq81kXo2HnT4vB6yLd0Pa3Ze", "content": oslo},
         {"role": "tool", "tool_call_id": "call_7GmZr2QeUo9sKc1VbX4yTn5L", "content": "14:05 in Zürich (CET)"},
-    ]  # fmt: skip
+    ]
     assert sum(1 for c in chunks if c.tool_call_result is not None) == 2
 
 
@@ -518,6 +518,19 @@ def test_error_status_carries_status_and_message() -> None:
         f"The OpenAI-compatible server at {BASE_URL} answered HTTP 401: Incorrect API key"
     )
     assert "\n" not in str(info.value)
+
+
+def test_a_wrong_base_url_gives_a_short_one_line_error() -> None:
+    page = "<html>\n<head><title>404 Not Found</title></head>\n<body>" + "x" * 2000 + "</body>\n</html>"
+    server = RecordedServer(lambda request: httpx.Response(404, headers={"content-type": "text/html"}, text=page))
+
+    with pytest.raises(GenerationError) as info:
+        server.generator(api_base_url="http://llm.test:8000").run([ChatMessage.from_user("hi")])
+
+    message = str(info.value)
+    assert info.value.status_code == 404
+    assert message.startswith("The OpenAI-compatible server at http://llm.test:8000 answered HTTP 404:")
+    assert "\n" not in message and len(message) < 500
 
 
 # --------------------------------------------------------------------------- the API key

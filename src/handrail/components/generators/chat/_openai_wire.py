@@ -35,8 +35,8 @@ __all__ = [
     "StreamReader",
     "check_generation_kwargs",
     "completion_to_replies",
-    "messages_to_wire",
     "load_sdk",
+    "messages_to_wire",
     "server_errors",
     "tool_to_wire",
 ]
@@ -240,8 +240,10 @@ class StreamReader:
 # --------------------------------------------------------------------------------- errors
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
+def _one_line(text: object, limit: int = 300) -> str:
+    """``text`` on one line, cut to ``limit`` characters (an HTML error page stays readable)."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
