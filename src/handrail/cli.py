@@ -1,0 +1,187 @@
+"""The ``handrail`` command: run an agent file on a question, print the agent file JSON Schema.
+
+Exit codes: 0 the agent answered; 1 the run failed (model or tool error); 2 bad usage or a bad
+agent file; 3 the run ended without an answer (step limit, length, content filter).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from handrail import __version__
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NO_ANSWER = 0, 1, 2, 3
+_ANSWERED = ("text",)
+
+
+class _Printer:
+    """Streams the answer text and shows each tool call with its result."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.in_text = False
+
+    def __call__(self, chunk: Any) -> None:
+        if chunk.content:
+            self.console.print(chunk.content, end="", markup=False, highlight=False, soft_wrap=True)
+            self.in_text = True
+        result = chunk.tool_call_result
+        if result is not None:
+            if self.in_text:
+                self.console.print()
+                self.in_text = False
+            args = result.origin.arguments
+            shown = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else str(args)
+            text = result.result if len(result.result) <= 400 else result.result[:400] + " …"
+            style = "red" if result.error else "cyan"
+            self.console.print(f"[bold {style}]→ {result.origin.tool_name}[/]({shown})", highlight=False)
+            self.console.print(f"  [dim]{text}[/]", markup=True, highlight=False)
+
+
+def _generator_override(model: str | None, openai_base_url: str | None, openai_model: str | None) -> Any:
+    from handrail.specs import GeneratorSpec, build_generator
+
+    if model is not None and openai_base_url is not None:
+        raise click.UsageError("--model and --openai-base-url choose different models; pass only one.")
+    if model is not None:
+        return build_generator(GeneratorSpec(type="llama_cpp", model=model))
+    if openai_base_url is not None:
+        import os
+
+        from handrail.components.generators.chat import OpenAIChatGenerator
+        from handrail.core.secret import Secret
+
+        key = (
+            Secret.from_env_var("OPENAI_API_KEY")
+            if os.environ.get("OPENAI_API_KEY")
+            else Secret.from_token("no-key-needed-for-local-servers")
+        )
+        return OpenAIChatGenerator(api_key=key, model=openai_model or "default", api_base_url=openai_base_url)
+    return None
+
+
+def _check_approve(agent: Any, approve: str) -> None:
+    strategies = getattr(agent, "confirmation_strategies", None)
+    if approve == "ask" and strategies and not sys.stdin.isatty():
+        raise click.UsageError(
+            "--approve ask needs a terminal to ask in, and none is attached. "
+            "Pass --approve all (run every call) or --approve none (reject calls that need approval)."
+        )
+
+
+def _message_json(result: dict[str, Any]) -> dict[str, Any]:
+    last = result.get("last_message")
+    return {
+        "answer": last.text if last is not None else None,
+        "exit_reason": result["exit_reason"],
+        "step_count": result["step_count"],
+        "tool_call_counts": result["tool_call_counts"],
+        "token_usage": result["token_usage"],
+        "messages": [m.to_dict() for m in result["messages"]],
+    }
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="handrail")
+def main() -> None:
+    """handrail: tool-using LLM agents whose tool calls people can approve, reject or edit."""
+
+
+@main.command()
+@click.argument("agent_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("question")
+@click.option(
+    "--model",
+    metavar="small|default|PATH",
+    help="Use the embedded model: default (Qwen2.5-Coder 1.5B), small (0.5B) or a .gguf file.",
+)
+@click.option("--openai-base-url", metavar="URL", help="Use an OpenAI-compatible server at URL instead.")
+@click.option("--openai-model", metavar="NAME", help="Model name to ask the OpenAI-compatible server for.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, exit reason, history).")
+@click.option(
+    "--approve",
+    type=click.Choice(["ask", "all", "none"]),
+    default="ask",
+    show_default=True,
+    help="Tool calls that need approval: ask in the terminal, run all, or reject them (none).",
+)
+@click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
+              help="Trust dotted paths under this module prefix in the agent file (repeatable).")  # fmt: skip
+@click.option("--max-steps", type=click.IntRange(min=1), help="Override the file's max_agent_steps.")
+def run(
+    agent_file: Path,
+    question: str,
+    model: str | None,
+    openai_base_url: str | None,
+    openai_model: str | None,
+    as_json: bool,
+    approve: str,
+    allow_modules: tuple[str, ...],
+    max_steps: int | None,
+) -> None:
+    """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call."""
+    from rich.console import Console
+
+    from handrail.dataclasses.chat_message import ChatMessage
+    from handrail.errors import ConfigurationError, HandrailError
+    from handrail.specs import build_agent, load_agent_spec
+
+    out = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    try:
+        spec = load_agent_spec(agent_file)
+        if max_steps is not None:
+            spec.max_agent_steps = max_steps
+        generator = _generator_override(model, openai_base_url, openai_model)
+        agent = build_agent(spec, base_dir=agent_file.parent, allowed_modules=allow_modules, generator=generator)
+        _check_approve(agent, approve)
+        with out.status("Loading the model …", spinner="dots"):
+            agent.warm_up()
+        printer = None if as_json else _Printer(out)
+        result = agent.run([ChatMessage.from_user(question)], streaming_callback=printer)
+    except click.ClickException:
+        raise
+    except ConfigurationError as exc:
+        out.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(EXIT_USAGE)
+    except HandrailError as exc:
+        out.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(EXIT_RUN_FAILED)
+    if as_json:
+        click.echo(json.dumps(_message_json(result), ensure_ascii=False))
+    else:
+        if printer is not None and printer.in_text:
+            out.print()
+        elif result["exit_reason"] in _ANSWERED and result.get("last_message") is not None:
+            out.print(result["last_message"].text or "", markup=False)
+        counts = ", ".join(f"{k}×{v}" for k, v in result["tool_call_counts"].items() if v) or "none"
+        out.print(f"[dim]exit: {result['exit_reason']} · steps: {result['step_count']} · tools: {counts}[/]")
+    if result["exit_reason"] not in _ANSWERED and result["exit_reason"] not in {t.name for t in spec_tools(agent)}:
+        if not as_json:
+            out.print(f"[yellow]The run ended without an answer ({result['exit_reason']}).[/]")
+        sys.exit(EXIT_NO_ANSWER)
+
+
+def spec_tools(agent: Any) -> list[Any]:
+    """The agent's tools, flattened."""
+    from handrail.tools.utils import flatten_tools
+
+    return flatten_tools(agent.tools)
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of agent files."""
+    from handrail.specs import agent_spec_json_schema
+
+    click.echo(json.dumps(agent_spec_json_schema(), indent=2))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,238 @@
+"""Agent definitions in YAML: the file format, loading, and building the Agent.
+
+The format is a pydantic model with a published JSON Schema; loading errors name the file,
+the line and the field.
+
+Example file (``examples/assistant.yaml``)::
+
+    generator:
+      type: llama_cpp        # llama_cpp | openai | a dotted path to a generator class
+      model: default         # llama_cpp: default | small | a path to a .gguf file
+    tools: [calculator, search]
+    system_prompt: You are a helpful assistant.
+    max_agent_steps: 8
+
+Dotted paths (generator classes, tools) are imported only under an allowlist: handrail's
+own modules plus the prefixes named in the file's ``allowed_modules`` or passed by the
+caller (the CLI's ``--allow-module``). No other code named by a file is ever imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from handrail.core.serialization import import_object
+from handrail.errors import ConfigurationError, SerializationError
+from handrail.specs._yaml_lines import line_of
+
+if TYPE_CHECKING:
+    from handrail.components.agents.agent import Agent
+    from handrail.tools.tool import Tool
+
+__all__ = ["AgentSpec", "GeneratorSpec", "SpecError", "ToolEntry", "agent_spec_json_schema", "build_agent",
+           "build_generator", "load_agent_spec"]  # fmt: skip
+
+BUILTIN_GENERATORS = ("llama_cpp", "openai")
+BUILTIN_TOOLS = ("calculator", "search")
+
+
+class SpecError(ConfigurationError):
+    """An agent file that cannot be read, validated or built; the message names file, line and field."""
+
+
+class GeneratorSpec(BaseModel):
+    """Which chat model the agent uses."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field("llama_cpp", description="llama_cpp, openai, or a dotted path to a chat generator class.")
+    model: str | None = Field(
+        None, description="llama_cpp: default | small | path to a .gguf file. openai: the model name."
+    )
+    api_base_url: str | None = Field(None, description="openai: base URL of an OpenAI-compatible server.")
+    generation_kwargs: dict[str, Any] | None = Field(None, description="e.g. {max_tokens: 512, temperature: 0}.")
+    init_parameters: dict[str, Any] = Field(
+        default_factory=dict, description="Further constructor arguments of the generator class."
+    )
+
+
+class ToolEntry(BaseModel):
+    """A tool with settings (the plain form is just its name or dotted path)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="calculator, search, or a dotted path to a Tool or function.")
+    folder: str | None = Field(None, description="search: folder of .md/.txt files (relative to the agent file).")
+    top_k: int | None = Field(None, ge=1, le=20, description="search: passages returned per query.")
+
+
+class AgentSpec(BaseModel):
+    """An agent definition file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    generator: GeneratorSpec = Field(default_factory=lambda: GeneratorSpec())
+    tools: list[str | ToolEntry] = Field(default_factory=list, description="Built-in names or dotted paths.")
+    system_prompt: str | None = None
+    exit_conditions: list[str] = Field(default_factory=lambda: ["text"], min_length=1)
+    max_agent_steps: int = Field(10, ge=1, le=1000)
+    allowed_modules: list[str] = Field(
+        default_factory=list, description="Module prefixes whose dotted paths this file may import."
+    )
+
+
+def agent_spec_json_schema() -> dict[str, Any]:
+    """Return the JSON Schema (Draft 2020-12) of agent files."""
+    schema = AgentSpec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "handrail agent file"
+    return schema
+
+
+def _field_path(loc: Sequence[str | int]) -> str:
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and p in ("str", "ToolEntry"))) or "(root)"
+
+
+def load_agent_spec(path: str | Path) -> AgentSpec:
+    """Read and validate an agent file.
+
+    Args:
+        path: The YAML file.
+
+    Returns:
+        The validated :class:`AgentSpec`.
+
+    Raises:
+        SpecError: The file is missing, is not YAML, or violates the format; the message
+            names the file, the line and the field.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{file}: cannot read the agent file: {exc.strerror or exc}") from exc
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{file}:{mark.line + 1}" if mark is not None else str(file)
+        raise SpecError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from exc
+    if not isinstance(data, dict):
+        raise SpecError(f"{file}:1: an agent file must be a mapping of fields (generator, tools, ...).")
+    try:
+        return AgentSpec.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            loc = [p for p in error["loc"] if not (isinstance(p, str) and p in ("str", "ToolEntry"))]
+            line = line_of(root, loc)
+            lines.append(f"{file}:{line if line is not None else 1}: {_field_path(loc)}: {error['msg']}")
+        raise SpecError("\n".join(dict.fromkeys(lines))) from None
+
+
+def _allowed(spec: AgentSpec, extra: Iterable[str]) -> tuple[str, ...]:
+    return (*spec.allowed_modules, *extra)
+
+
+def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = ()) -> Any:
+    """Build the chat generator a spec names.
+
+    Raises:
+        SpecError: An unknown type, or a dotted path outside the allowlist.
+    """
+    kwargs = dict(spec.init_parameters)
+    if spec.generation_kwargs is not None:
+        kwargs["generation_kwargs"] = spec.generation_kwargs
+    if spec.type == "llama_cpp":
+        from handrail.components.generators.chat import LlamaCppChatGenerator
+
+        model = spec.model or "default"
+        if model.endswith(".gguf") or "/" in model:
+            return LlamaCppChatGenerator(model_path=model, **kwargs)
+        return LlamaCppChatGenerator(model=model, **kwargs)
+    if spec.type == "openai":
+        from handrail.components.generators.chat import OpenAIChatGenerator
+
+        if spec.model is not None:
+            kwargs["model"] = spec.model
+        if spec.api_base_url is not None:
+            kwargs["api_base_url"] = spec.api_base_url
+        return OpenAIChatGenerator(**kwargs)
+    try:
+        cls = import_object(spec.type, allowed_modules=tuple(allowed_modules))
+    except SerializationError as exc:
+        raise SpecError(f"generator.type: {exc}") from exc
+    from_dict = getattr(cls, "from_dict", None)
+    if callable(from_dict):
+        return from_dict({"type": spec.type, "init_parameters": kwargs})
+    return cls(**kwargs)
+
+
+def _build_tool(entry: str | ToolEntry, base_dir: Path, allowed: tuple[str, ...]) -> Tool:
+    from handrail.tools.from_function import create_tool_from_function
+    from handrail.tools.tool import Tool
+
+    item = entry if isinstance(entry, ToolEntry) else ToolEntry(name=entry)
+    if item.name != "search" and (item.folder is not None or item.top_k is not None):
+        raise SpecError(f"tools: 'folder' and 'top_k' apply to the built-in search tool, not to '{item.name}'.")
+    if item.name in BUILTIN_TOOLS:
+        from handrail.tools import builtin
+
+        if item.name == "search" and (item.folder is not None or item.top_k is not None):
+            folder = None if item.folder is None else (base_dir / item.folder)
+            return builtin.make_search_tool(folder, top_k=item.top_k or 3)
+        tool: Tool = getattr(builtin, item.name)
+        return tool
+    try:
+        obj = import_object(item.name, allowed_modules=allowed)
+    except SerializationError as exc:
+        raise SpecError(f"tools: {exc}") from exc
+    if isinstance(obj, Tool):
+        return obj
+    if callable(obj):
+        return create_tool_from_function(obj)
+    raise SpecError(f"tools: '{item.name}' is neither a Tool nor a function.")
+
+
+def build_agent(
+    spec: AgentSpec,
+    *,
+    base_dir: str | Path = ".",
+    allowed_modules: Iterable[str] = (),
+    generator: Any = None,
+) -> Agent:
+    """Build the Agent a spec describes.
+
+    Args:
+        spec: The validated spec.
+        base_dir: Folder that relative paths in the spec are resolved against (the file's folder).
+        allowed_modules: Module prefixes trusted besides handrail's own and the file's ``allowed_modules``.
+        generator: A chat generator to use instead of the spec's (e.g. chosen on the command line).
+
+    Returns:
+        The Agent (not warmed up: the model loads on first use or ``warm_up()``).
+
+    Raises:
+        SpecError: A tool or generator that cannot be resolved, or an invalid combination.
+    """
+    from handrail.components.agents.agent import Agent
+
+    allowed = _allowed(spec, allowed_modules)
+    tools = [_build_tool(t, Path(base_dir), allowed) for t in spec.tools]
+    chat_generator = generator if generator is not None else build_generator(spec.generator, allowed_modules=allowed)
+    try:
+        return Agent(
+            chat_generator=chat_generator,
+            tools=tools,  # type: ignore[arg-type]
+            system_prompt=spec.system_prompt,
+            exit_conditions=spec.exit_conditions,
+            max_agent_steps=spec.max_agent_steps,
+        )
+    except ConfigurationError as exc:
+        raise SpecError(str(exc)) from exc

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from handrail.cli import main
+from handrail.dataclasses import ChatMessage, ToolCall
+from tests.specs.test_agent_spec import scripted_generator_yaml
+
+
+def agent_file(tmp_path: Path, replies: list[ChatMessage], extra: str = "") -> Path:
+    path = tmp_path / "agent.yaml"
+    path.write_text(scripted_generator_yaml(replies) + "\ntools: [calculator]\n" + extra, encoding="utf-8")
+    return path
+
+
+CALC_THEN_ANSWER = [
+    ChatMessage.from_assistant(tool_calls=[ToolCall("calculator", {"expression": "17 * 23"}, "c1")]),
+    ChatMessage.from_assistant("17 × 23 = 391."),
+]
+
+
+def test_help_lists_commands_and_options() -> None:
+    runner = CliRunner()
+    top = runner.invoke(main, ["--help"])
+    assert top.exit_code == 0
+    assert "run" in top.output and "schema" in top.output
+    sub = runner.invoke(main, ["run", "--help"])
+    assert sub.exit_code == 0
+    for option in ("--model", "--openai-base-url", "--json", "--approve", "--allow-module", "--max-steps"):
+        assert option in sub.output
+
+
+def test_run_shows_tool_calls_results_and_the_answer(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", str(agent_file(tmp_path, CALC_THEN_ANSWER)), "What is 17*23?"])
+    assert result.exit_code == 0, result.output
+    assert "calculator" in result.output and '"17 * 23"' in result.output
+    assert "391" in result.output
+    assert "17 × 23 = 391." in result.output
+    assert "exit: text" in result.output
+
+
+def test_json_output_is_one_parseable_object(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["run", "--json", str(agent_file(tmp_path, CALC_THEN_ANSWER)), "q"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["answer"] == "17 × 23 = 391."
+    assert data["exit_reason"] == "text"
+    assert data["tool_call_counts"] == {"calculator": 1}
+    assert data["messages"][0]["role"] == "user"
+
+
+def test_bad_agent_file_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("tools: [calculator]\nmax_agent_steps: many\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["run", str(path), "q"])
+    assert result.exit_code == 2
+    assert f"{path}:2: max_agent_steps" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_step_limit_exits_3(tmp_path: Path) -> None:
+    loop = [ChatMessage.from_assistant(tool_calls=[ToolCall("calculator", {"expression": "1+1"}, f"c{i}")])
+            for i in range(3)]  # fmt: skip
+    result = CliRunner().invoke(main, ["run", "--max-steps", "2", str(agent_file(tmp_path, loop)), "q"])
+    assert result.exit_code == 3
+    assert "max_agent_steps" in result.output
+
+
+def test_model_and_openai_options_conflict(tmp_path: Path) -> None:
+    args = ["run", "--model", "small", "--openai-base-url", "http://127.0.0.1:9/v1", str(agent_file(tmp_path, [])), "q"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "pass only one" in result.output
+
+
+def test_unreachable_openai_server_is_a_one_line_error_with_the_url(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9/v1"
+    result = CliRunner().invoke(main, ["run", "--openai-base-url", url, str(agent_file(tmp_path, [])), "q"])
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert "127.0.0.1:9" in errors[0]
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("bad", ["tools: [os.system]\n"])
+def test_module_outside_the_allowlist_is_refused_with_the_reason(tmp_path: Path, bad: str) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_text(scripted_generator_yaml([]) + "\n" + bad, encoding="utf-8")
+    result = CliRunner().invoke(main, ["run", str(path), "q"])
+    assert result.exit_code == 2
+    assert "allowlist" in result.output
+
+
+def test_schema_command_prints_the_json_schema() -> None:
+    result = CliRunner().invoke(main, ["schema"])
+    assert result.exit_code == 0
+    schema = json.loads(result.output)
+    assert "generator" in schema["properties"] and "tools" in schema["properties"]

@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handrail.dataclasses import ChatMessage, ToolCall
+from handrail.errors import ConfigurationError
+from handrail.specs import AgentSpec, SpecError, agent_spec_json_schema, build_agent, load_agent_spec
+from handrail.testing import ScriptedChatGenerator
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def scripted_generator_yaml(replies: list[ChatMessage]) -> str:
+    """A generator block that builds a ScriptedChatGenerator from its serialized replies."""
+    params = ScriptedChatGenerator(replies).to_dict()["init_parameters"]
+    return "generator:\n  type: handrail.testing.ScriptedChatGenerator\n  init_parameters: " + json.dumps(params)
+
+
+def write(tmp_path: Path, text: str, name: str = "agent.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_shipped_example_is_valid() -> None:
+    spec = load_agent_spec(ROOT / "examples" / "assistant.yaml")
+    assert spec.generator.type == "llama_cpp"
+    assert spec.tools == ["calculator", "search"]
+    assert spec.max_agent_steps >= 2
+
+
+def test_defaults() -> None:
+    spec = AgentSpec.model_validate({})
+    assert spec.generator.type == "llama_cpp"
+    assert spec.exit_conditions == ["text"]
+    assert spec.tools == []
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "fragment"),
+    [
+        ("tools: [calculator]\nmax_agent_steps: lots\n", 2, "max_agent_steps", "integer"),
+        ("tools: [calculator]\nmax_agent_steps: 0\n", 2, "max_agent_steps", "greater than or equal"),
+        ("system_prompt: hi\nsurprise: 1\n", 2, "surprise", "Extra inputs"),
+        ("generator:\n  type: openai\n  temperature: 0\n", 3, "generator.temperature", "Extra inputs"),
+        ("tools:\n  - calculator\n  - name: search\n    top_k: 99\n", 4, "tools.1.top_k", "less than or equal"),
+        ("exit_conditions: []\n", 1, "exit_conditions", "at least 1"),
+    ],
+)
+def test_validation_errors_name_file_line_and_field(
+    tmp_path: Path, text: str, line: int, field: str, fragment: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        load_agent_spec(path)
+    message = str(info.value)
+    assert f"{path}:{line}: {field}:" in message
+    assert fragment in message
+    assert isinstance(info.value, ConfigurationError)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools: [calculator\nsystem_prompt: x\n")
+    with pytest.raises(SpecError, match=rf"{path}:\d+: not valid YAML"):
+        load_agent_spec(path)
+
+
+def test_non_mapping_and_missing_files_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="must be a mapping"):
+        load_agent_spec(write(tmp_path, "- a\n- b\n"))
+    with pytest.raises(SpecError, match="cannot read"):
+        load_agent_spec(tmp_path / "missing.yaml")
+
+
+def test_dotted_paths_outside_the_allowlist_are_refused_with_the_reason(tmp_path: Path) -> None:
+    spec = load_agent_spec(write(tmp_path, "generator:\n  type: handrail.testing.ScriptedChatGenerator\n"
+                                           "  init_parameters: {replies: []}\ntools: [os.system]\n"))  # fmt: skip
+    with pytest.raises(SpecError, match=r"Refusing to import 'os\.system'.*allowlist"):
+        build_agent(spec)
+
+
+def test_allowed_modules_in_the_file_or_from_the_caller_trust_a_prefix(tmp_path: Path) -> None:
+    base = scripted_generator_yaml([ChatMessage.from_assistant("ok")])
+    spec = load_agent_spec(write(tmp_path, base + "\ntools: [tests.specs.helpers.shout]\n"))
+    with pytest.raises(SpecError, match="allowlist"):
+        build_agent(spec)
+    agent = build_agent(spec, allowed_modules=["tests.specs"])
+    assert [t.name for t in agent.tools] == ["shout"]  # type: ignore[union-attr]
+    spec2 = load_agent_spec(write(tmp_path, base + "\ntools: [tests.specs.helpers.shout]\n"
+                                            "allowed_modules: [tests.specs.helpers]\n", "b.yaml"))  # fmt: skip
+    assert [t.name for t in build_agent(spec2).tools] == ["shout"]  # type: ignore[union-attr]
+
+
+def test_unknown_generator_type_is_refused(tmp_path: Path) -> None:
+    spec = load_agent_spec(write(tmp_path, "generator:\n  type: nonsense\n"))
+    with pytest.raises(SpecError, match="generator.type"):
+        build_agent(spec)
+
+
+def test_folder_setting_on_a_non_search_tool_is_refused(tmp_path: Path) -> None:
+    text = scripted_generator_yaml([]) + "\ntools:\n  - name: calculator\n    folder: docs\n"
+    with pytest.raises(SpecError, match="built-in search tool"):
+        build_agent(load_agent_spec(write(tmp_path, text)))
+
+
+def test_built_agent_runs_with_builtin_tools(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "owls.md").write_text("# Owls\n\nThe snowy owl weighs about 2 kilograms.\n")
+    replies = [
+        ChatMessage.from_assistant(tool_calls=[ToolCall("search", {"query": "snowy owl weight"}, "c1")]),
+        ChatMessage.from_assistant(tool_calls=[ToolCall("calculator", {"expression": "2 * 3"}, "c2")]),
+        ChatMessage.from_assistant("Three owls weigh about 6 kg."),
+    ]
+    text = scripted_generator_yaml(replies) + "\ntools:\n  - calculator\n  - name: search\n    folder: docs\n"
+    text += "system_prompt: Be brief.\nmax_agent_steps: 5\n"
+    agent = build_agent(load_agent_spec(write(tmp_path, text)), base_dir=tmp_path)
+    result = agent.run([ChatMessage.from_user("How much do three snowy owls weigh?")])
+    assert result["exit_reason"] == "text"
+    tool_results = [m.tool_call_result for m in result["messages"] if m.tool_call_result]
+    assert "owls.md" in tool_results[0].result and "2 kilograms" in tool_results[0].result
+    assert tool_results[1].result == "6"
+    assert result["messages"][0].text == "Be brief."
+    assert agent.max_agent_steps == 5
+
+
+def test_published_json_schema_matches_the_model() -> None:
+    published = json.loads((ROOT / "docs" / "agent-file.schema.json").read_text(encoding="utf-8"))
+    assert published == agent_spec_json_schema(), "regenerate with: handrail schema > docs/agent-file.schema.json"
+
+
+def test_json_schema_validates_the_example() -> None:
+    import jsonschema
+    import yaml
+
+    example: dict[str, Any] = yaml.safe_load((ROOT / "examples" / "assistant.yaml").read_text())
+    jsonschema.Draft202012Validator(agent_spec_json_schema()).validate(example)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(agent_spec_json_schema()).validate({"max_agent_steps": "x"})
