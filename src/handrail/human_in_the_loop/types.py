@@ -1,5 +1,7 @@
-"""The three human-in-the-loop protocols: policy (should we ask?), UI (how do we ask?),
-strategy (turn the answer into a decision). The split follows Haystack 2.x.
+"""The three human-in-the-loop protocols: policy, UI and strategy.
+
+A policy says whether to ask, a UI asks, a strategy turns the answer into a decision; the
+split follows Haystack 2.x.
 """
 
 from __future__ import annotations

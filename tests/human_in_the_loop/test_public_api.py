@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import handrail.human_in_the_loop
+from handrail.dataclasses import decisions
+from handrail.human_in_the_loop import policies, strategies, templates, types, user_interfaces
+
+
+def test_package_exports_exactly_all() -> None:
+    expected = [
+        "AlwaysAskPolicy",
+        "AskOncePolicy",
+        "BlockingConfirmationStrategy",
+        "ConfirmationPolicy",
+        "ConfirmationStrategy",
+        "ConfirmationUI",
+        "ConfirmationUIResult",
+        "HumanInTheLoopStrategy",
+        "NeverAskPolicy",
+        "RichConsoleUI",
+        "SimpleConsoleUI",
+        "ToolExecutionDecision",
+    ]
+    assert handrail.human_in_the_loop.__all__ == expected  # sorted, exactly
+    public = {n for n in vars(handrail.human_in_the_loop) if not n.startswith("_")}
+    assert public - set(expected) <= {"policies", "strategies", "templates", "types", "user_interfaces"}
+
+
+def test_re_exports_are_the_same_objects() -> None:
+    assert handrail.human_in_the_loop.ToolExecutionDecision is decisions.ToolExecutionDecision
+    assert handrail.human_in_the_loop.ConfirmationUIResult is decisions.ConfirmationUIResult
+    assert handrail.human_in_the_loop.ConfirmationUI is types.ConfirmationUI
+
+
+def test_public_modules_have_all() -> None:
+    for module in (policies, strategies, templates, user_interfaces):
+        assert module.__all__ == sorted(module.__all__)
+        for name in module.__all__:
+            assert hasattr(module, name), (module.__name__, name)
+
+
+def test_importing_the_package_does_not_import_rich() -> None:
+    code = "import sys, handrail.human_in_the_loop; print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
