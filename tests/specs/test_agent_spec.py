@@ -97,7 +97,7 @@ def test_allowed_modules_in_the_file_or_from_the_caller_trust_a_prefix(tmp_path:
 
 def test_unknown_generator_type_is_refused(tmp_path: Path) -> None:
     spec = load_agent_spec(write(tmp_path, "generator:\n  type: nonsense\n"))
-    with pytest.raises(SpecError, match="generator.type"):
+    with pytest.raises(SpecError, match=r"generator\.type"):
         build_agent(spec)
 
 

@@ -31,7 +31,9 @@ class ConfirmationUIResult:
 
     def __post_init__(self) -> None:
         if self.action not in _ACTIONS:
-            raise ConfigurationError(f"ConfirmationUIResult.action must be one of {list(_ACTIONS)}, got {self.action!r}.")
+            raise ConfigurationError(
+                f"ConfirmationUIResult.action must be one of {list(_ACTIONS)}, got {self.action!r}."
+            )
         if self.new_tool_params is not None and not isinstance(self.new_tool_params, dict):
             raise ConfigurationError(
                 f"ConfirmationUIResult.new_tool_params must be a dict, got {type(self.new_tool_params).__name__}."

@@ -147,7 +147,7 @@ def test_a_decision_for_another_call_is_refused() -> None:
             return ToolExecutionDecision(kw["tool_name"], True, "someone-else")
 
     agent = agent_for([calls(("c1", "foo", {"x": 1})), ChatMessage.from_assistant("ok")], {"foo": Wrong()})
-    with pytest.raises(ConfigurationError, match="'someone-else'.*'c1'"):
+    with pytest.raises(ConfigurationError, match=r"'someone-else'.*'c1'"):
         agent.run([ChatMessage.from_user("go")])
     assert RAN == []
 
@@ -177,8 +177,9 @@ def test_state_injected_values_are_shown_and_cannot_be_edited() -> None:
 
     tool = create_tool_from_function(greet, inputs_from_state={"user": "user"})
     strategy = ScriptedStrategy()
+    script = [calls(("c1", "greet", {"name": "bot"})), ChatMessage.from_assistant("k")]
     agent = Agent(
-        chat_generator=ScriptedChatGenerator([calls(("c1", "greet", {"name": "bot"})), ChatMessage.from_assistant("k")]),
+        chat_generator=ScriptedChatGenerator(script),
         tools=[tool], state_schema={"user": {"type": str}}, confirmation_strategies={"greet": strategy},
     )  # fmt: skip
     result = agent.run([ChatMessage.from_user("hi")], user="ana")
