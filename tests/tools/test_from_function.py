@@ -366,3 +366,221 @@ def test_decorator_errors_surface_at_decoration_time() -> None:
         @tool
         def bad(x) -> None:  # type: ignore[no-untyped-def]
             return None
+
+
+def test_google_docstring_sections_are_left_out_of_the_description() -> None:
+    def f(city: str, days: int = 3) -> str:
+        """Get the weather forecast.
+
+        Uses the public service.
+
+        Args:
+            city: The city's name.
+            days: How many days.
+
+        Returns:
+            The forecast.
+
+        Raises:
+            ValueError: For an unknown city.
+        """
+        return city
+
+    t = create_tool_from_function(f)
+    assert t.description == "Get the weather forecast.\n\nUses the public service."
+    assert t.parameters == {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "The city's name."},
+            "days": {"type": "integer", "default": 3, "description": "How many days."},
+        },
+        "required": ["city"],
+    }
+
+
+def test_every_section_header_ends_the_description() -> None:
+    for header in ("Arguments", "Parameters", "Returns", "Yields", "Raises", "Example", "Examples", "Note", "Notes"):
+
+        def f(x: int) -> int:
+            return x
+
+        f.__doc__ = f"Do it.\n\n    {header}:\n        x: The x.\n    "
+        assert create_tool_from_function(f).description == "Do it.", header
+
+
+def test_arguments_and_parameters_headers_give_parameter_descriptions() -> None:
+    def f(a: int, b: int) -> int:
+        """Add.
+
+        Arguments:
+            a: First.
+
+        Parameters:
+            b: Second.
+        """
+        return a + b
+
+    props = create_tool_from_function(f).parameters["properties"]
+    assert props["a"]["description"] == "First."
+    assert props["b"]["description"] == "Second."
+
+
+def test_multi_line_parameter_descriptions_are_joined_with_a_space() -> None:
+    def f(query: str, limit: int = 10) -> str:
+        """Search.
+
+        Args:
+            query: The text to look for,
+                matched case-insensitively
+                    against titles.
+            limit:
+                At most this many results.
+        """
+        return query
+
+    props = create_tool_from_function(f).parameters["properties"]
+    assert props["query"]["description"] == "The text to look for, matched case-insensitively against titles."
+    assert props["limit"]["description"] == "At most this many results."
+
+
+def test_parameter_entries_with_a_type_in_parentheses() -> None:
+    def f(count: int, mapping: dict[str, int] | None = None) -> int:
+        """Count.
+
+        Args:
+            count (int): How many.
+            mapping (dict[str, int] | None): Optional (extra) weights.
+        """
+        return count
+
+    props = create_tool_from_function(f).parameters["properties"]
+    assert props["count"] == {"type": "integer", "description": "How many."}
+    assert props["mapping"]["description"] == "Optional (extra) weights."
+
+
+def test_annotated_description_wins_over_the_docstring() -> None:
+    def f(city: Annotated[str, "From Annotated"], days: int) -> str:
+        """Forecast.
+
+        Args:
+            city: From the docstring.
+            days: Days.
+        """
+        return city
+
+    props = create_tool_from_function(f).parameters["properties"]
+    assert props["city"]["description"] == "From Annotated"
+    assert props["days"]["description"] == "Days."
+
+
+def test_explicit_description_wins_and_parameter_descriptions_still_come_from_the_docstring() -> None:
+    def f(city: str) -> str:
+        """Docstring text.
+
+        Args:
+            city: The city.
+        """
+        return city
+
+    t = create_tool_from_function(f, description="Explicit.")
+    assert t.description == "Explicit."
+    assert t.parameters["properties"]["city"] == {"type": "string", "description": "The city."}
+
+    @tool(description="")
+    def g(city: str) -> str:
+        """Docstring text.
+
+        Args:
+            city: The city.
+        """
+        return city
+
+    assert g.description == ""
+    assert g.parameters["properties"]["city"]["description"] == "The city."
+
+
+def test_no_docstring_gives_an_empty_description_and_no_parameter_descriptions() -> None:
+    def f(x: int) -> int:
+        return x
+
+    t = create_tool_from_function(f)
+    assert t.description == ""
+    assert t.parameters["properties"] == {"x": {"type": "integer"}}
+
+
+def test_docstring_with_only_an_args_section_gives_an_empty_description() -> None:
+    def f(x: int) -> int:
+        """Args:
+        x: The x.
+        """
+        return x
+
+    def g(x: int) -> int:
+        """
+        Args:
+            x: The x.
+        """
+        return x
+
+    for func in (f, g):
+        t = create_tool_from_function(func)
+        assert t.description == ""
+        assert t.parameters["properties"]["x"] == {"type": "integer", "description": "The x."}
+
+
+def test_docstring_without_sections_is_kept_whole_and_unknown_entries_are_ignored() -> None:
+    def f(x: int) -> int:
+        """First line.
+
+            Indented detail: kept as is.
+
+        Last line.
+        """
+        return x
+
+    assert create_tool_from_function(f).description == "First line.\n\n    Indented detail: kept as is.\n\nLast line."
+
+    def g(x: int, *args: int, **kwargs: int) -> int:
+        """Sum.
+
+        Args:
+            x: The x.
+            *args: More.
+            **kwargs: Named.
+            not_a_parameter: Ignored.
+            this line has no colon
+        """
+        return x
+
+    assert create_tool_from_function(g).parameters["properties"] == {"x": {"type": "integer", "description": "The x."}}
+
+
+def test_decorator_reads_the_google_docstring() -> None:
+    @tool
+    def greet(name: str) -> str:
+        """Greet someone.
+
+        Args:
+            name: Who to greet.
+
+        Returns:
+            The greeting.
+        """
+        return f"Hello, {name}!"
+
+    assert greet.description == "Greet someone."
+    assert greet.parameters["properties"]["name"] == {"type": "string", "description": "Who to greet."}
+
+
+def test_a_partial_takes_its_function_docstring() -> None:
+    def scale(x: int, factor: int) -> int:
+        """Scale a number.
+
+        Args:
+            x: The number.
+        """
+        return x * factor
+
+    t = create_tool_from_function(functools.partial(scale, factor=3), name="triple")
+    assert t.description == "Scale a number."
+    assert t.parameters["properties"]["x"]["description"] == "The number."

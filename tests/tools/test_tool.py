@@ -34,7 +34,7 @@ def test_tool_spec() -> None:
 
 @pytest.mark.parametrize("name", ["", None, 3])
 def test_name_must_be_a_non_empty_string(name: Any) -> None:
-    with pytest.raises(ConfigurationError, match="non-empty string"):
+    with pytest.raises(ConfigurationError, match="1-64 letters"):
         Tool(name=name, description="", parameters=STRING_SCHEMA, function=weather)
 
 

@@ -25,6 +25,7 @@ from handrail.errors import SerializationError
 
 __all__ = [
     "default_from_dict",
+    "init_parameters",
     "default_to_dict",
     "deserialize_callable",
     "deserialize_type",
@@ -65,6 +66,37 @@ def default_to_dict(obj: object, **init_parameters: Any) -> dict[str, Any]:
         ``{"type": qualified_name(obj), "init_parameters": init_parameters}``.
     """
     return {"type": qualified_name(obj), "init_parameters": init_parameters}
+
+
+def init_parameters(data: Any, cls: type[Any]) -> dict[str, Any]:
+    """Return a copy of ``data["init_parameters"]``, checked against ``cls``'s constructor.
+
+    Args:
+        data: The serialized object.
+        cls: The class being rebuilt.
+
+    Raises:
+        SerializationError: When ``data`` is not a dict with an ``init_parameters`` dict, names a
+            parameter the constructor does not have, or lacks a required one.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("init_parameters"), dict):
+        raise SerializationError(
+            f"Cannot rebuild {cls.__name__}: expected {{'type': ..., 'init_parameters': {{...}}}}, got {data!r:.200}"
+        )
+    params = dict(data["init_parameters"])
+    signature = inspect.signature(cls)
+    accepted = signature.parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        unknown = sorted(set(params) - set(accepted))
+        if unknown:
+            raise SerializationError(f"Cannot rebuild {cls.__name__}: unknown init parameters {unknown}.")
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    missing = sorted(
+        n for n, p in accepted.items() if p.default is inspect.Parameter.empty and p.kind in named and n not in params
+    )
+    if missing:
+        raise SerializationError(f"Cannot rebuild {cls.__name__}: missing init parameters {missing}.")
+    return params
 
 
 def default_from_dict(cls: type[Any], data: dict[str, Any]) -> Any:
@@ -149,6 +181,11 @@ def serialize_callable(function: Callable[..., Any]) -> str:
         SerializationError: For lambdas, closures and other functions that cannot be
             imported back by name (their ``__qualname__`` contains ``<lambda>`` or ``<locals>``).
     """
+    if inspect.ismethod(function) and not isinstance(function.__self__, type):
+        raise SerializationError(
+            f"Cannot serialize the bound method '{function.__qualname__}': the instance it belongs to cannot be "
+            f"written as a dotted path. Use a module-level function (or a class/static method)."
+        )
     target = inspect.unwrap(function) if not inspect.ismethod(function) else function
     qualname = getattr(target, "__qualname__", None)
     module = getattr(target, "__module__", None)

@@ -238,8 +238,22 @@ class ChatMessage:
 
         ``text=None`` adds no text part; ``text=""`` adds an empty one.
         """
+        if text is not None and not isinstance(text, str):
+            raise ConfigurationTypeError(
+                f"ChatMessage.from_assistant needs a str text or None, got {type(text).__name__}."
+            )
         parts: list[ContentPart] = [] if text is None else [TextContent(text)]
         if tool_calls:
+            if not isinstance(tool_calls, list | tuple):
+                raise ConfigurationTypeError(
+                    "ChatMessage.from_assistant needs tool_calls as a list of ToolCall, "
+                    f"got {type(tool_calls).__name__}."
+                )
+            for call in tool_calls:
+                if not isinstance(call, ToolCall):
+                    raise ConfigurationTypeError(
+                        f"ChatMessage.from_assistant: tool_calls holds a {type(call).__name__}, not a ToolCall."
+                    )
             parts.extend(tool_calls)
         return cls(ChatRole.ASSISTANT, parts, name, meta or {})
 
@@ -248,6 +262,8 @@ class ChatMessage:
         cls, tool_result: str, origin: ToolCall, error: bool = False, meta: dict[str, Any] | None = None
     ) -> ChatMessage:
         """Build a tool message holding one :class:`ToolCallResult` for ``origin``."""
+        if not isinstance(origin, ToolCall):
+            raise ConfigurationTypeError(f"ChatMessage.from_tool needs origin: ToolCall, got {type(origin).__name__}.")
         return cls(ChatRole.TOOL, [ToolCallResult(tool_result, origin, error)], None, meta or {})
 
     def to_dict(self) -> dict[str, Any]:

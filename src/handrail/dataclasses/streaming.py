@@ -92,7 +92,7 @@ def parse_arguments_text(text: str) -> dict[str, Any] | str:
         return {}
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
     return value if isinstance(value, dict) else text
 

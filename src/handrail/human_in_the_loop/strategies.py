@@ -9,13 +9,13 @@ receives the answers; :meth:`~BlockingConfirmationStrategy.run` and
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from handrail.core.serialization import object_from_dict, object_to_dict, qualified_name
+from handrail.core.threads import to_thread
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
 from handrail.errors import ConfigurationTypeError, SerializationError
 from handrail.human_in_the_loop.policies import params_digest
@@ -404,14 +404,14 @@ class BlockingConfirmationStrategy:
         if ask_async is not None:
             result: ConfirmationUIResult = await ask_async(**call.ui_kwargs())
             return result
-        return await asyncio.to_thread(self._ask, call)
+        return await to_thread(self._ask, call)
 
     async def _notify_async(self, message: str) -> None:
         notify_async = getattr(self.confirmation_ui, "notify_async", None)
         if callable(notify_async):
             await notify_async(message)
         elif callable(getattr(self.confirmation_ui, "notify", None)):
-            await asyncio.to_thread(self._notify, message)  # a console notify waits for the console lock
+            await to_thread(self._notify, message)  # a console notify waits for the console lock
 
 
 HumanInTheLoopStrategy = BlockingConfirmationStrategy

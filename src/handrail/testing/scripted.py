@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from handrail.core.serialization import import_object, qualified_name
+from handrail.core.serialization import import_object, init_parameters, qualified_name
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import ChunkAssembler, StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import ConfigurationTypeError, ScriptExhaustedError
@@ -49,6 +49,10 @@ class ScriptedChatGenerator:
     """
 
     def __init__(self, replies: Sequence[ScriptItem]) -> None:
+        if not isinstance(replies, list | tuple):
+            raise ConfigurationTypeError(
+                f"ScriptedChatGenerator needs a list of replies, got {type(replies).__name__}; wrap one reply in [...]."
+            )
         items = list(replies)
         for i, item in enumerate(items):
             _check_item(item, i)
@@ -59,7 +63,7 @@ class ScriptedChatGenerator:
     def _next(self, messages: list[ChatMessage], tools: Any, generation_kwargs: dict[str, Any] | None) -> ScriptItem:
         self.calls.append(
             {
-                "messages": list(messages),
+                "messages": copy.deepcopy(list(messages)),
                 "tools": list(tools) if tools is not None else None,
                 "generation_kwargs": copy.deepcopy(generation_kwargs) if generation_kwargs is not None else None,
             }
@@ -153,7 +157,7 @@ class ScriptedChatGenerator:
     def from_dict(cls, data: dict[str, Any]) -> ScriptedChatGenerator:
         """Rebuild from :meth:`to_dict` output (``data`` is not modified)."""
         replies: list[ScriptItem] = []
-        for item in data["init_parameters"]["replies"]:
+        for item in init_parameters(data, cls)["replies"]:
             if "message" in item:
                 replies.append(ChatMessage.from_dict(item["message"]))
             elif "exception" in item:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ArgumentValidator", "compile_validator"]
+__all__ = ["ArgumentValidator", "compile_validator", "reference_problem"]
 
 ArgumentValidator = Callable[[Mapping[str, Any]], str | None]
 """Returns None for valid arguments, else a one-line description of the first violation."""
@@ -85,6 +85,62 @@ def _fast_path(schema: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]
     return valid
 
 
+def _pointer_target(root: Any, ref: str) -> bool:
+    """True when the local reference ``ref`` (``#``, ``#/a/b`` or ``#anchor``) resolves inside ``root``."""
+    fragment = ref[1:]
+    if fragment and not fragment.startswith("/"):
+        return fragment in _anchors(root)
+    node = root
+    for raw in fragment.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
+
+
+def _anchors(node: Any) -> set[str]:
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            if isinstance(item.get("$anchor"), str):
+                found.add(item["$anchor"])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def reference_problem(schema: Mapping[str, Any]) -> str | None:
+    """Find a ``$ref`` that cannot be resolved inside the schema itself.
+
+    Tools run offline, so only local references (``#...``) are allowed, and each must point at
+    something in the schema.
+
+    Returns:
+        None when every reference resolves, else a description of the first one that does not.
+    """
+    stack: list[Any] = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            ref = item.get("$ref")
+            if ref is not None:
+                if not isinstance(ref, str) or not ref.startswith("#"):
+                    return f"$ref {ref!r} is not a local reference ('#/...'); remote schemas are not fetched"
+                if not _pointer_target(schema, ref):
+                    return f"$ref {ref!r} points at nothing in the schema"
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 def compile_validator(schema: Mapping[str, Any]) -> ArgumentValidator:
     """Compile a validator for ``schema`` (a JSON Schema already checked with ``check_schema``).
 
@@ -103,9 +159,12 @@ def compile_validator(schema: Mapping[str, Any]) -> ArgumentValidator:
     def validate(arguments: Mapping[str, Any]) -> str | None:
         if fast is not None and fast(arguments):
             return None
-        if library.is_valid(arguments):
-            return None
-        error = best_match(library.iter_errors(arguments))
+        try:
+            if library.is_valid(arguments):
+                return None
+            error = best_match(library.iter_errors(arguments))
+        except Exception as exc:  # the library could not evaluate the schema against these arguments
+            return f"the tool's JSON Schema could not be evaluated: {type(exc).__name__}: {exc}"
         where = "/".join(str(p) for p in error.absolute_path)
         return f"{error.message} (at '{where}')" if where else str(error.message)
 

@@ -3,6 +3,8 @@
 :func:`create_tool_from_function` (and the :func:`tool` decorator) read the function's
 name, docstring and type hints and generate the JSON Schema of its arguments with
 pydantic, imported only when a tool is built so that ``import handrail`` stays cheap.
+A Google-style docstring gives the tool's description (the text before its first section)
+and the parameters' descriptions (its ``Args:`` section).
 
 Parameters kept out of the schema (the model never fills them):
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import inspect
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -33,6 +36,11 @@ __all__ = ["create_tool_from_function", "tool"]
 _NAMED_SCHEMAS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
 # Keys whose values are instance data, not schemas.
 _DATA_KEYS = frozenset({"default", "enum", "const", "examples"})
+# Google-style docstring section headers (each alone on a line, followed by a colon).
+_PARAM_SECTIONS = frozenset({"Args", "Arguments", "Parameters"})
+_SECTIONS = _PARAM_SECTIONS | frozenset({"Returns", "Yields", "Raises", "Example", "Examples", "Note", "Notes"})
+# ``name: text`` or ``name (type): text`` opening an entry of an ``Args:`` section.
+_PARAM_ENTRY = re.compile(r"(?P<name>\*{0,2}\w+)\s*(?:\((?P<type>.*?)\))?\s*:\s*(?P<text>.*)")
 
 
 def create_tool_from_function(
@@ -50,12 +58,21 @@ def create_tool_from_function(
     ``T | None`` becomes ``anyOf``. Pydantic models and dataclasses are allowed (under
     ``$defs``). Every ``title`` pydantic writes is removed.
 
+    The docstring is read as Google style. The tool's description is its text before the first
+    section header (``Args:``, ``Arguments:``, ``Parameters:``, ``Returns:``, ``Yields:``,
+    ``Raises:``, ``Example(s):`` or ``Note(s):``, alone on a line at any indentation), cleaned by
+    ``inspect.cleandoc``; a docstring without such a header is used whole. The entries of its
+    ``Args:`` (or ``Arguments:``/``Parameters:``) section, ``name: text`` or
+    ``name (type): text`` with more-indented continuation lines joined by a space, become the
+    properties' descriptions. An ``Annotated[T, "text"]`` description wins over the docstring's.
+
     Args:
         function: A sync function, or an ``async def`` function (it becomes the Tool's
             ``async_function``). Every parameter that goes into the schema needs a type hint.
         name: The tool's name; defaults to ``function.__name__``.
-        description: What the tool does; defaults to the function's docstring (cleaned by
-            ``inspect.cleandoc``), or ``""`` when it has none. An explicit ``""`` is kept.
+        description: What the tool does; defaults to the docstring's text before its first
+            section (see above), or ``""`` when it has none. An explicit ``""`` is kept; the
+            parameters' descriptions still come from the docstring.
         inputs_from_state: ``{state_key: parameter}``; those parameters are filled from State
             and kept out of the schema.
         outputs_to_state: ``{state_key: {"source": result_key, "handler": fn}}``; see :class:`Tool`.
@@ -73,21 +90,27 @@ def create_tool_from_function(
 
     Example:
         >>> def get_weather(city: str) -> str:
-        ...     '''Get the weather for a city.'''
+        ...     '''Get the weather for a city.
+        ...
+        ...     Args:
+        ...         city: The city's name.
+        ...     '''
         ...     return f"Sunny in {city}"
         >>> t = create_tool_from_function(get_weather)
         >>> t.name, t.description, t.parameters["required"]
         ('get_weather', 'Get the weather for a city.', ['city'])
+        >>> t.parameters["properties"]["city"]["description"]
+        "The city's name."
     """
     tool_name = name if name is not None else getattr(function, "__name__", None)
     if not isinstance(tool_name, str) or not tool_name:
         raise ConfigurationError(f"Cannot name a tool for {function!r}: it has no __name__; pass name=...")
+    doc_description, param_docs = _parse_docstring(_docstring(function))
     if description is None:
-        doc = getattr(function, "__doc__", None)
-        description = inspect.cleandoc(doc) if isinstance(doc, str) else ""
+        description = doc_description
     # A malformed inputs_from_state is reported by Tool's own checks below.
     from_state = inputs_from_state.values() if isinstance(inputs_from_state, Mapping) else ()
-    parameters = _parameters_schema(function, tool_name, {p for p in from_state if isinstance(p, str)})
+    parameters = _parameters_schema(function, tool_name, {p for p in from_state if isinstance(p, str)}, param_docs)
     is_async = inspect.iscoroutinefunction(function)
     return Tool(
         name=tool_name,
@@ -170,8 +193,71 @@ def tool(
     return decorate
 
 
-def _parameters_schema(function: Callable[..., Any], tool_name: str, from_state: set[str]) -> dict[str, Any]:
-    """Build the arguments' JSON Schema (``{"type": "object", "properties", "required"?, "$defs"?}``)."""
+def _docstring(function: Callable[..., Any]) -> str:
+    """Return ``function``'s docstring (a partial's is its underlying function's), or ``""``."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    doc = getattr(function, "__doc__", None)
+    return doc if isinstance(doc, str) else ""
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into ``(description, {parameter: description})``.
+
+    The description is the cleaned text before the first section header; the parameters'
+    descriptions come from the ``Args:``/``Arguments:``/``Parameters:`` sections.
+    """
+    lines = inspect.cleandoc(doc).splitlines()
+    headers = [i for i, line in enumerate(lines) if line.strip().endswith(":") and line.strip()[:-1] in _SECTIONS]
+    if not headers:
+        return "\n".join(lines).rstrip(), {}
+    description = "\n".join(lines[: headers[0]]).rstrip()
+    param_docs: dict[str, str] = {}
+    for index, start in enumerate(headers):
+        if lines[start].strip()[:-1] in _PARAM_SECTIONS:
+            end = headers[index + 1] if index + 1 < len(headers) else len(lines)
+            # cleandoc dedents the first line on its own: a header there has no indent to compare.
+            header_indent = -1 if start == 0 else _indent(lines[start])
+            param_docs.update(_parse_args_section(header_indent, lines[start + 1 : end]))
+    return description, param_docs
+
+
+def _parse_args_section(header_indent: int, body: list[str]) -> dict[str, str]:
+    """Parse the entries of an ``Args:`` section (``body`` ends at the next header)."""
+    entry_indent: int | None = None
+    entries: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in body:
+        if not line.strip():
+            continue
+        indent = _indent(line)
+        if indent <= header_indent:  # text back at the header's level ends the section
+            break
+        if entry_indent is None:
+            entry_indent = indent
+        if indent > entry_indent:
+            if current is not None:
+                current.append(line.strip())
+            continue
+        match = _PARAM_ENTRY.fullmatch(line.strip())
+        current = None
+        if match is not None:
+            current = entries[match["name"].lstrip("*")] = [match["text"]]
+    return {name: text for name, parts in entries.items() if (text := " ".join(p for p in parts if p))}
+
+
+def _indent(line: str) -> int:
+    """The number of leading whitespace characters of ``line``."""
+    return len(line) - len(line.lstrip())
+
+
+def _parameters_schema(
+    function: Callable[..., Any], tool_name: str, from_state: set[str], param_docs: Mapping[str, str]
+) -> dict[str, Any]:
+    """Build the arguments' JSON Schema (``{"type": "object", "properties", "required"?, "$defs"?}``).
+
+    ``param_docs`` gives parameters their descriptions where ``Annotated`` gives none.
+    """
     func_label = getattr(function, "__name__", tool_name)
     try:
         signature = inspect.signature(function)
@@ -201,7 +287,7 @@ def _parameters_schema(function: Callable[..., Any], tool_name: str, from_state:
                 f"with keyword arguments."
             )
         fields[param_name] = (hint, param.default)
-    return _schema_from_fields(func_label, fields)
+    return _schema_from_fields(func_label, fields, param_docs)
 
 
 def _annotated_callable(function: Callable[..., Any]) -> Any:
@@ -219,14 +305,21 @@ def _annotated_callable(function: Callable[..., Any]) -> Any:
     return type(function).__call__
 
 
-def _schema_from_fields(func_label: str, fields: Mapping[str, tuple[Any, Any]]) -> dict[str, Any]:
-    """Run pydantic over ``{param: (hint, default or Parameter.empty)}`` and clean the result."""
+def _schema_from_fields(
+    func_label: str, fields: Mapping[str, tuple[Any, Any]], param_docs: Mapping[str, str]
+) -> dict[str, Any]:
+    """Run pydantic over ``{param: (hint, default or Parameter.empty)}`` and clean the result.
+
+    A parameter without an ``Annotated`` description takes its text from ``param_docs``.
+    """
     import pydantic
     from pydantic import Field
 
     model_fields: dict[str, Any] = {}
     for index, (param_name, (hint, default)) in enumerate(fields.items()):
         base, text = _split_description(hint)
+        if text is None:
+            text = param_docs.get(param_name)
         given = {} if default is inspect.Parameter.empty else {"default": default}
         # Positional python names avoid clashes with BaseModel attributes and leading underscores;
         # the alias is the real parameter name and is what the schema shows.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from handrail.core.serialization import (
     qualified_name,
     serialize_callable,
 )
+from handrail.core.threads import to_thread
 from handrail.dataclasses.state import State
 from handrail.errors import (
     ConfigurationError,
@@ -24,6 +26,8 @@ from handrail.errors import (
 )
 
 __all__ = ["Tool", "ToolCallId", "signature_roles"]
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 ToolCallId = NewType("ToolCallId", str)
 """Annotate a tool parameter with this type to receive the call's id (an idempotency key).
@@ -192,8 +196,10 @@ class Tool:
     _roles: SignatureRoles = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ConfigurationError(f"Tool name must be a non-empty string, got {self.name!r}.")
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise ConfigurationError(
+                f"Tool name must be 1-64 letters, digits, '_' or '-' (what model APIs accept), got {self.name!r}."
+            )
         if not isinstance(self.description, str):
             raise ConfigurationTypeError(f"Tool '{self.name}': description must be a str.")
         self._check_functions()
@@ -233,6 +239,16 @@ class Tool:
             raise ConfigurationError(
                 f"Tool '{self.name}': the provided parameters do not define a valid JSON Schema: {exc.message}"
             ) from exc
+        if self.parameters.get("type") != "object":
+            raise ConfigurationError(
+                f"Tool '{self.name}': parameters must be a JSON Schema of type 'object' (the arguments are a JSON "
+                f"object), got type {self.parameters.get('type')!r}."
+            )
+        from handrail.tools._validation import reference_problem
+
+        problem = reference_problem(self.parameters)
+        if problem is not None:
+            raise ConfigurationError(f"Tool '{self.name}': {problem}.")
 
     def _check_inputs_from_state(self, mapping: Any) -> None:
         if not isinstance(mapping, Mapping):
@@ -301,13 +317,11 @@ class Tool:
         Raises:
             ToolInvocationError: When the function raises (the original is the ``__cause__``).
         """
-        import asyncio
-
         try:
             if self.async_function is not None:
                 return await self.async_function(**kwargs)
             assert self.function is not None
-            return await asyncio.to_thread(self.function, **kwargs)
+            return await to_thread(self.function, **kwargs)
         except Exception as exc:
             raise _invocation_error(self.name, kwargs, exc) from exc
 

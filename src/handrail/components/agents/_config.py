@@ -13,7 +13,7 @@ from handrail.core.serialization import object_from_dict, object_to_dict
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.dataclasses.state import validate_state_schema
 from handrail.dataclasses.streaming import is_async_callback
-from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, StateError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -42,6 +42,54 @@ def generator_params(generator: Any) -> frozenset[str] | None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return None
     return frozenset(params)
+
+
+def check_tools_for_run(tools: list[Tool], state_keys: set[str], *, sync_run: bool | None) -> None:
+    """Check tools against the run: State keys they write exist; a sync run has sync functions.
+
+    Args:
+        tools: The flattened tools.
+        state_keys: Keys of the State schema (``messages`` included).
+        sync_run: True for ``run``, False for ``run_async``, None at construction (no sync check).
+
+    Raises:
+        StateError: A tool's ``outputs_to_state`` names a key the state schema does not have.
+        ConfigurationTypeError: A sync run with a tool that has only an ``async_function``.
+    """
+    for tool in tools:
+        unknown = sorted(set(tool.outputs_to_state or ()) - state_keys)
+        if unknown:
+            raise StateError(
+                f"Tool '{tool.name}' writes State keys {unknown} (outputs_to_state) that the Agent's state_schema "
+                f"does not define. Schema keys: {sorted(state_keys)}."
+            )
+    if sync_run:
+        async_only = [t.name for t in tools if t.function is None]
+        if async_only:
+            raise ConfigurationTypeError(
+                f"Tools {async_only} have only an async_function; run the agent with run_async, or give them a "
+                f"sync function."
+            )
+
+
+def check_types(agent: Any) -> None:
+    """Check the types of the Agent's plain settings.
+
+    Raises:
+        ConfigurationTypeError: A non-str system_prompt, a non-bool raise_on_tool_invocation_failure,
+            or a chat generator whose ``run`` is a coroutine function.
+    """
+    if agent.system_prompt is not None and not isinstance(agent.system_prompt, str):
+        raise ConfigurationTypeError(f"system_prompt must be a str or None, got {type(agent.system_prompt).__name__}.")
+    if not isinstance(agent.raise_on_tool_invocation_failure, bool):
+        raise ConfigurationTypeError(
+            f"raise_on_tool_invocation_failure must be a bool, got {agent.raise_on_tool_invocation_failure!r}."
+        )
+    if inspect.iscoroutinefunction(getattr(agent.chat_generator, "run", None)):
+        raise ConfigurationTypeError(
+            f"{type(agent.chat_generator).__name__}.run is a coroutine function; a chat generator's run must be "
+            f"sync (put the async version in run_async)."
+        )
 
 
 def check_generator(generator: Any, tools: Any) -> None:

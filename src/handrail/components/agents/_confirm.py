@@ -9,7 +9,6 @@ either the invocation to run (possibly with edited arguments) or the rejection r
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import inspect
@@ -20,6 +19,7 @@ from typing import Any, Literal
 
 from handrail.components.tools._effects import Invocation
 from handrail.components.tools._step import ToolStepOptions, make_invocation
+from handrail.core.threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.state import State
@@ -147,7 +147,7 @@ async def confirm_async(effect: ConfirmCalls) -> list[ToolExecutionDecision]:
         if callable(getattr(req.strategy, "run_async", None)):
             raw = await req.strategy.run_async(**_strategy_kwargs(req, effect.context, "run_async"))
         else:
-            raw = await asyncio.to_thread(req.strategy.run, **_strategy_kwargs(req, effect.context, "run"))
+            raw = await to_thread(req.strategy.run, **_strategy_kwargs(req, effect.context, "run"))
         decisions.append(_checked(raw, req))
     return decisions
 

@@ -15,6 +15,7 @@ from typing import Any
 from handrail.components.agents._confirm import ConfirmCalls, confirm_async, confirm_sync
 from handrail.components.agents._machine import CallModel, Effect
 from handrail.components.tools._execution import drive_async, drive_sync
+from handrail.core.threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import RunError
@@ -92,6 +93,6 @@ async def run_machine_async(machine: Generator[Effect, Any, None], model: ModelC
         callback = kwargs.get("streaming_callback")
         if callback is not None and is_async_callback(callback):
             kwargs["streaming_callback"] = _threadsafe_callback(callback, asyncio.get_running_loop())
-        return _replies(await asyncio.to_thread(generator.run, messages=effect.messages, **kwargs), generator)
+        return _replies(await to_thread(generator.run, messages=effect.messages, **kwargs), generator)
 
     await drive_async(machine, call_model, model.callback)

@@ -14,6 +14,7 @@ from handrail.components.tools._step import ToolStepOptions
 from handrail.core.serialization import (
     deserialize_callable,
     deserialize_type,
+    init_parameters,
     object_from_dict,
     object_to_dict,
     qualified_name,
@@ -23,7 +24,7 @@ from handrail.core.serialization import (
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
-from handrail.errors import ConfigurationError, NotSupportedYetError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, NotSupportedYetError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
@@ -127,8 +128,10 @@ class Agent:
         for name in _LATER_INIT:
             if getattr(self, name) is not None:
                 raise NotSupportedYetError(name)
-        flatten_tools(self.tools)
+        cfg.check_types(self)
         cfg.check_generator(self.chat_generator, self.tools)
+        cfg.check_schema(self.state_schema)
+        cfg.check_tools_for_run(flatten_tools(self.tools), {"messages", *(self.state_schema or {})}, sync_run=None)
         cfg.check_exit_conditions(self.exit_conditions)
         cfg.check_schema(self.state_schema)
         cfg.check_agent_numbers(self.max_agent_steps, self.tool_concurrency_limit, self.tool_invoker_kwargs)
@@ -176,8 +179,13 @@ class Agent:
                 f"Unexpected run arguments {unknown}: keyword arguments must be keys of the state schema "
                 f"({sorted(schema)})."
             )
+        if generation_kwargs is not None and not isinstance(generation_kwargs, dict):
+            raise ConfigurationTypeError(
+                f"generation_kwargs must be a dict or None, got {type(generation_kwargs).__name__}."
+            )
         run_tools = cfg.select_tools(self.tools, tools)
         flat = flatten_tools(run_tools)
+        cfg.check_tools_for_run(flat, {"messages", *schema}, sync_run=sync_run)
         if flat and tools is not None:
             cfg.check_generator(self.chat_generator, flat)
             for tool in flat:
@@ -368,7 +376,7 @@ class Agent:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Agent:
         """Rebuild an Agent from :meth:`to_dict` output (``data`` is not modified)."""
-        params = dict(data["init_parameters"])
+        params = init_parameters(data, cls)
         params["chat_generator"] = object_from_dict(params["chat_generator"])
         if params.get("tools") is not None:
             params["tools"] = deserialize_tools(params["tools"])

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from handrail.components.tools._effects import Emit, Invocation, Outcome, RunCalls
+from handrail.core.threads import to_thread
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.errors import ToolInvocationError
 
@@ -42,7 +43,7 @@ async def _call_async(inv: Invocation) -> Outcome:
         if tool.async_function is not None:
             return True, await tool.async_function(**inv.kwargs)
         assert tool.function is not None
-        return True, await asyncio.to_thread(tool.function, **inv.kwargs)
+        return await to_thread(_call_sync, inv)
     except Exception as exc:
         return False, exc
 

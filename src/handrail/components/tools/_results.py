@@ -37,12 +37,25 @@ def result_to_text(value: Any, json_strings: bool = False) -> str:
         kept (objects with ``to_dict`` first, then dataclasses via ``asdict``); ``str(value)`` when
         it cannot be JSON-encoded.
     """
-    if type(value) is str and not json_strings:
-        return value
+    if isinstance(value, str) and not json_strings:
+        return str.__str__(value)
     try:
-        return json.dumps(value, ensure_ascii=False, default=_json_default)
-    except (TypeError, ValueError):
+        return json.dumps(value, ensure_ascii=False, default=_json_default, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        pass
+    try:
         return str(value)
+    except Exception as exc:
+        raise StringConversionError(
+            f"The result ({type(value).__name__}) could not be turned into text: {_safe_str(exc)}"
+        ) from exc
+
+
+def _safe_str(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__} whose str() failed>"
 
 
 def _apply_handler(tool: Tool, handler: Any, value: Any) -> Any:
@@ -126,7 +139,7 @@ def describe_exception(exc: BaseException) -> str:
         ``"Type: message"``, followed by ``" (root cause: Type: message)"`` when the chain of
         ``__cause__`` / ``__context__`` leads to another exception.
     """
-    text = f"{type(exc).__name__}: {exc}"
+    text = f"{type(exc).__name__}: {_safe_str(exc)}"
     root: BaseException = exc
     seen = {id(exc)}
     while True:
@@ -136,5 +149,5 @@ def describe_exception(exc: BaseException) -> str:
         seen.add(id(nxt))
         root = nxt
     if root is not exc:
-        text += f" (root cause: {type(root).__name__}: {root})"
+        text += f" (root cause: {type(root).__name__}: {_safe_str(root)})"
     return text

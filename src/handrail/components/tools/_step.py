@@ -63,6 +63,7 @@ def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
         ``call_<position>`` (1-based) or ``<id>#2``, ``#3``... Calls are never dropped or merged.
     """
     out: list[ToolCall] = []
+    suffixes: dict[str, int] = {}
     for position, call in enumerate(calls, start=1):
         cid = call.id
         if cid and cid not in seen:
@@ -70,13 +71,24 @@ def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
             out.append(call)
             continue
         base = cid or f"call_{position}"
-        candidate, n = base, 1
+        candidate, n = base, suffixes.get(base, 1)
         while candidate in seen:
             n += 1
             candidate = f"{base}#{n}"
+        suffixes[base] = n
         seen.add(candidate)
         out.append(ToolCall(tool_name=call.tool_name, arguments=call.arguments, id=candidate, extra=call.extra))
     return out
+
+
+_SHOWN_CHARS = 500
+
+
+def _clip(value: object) -> str:
+    """``repr``-like text of a value the model sent, cut to a readable length."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
+    shown = repr(text) if isinstance(value, str) else text
+    return shown if len(shown) <= _SHOWN_CHARS else shown[:_SHOWN_CHARS] + f"… ({len(shown)} characters)"
 
 
 def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str | None]:
@@ -96,8 +108,9 @@ def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str | None]:
         return {}, None
     try:
         value = json.loads(raw)
-    except ValueError as exc:
-        return None, f"Arguments for tool '{call.tool_name}' are not valid JSON ({exc}). Received: {raw!r}"
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return None, f"Arguments for tool '{call.tool_name}' are not valid JSON ({reason}). Received: {_clip(raw)}"
     if not isinstance(value, dict):
         return None, (
             f"Arguments for tool '{call.tool_name}' must be a JSON object, got {json.dumps(value)}. "
@@ -179,7 +192,7 @@ def _finish(inv: Invocation, outcome: Outcome, state: State, opts: ToolStepOptio
     ok, value = outcome
     call, tool = inv.call, inv.tool
     if not ok:
-        shown = json.dumps(call.arguments, ensure_ascii=False, default=str)
+        shown = _clip(call.arguments)
         text = f"Failed to invoke tool '{tool.name}' with parameters {shown}. Error: {describe_exception(value)}"
         if opts.raise_on_failure:
             raise ToolInvocationError(
@@ -193,6 +206,13 @@ def _finish(inv: Invocation, outcome: Outcome, state: State, opts: ToolStepOptio
         if opts.raise_on_failure:
             raise
         return ChatMessage.from_tool(f"{exc} (call '{call.id}')", call, error=True)
+    except Exception as exc:  # a result whose conversion itself fails (e.g. a broken __str__)
+        failure = StringConversionError(
+            f"The result of tool '{tool.name}' could not be turned into text: {describe_exception(exc)}"
+        )
+        if opts.raise_on_failure:
+            raise failure from exc
+        return ChatMessage.from_tool(f"{failure} (call '{call.id}')", call, error=True)
     return ChatMessage.from_tool(text, call)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from handrail.components.tools._execution import drive_async, drive_sync
 from handrail.components.tools._step import ToolStepOptions, tool_step
-from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
+from handrail.core.serialization import deserialize_callable, init_parameters, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback, is_async_callback
@@ -185,7 +185,7 @@ class ToolInvoker:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolInvoker:
         """Rebuild from :meth:`to_dict` output (``data`` is not modified)."""
-        params = dict(data["init_parameters"])
+        params = init_parameters(data, cls)
         params["tools"] = deserialize_tools(params["tools"])
         if params.get("streaming_callback"):
             params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
