@@ -29,6 +29,8 @@ class _Printer:
         self.in_text = False
 
     def __call__(self, chunk: Any) -> None:
+        from rich.text import Text
+
         if chunk.content:
             self.console.print(chunk.content, end="", markup=False, highlight=False, soft_wrap=True)
             self.in_text = True
@@ -40,9 +42,11 @@ class _Printer:
             args = result.origin.arguments
             shown = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else str(args)
             text = result.result if len(result.result) <= 400 else result.result[:400] + " …"
-            style = "red" if result.error else "cyan"
-            self.console.print(f"[bold {style}]→ {result.origin.tool_name}[/]({shown})", highlight=False)
-            self.console.print(f"  [dim]{text}[/]", markup=True, highlight=False)
+            call = Text("→ ")
+            call.append(result.origin.tool_name, style="bold red" if result.error else "bold cyan")
+            call.append(f"({shown})")
+            self.console.print(call)
+            self.console.print(Text("  " + text, style="dim"))
 
 
 def _generator_override(model: str | None, openai_base_url: str | None, openai_model: str | None) -> Any:
@@ -67,9 +71,10 @@ def _generator_override(model: str | None, openai_base_url: str | None, openai_m
     return None
 
 
-def _check_approve(agent: Any, approve: str) -> None:
-    strategies = getattr(agent, "confirmation_strategies", None)
-    if approve == "ask" and strategies and not sys.stdin.isatty():
+def _check_approve(spec: Any, approve: str) -> None:
+    from handrail.specs import needs_a_person
+
+    if approve == "ask" and needs_a_person(spec) and not sys.stdin.isatty():
         raise click.UsageError(
             "--approve ask needs a terminal to ask in, and none is attached. "
             "Pass --approve all (run every call) or --approve none (reject calls that need approval)."
@@ -131,6 +136,7 @@ def run(
 
     from handrail.dataclasses.chat_message import ChatMessage
     from handrail.errors import ConfigurationError, HandrailError
+    from handrail.human_in_the_loop import RichConsoleUI
     from handrail.specs import build_agent, load_agent_spec
 
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
@@ -139,8 +145,12 @@ def run(
         if max_steps is not None:
             spec.max_agent_steps = max_steps
         generator = _generator_override(model, openai_base_url, openai_model)
-        agent = build_agent(spec, base_dir=agent_file.parent, allowed_modules=allow_modules, generator=generator)
-        _check_approve(agent, approve)
+        _check_approve(spec, approve)
+        agent = build_agent(
+            spec, base_dir=agent_file.parent, allowed_modules=allow_modules, generator=generator,
+            approve=approve,  # type: ignore[arg-type]
+            confirmation_ui=RichConsoleUI(console=out) if approve == "ask" else None,
+        )  # fmt: skip
         with out.status("Loading the model …", spinner="dots"):
             agent.warm_up()
         printer = None if as_json else _Printer(out)

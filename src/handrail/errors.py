@@ -10,7 +10,8 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
     │   ├── SchemaGenerationError            a JSON Schema could not be built from a function signature
     │   ├── StateError                       an unknown State key or an invalid state schema
     │   ├── CalculationError                 the calculator refused or could not evaluate an expression
-    │   └── SerializationError               an object cannot be written to (or read from) a dict
+    │   ├── SerializationError               an object cannot be written to (or read from) a dict
+    │   └── ModelFilesError                  a local model's files are missing, damaged or not GGUF
     ├── ConfigurationTypeError (TypeError)   an argument of the wrong type
     └── RunError                             a failure while a run is under way
         ├── ToolNotFoundException            the model called a tool that does not exist (raise mode)
@@ -18,7 +19,7 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
         ├── ToolOutputMergeError             a tool's outputs could not be merged into State
         ├── StringConversionError            a tool's result could not be turned into text
         ├── ScriptExhaustedError             a ScriptedChatGenerator was called more often than scripted
-        └── GenerationError                  a chat model server was unreachable or answered with an error
+        └── GenerationError                  a chat model (server or embedded) failed to give a usable reply
 
 Control-flow signals (a breakpoint hit, an approval needed) are not errors and do
 not derive from :class:`RunError`.
@@ -32,6 +33,7 @@ __all__ = [
     "ConfigurationTypeError",
     "GenerationError",
     "HandrailError",
+    "ModelFilesError",
     "NotSupportedYetError",
     "RunError",
     "ScriptExhaustedError",
@@ -85,6 +87,13 @@ class SerializationError(ConfigurationError):
     """An object cannot be serialized to a dict, or a dict cannot be turned back into an object."""
 
 
+class ModelFilesError(ConfigurationError):
+    """A local model's files are missing, damaged (wrong size or sha256) or not a GGUF file.
+
+    The message says what to install or remove to fix it.
+    """
+
+
 class ConfigurationTypeError(HandrailError, TypeError):
     """An argument of the wrong type; raised before any side effect."""
 
@@ -135,9 +144,13 @@ class ScriptExhaustedError(RunError):
 
 
 class GenerationError(RunError):
-    """A chat model server could not be reached, or answered a request with an error.
+    """A chat model failed: a server was unreachable or answered with an error, or the embedded model failed.
 
-    The message is one line naming the server's URL (and the HTTP status when there was one).
+    The embedded model fails when its runtime reports an error, or when its reply breaks the
+    constraint it was generated under so that no message can be made of it.
+
+    For a server, the message is one line naming the server's URL (and the HTTP status when
+    there was one); for the embedded model, ``url`` and ``status_code`` are None.
 
     Attributes:
         url: The base URL of the server, when known.

@@ -83,7 +83,7 @@ def test_unreachable_openai_server_is_a_one_line_error_with_the_url(tmp_path: Pa
     result = CliRunner().invoke(main, ["run", "--openai-base-url", url, str(agent_file(tmp_path, [])), "q"])
     assert result.exit_code == 1
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1
+    assert len(errors) == 1, result.output
     assert "127.0.0.1:9" in errors[0]
     assert "Traceback" not in result.output
 
@@ -102,3 +102,19 @@ def test_schema_command_prints_the_json_schema() -> None:
     assert result.exit_code == 0
     schema = json.loads(result.output)
     assert "generator" in schema["properties"] and "tools" in schema["properties"]
+
+
+def test_ask_without_a_terminal_is_a_clear_error(tmp_path: Path) -> None:
+    path = agent_file(tmp_path, CALC_THEN_ANSWER, "confirmation:\n  calculator: always\n")
+    result = CliRunner().invoke(main, ["run", str(path), "q"])  # CliRunner's stdin is not a terminal
+    assert result.exit_code == 2
+    assert "--approve all" in result.output and "--approve none" in result.output
+
+
+@pytest.mark.parametrize(("flag", "ran"), [("all", True), ("none", False)])
+def test_approve_all_and_none_without_a_terminal(tmp_path: Path, flag: str, ran: bool) -> None:
+    path = agent_file(tmp_path, CALC_THEN_ANSWER, "confirmation:\n  calculator: always\n")
+    result = CliRunner().invoke(main, ["run", "--json", "--approve", flag, str(path), "q"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["tool_call_counts"] == {"calculator": 1 if ran else 0}

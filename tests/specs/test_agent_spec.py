@@ -140,3 +140,33 @@ def test_json_schema_validates_the_example() -> None:
     jsonschema.Draft202012Validator(agent_spec_json_schema()).validate(example)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(agent_spec_json_schema()).validate({"max_agent_steps": "x"})
+
+
+def test_confirmation_policies_become_strategies(tmp_path: Path) -> None:
+    from handrail.human_in_the_loop import AlwaysAskPolicy, AskOncePolicy, BlockingConfirmationStrategy, NeverAskPolicy
+    from handrail.specs import RejectingUI
+
+    text = scripted_generator_yaml([]) + "\ntools: [calculator, search]\n"
+    text += "confirmation:\n  search: always\n  calculator: never\n  '*': once\n"
+    spec = load_agent_spec(write(tmp_path, text))
+    strategies = build_agent(spec).confirmation_strategies
+    assert isinstance(strategies, dict) and set(strategies) == {"search", "calculator", "*"}
+    assert all(isinstance(s, BlockingConfirmationStrategy) for s in strategies.values())
+    assert isinstance(strategies["search"].confirmation_policy, AlwaysAskPolicy)
+    assert isinstance(strategies["calculator"].confirmation_policy, NeverAskPolicy)
+    assert isinstance(strategies["*"].confirmation_policy, AskOncePolicy)
+    assert build_agent(spec, approve="all").confirmation_strategies is None
+    rejecting = build_agent(spec, approve="none").confirmation_strategies
+    assert rejecting is not None and isinstance(rejecting["search"].confirmation_ui, RejectingUI)
+
+
+def test_confirmation_for_an_unknown_tool_is_refused(tmp_path: Path) -> None:
+    text = scripted_generator_yaml([]) + "\ntools: [calculator]\nconfirmation:\n  search: always\n"
+    with pytest.raises(SpecError, match="not tools of this agent"):
+        build_agent(load_agent_spec(write(tmp_path, text)))
+
+
+def test_bad_policy_names_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools: [calculator]\nconfirmation:\n  calculator: sometimes\n")
+    with pytest.raises(SpecError, match=rf"{path}:3: confirmation\.calculator:"):
+        load_agent_spec(path)

@@ -3,21 +3,25 @@
 from handrail.specs.agent_spec import (
     AgentSpec,
     GeneratorSpec,
+    RejectingUI,
     SpecError,
     ToolEntry,
     agent_spec_json_schema,
     build_agent,
     build_generator,
     load_agent_spec,
+    needs_a_person,
 )
 
 __all__ = [
     "AgentSpec",
     "GeneratorSpec",
+    "RejectingUI",
     "SpecError",
     "ToolEntry",
     "agent_spec_json_schema",
     "build_agent",
     "build_generator",
     "load_agent_spec",
+    "needs_a_person",
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
     from handrail.tools.tool import Tool
 
-__all__ = ["AgentSpec", "GeneratorSpec", "SpecError", "ToolEntry", "agent_spec_json_schema", "build_agent",
-           "build_generator", "load_agent_spec"]  # fmt: skip
+__all__ = ["AgentSpec", "GeneratorSpec", "RejectingUI", "SpecError", "ToolEntry", "agent_spec_json_schema",
+           "build_agent", "build_generator", "load_agent_spec", "needs_a_person"]  # fmt: skip
 
 BUILTIN_GENERATORS = ("llama_cpp", "openai")
 BUILTIN_TOOLS = ("calculator", "search")
@@ -81,6 +81,11 @@ class AgentSpec(BaseModel):
     system_prompt: str | None = None
     exit_conditions: list[str] = Field(default_factory=lambda: ["text"], min_length=1)
     max_agent_steps: int = Field(10, ge=1, le=1000)
+    confirmation: dict[str, Literal["always", "never", "once"]] = Field(
+        default_factory=dict,
+        description="Per tool name (or '*'): ask a person before every call (always), never, or once per "
+        "distinct argument set (once).",
+    )
     allowed_modules: list[str] = Field(
         default_factory=list, description="Module prefixes whose dotted paths this file may import."
     )
@@ -200,12 +205,66 @@ def _build_tool(entry: str | ToolEntry, base_dir: Path, allowed: tuple[str, ...]
     raise SpecError(f"tools: '{item.name}' is neither a Tool nor a function.")
 
 
+Approve = Literal["ask", "all", "none"]
+
+
+class RejectingUI:
+    """A confirmation UI that rejects every call it is asked about (``--approve none``)."""
+
+    label = "approve-none"
+
+    def get_user_confirmation(
+        self,
+        tool_name: str,
+        tool_description: str,
+        tool_params: dict[str, Any],
+        injected_params: dict[str, Any] | None = None,
+    ) -> Any:
+        """Reject the call with an explanation the model can read."""
+        from handrail.dataclasses.decisions import ConfirmationUIResult
+
+        return ConfirmationUIResult("reject", feedback="Calls that need approval are rejected in this session.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize (no settings)."""
+        return {"type": f"{__name__}.RejectingUI", "init_parameters": {}}
+
+
+def needs_a_person(spec: AgentSpec) -> bool:
+    """True when some tool of the spec may ask a person (a policy other than ``never``)."""
+    return any(policy != "never" for policy in spec.confirmation.values())
+
+
+def _strategies(spec: AgentSpec, tool_names: list[str], approve: Approve, ui: Any) -> dict[str, Any] | None:
+    unknown = sorted(k for k in spec.confirmation if k != "*" and k not in tool_names)
+    if unknown:
+        raise SpecError(f"confirmation: {unknown} are not tools of this agent (tools: {tool_names}).")
+    if approve == "all" or not spec.confirmation:
+        return None
+    from handrail.human_in_the_loop import (
+        AlwaysAskPolicy,
+        AskOncePolicy,
+        BlockingConfirmationStrategy,
+        NeverAskPolicy,
+        RichConsoleUI,
+    )
+
+    policies: dict[str, Any] = {"always": AlwaysAskPolicy, "never": NeverAskPolicy, "once": AskOncePolicy}
+    chosen_ui = RejectingUI() if approve == "none" else (ui if ui is not None else RichConsoleUI())
+    return {
+        name: BlockingConfirmationStrategy(confirmation_policy=policies[policy](), confirmation_ui=chosen_ui)
+        for name, policy in spec.confirmation.items()
+    }
+
+
 def build_agent(
     spec: AgentSpec,
     *,
     base_dir: str | Path = ".",
     allowed_modules: Iterable[str] = (),
     generator: Any = None,
+    approve: Approve = "ask",
+    confirmation_ui: Any = None,
 ) -> Agent:
     """Build the Agent a spec describes.
 
@@ -214,6 +273,10 @@ def build_agent(
         base_dir: Folder that relative paths in the spec are resolved against (the file's folder).
         allowed_modules: Module prefixes trusted besides handrail's own and the file's ``allowed_modules``.
         generator: A chat generator to use instead of the spec's (e.g. chosen on the command line).
+        approve: For tools with a ``confirmation`` policy: ``ask`` a person (through ``confirmation_ui``,
+            default a RichConsoleUI), run ``all`` calls without asking, or reject (``none``) every call
+            the policy would ask about.
+        confirmation_ui: The UI that asks when ``approve`` is ``ask``.
 
     Returns:
         The Agent (not warmed up: the model loads on first use or ``warm_up()``).
@@ -233,6 +296,7 @@ def build_agent(
             system_prompt=spec.system_prompt,
             exit_conditions=spec.exit_conditions,
             max_agent_steps=spec.max_agent_steps,
+            confirmation_strategies=_strategies(spec, [t.name for t in tools], approve, confirmation_ui),
         )
     except ConfigurationError as exc:
         raise SpecError(str(exc)) from exc
