@@ -212,7 +212,7 @@ _ANSWER_START = re.compile(r'\s*\{\s*"final_answer"\s*:\s*"')
 
 
 class FinalAnswerStream:
-    """Decode the text of ``{"final_answer": "..."}`` while the reply is still being generated.
+    r"""Decode the text of ``{"final_answer": "..."}`` while the reply is still being generated.
 
     Feed the raw reply fragments in order; each call returns the answer text decoded since the
     previous call (JSON escapes resolved; an escape split across fragments waits for its end).
@@ -220,10 +220,10 @@ class FinalAnswerStream:
 
     Example:
         >>> s = FinalAnswerStream()
-        >>> [s.feed(f) for f in ['{"final_', 'answer": "caf', '\\\\u00e9 \\\\', 'n!"}']]
-        ['', 'caf', 'é ', '\\n!']
+        >>> [s.feed(f) for f in ['{"final_', 'answer": "caf', '\\u00e9 \\', 'n!"}']]
+        ['', 'caf', 'é ', '\n!']
         >>> s.text
-        'café \\n!'
+        'café \n!'
     """
 
     def __init__(self) -> None:
@@ -254,7 +254,7 @@ class FinalAnswerStream:
 
 
 def _decode_escape(raw: str, i: int) -> tuple[str, int] | None:
-    """Decode the escape starting at ``raw[i] == "\\\\"``; None when it is not complete yet."""
+    """Decode the escape that starts at ``raw[i]`` (a backslash); None while it is incomplete."""
     if i + 1 >= len(raw):
         return None
     kind = raw[i + 1]

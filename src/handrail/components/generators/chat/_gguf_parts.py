@@ -228,14 +228,14 @@ def ensure_model_file(
     spec: ModelSpec,
     *,
     cache_dir: Path | None = None,
-    locate: PartLocator = locate_installed_part,
+    locate: PartLocator | None = None,
 ) -> Path:
     """Return the path of the verified GGUF file of ``spec``, assembling it from its parts once.
 
     Args:
         spec: The model to provide.
         cache_dir: Where the assembled file lives; :func:`default_cache_dir` when None.
-        locate: Finds an installed part's data file (tests pass fake parts here).
+        locate: Finds an installed part's data file; :func:`locate_installed_part` when None.
 
     Returns:
         The path of the assembled file, whose sha256 equals ``spec.sha256``.
@@ -254,7 +254,7 @@ def ensure_model_file(
             return target
         target.unlink()  # damaged or stale: rebuild it from the installed parts below
         _stamp_path(target).unlink(missing_ok=True)
-    parts = _find_parts(spec, locate)
+    parts = _find_parts(spec, locate or locate_installed_part)
     _check_total_size(spec, parts)
     _assemble(spec, parts, target)
     return target

@@ -1,0 +1,190 @@
+"""Talking to the ``xllamacpp`` runtime: loading a model, the request's message shape, streaming a reply.
+
+The runtime is llama.cpp's server library used in-process: ``Server(params)`` loads the model and
+``handle_chat_completions(body, callback)`` takes an OpenAI-style chat request and calls
+``callback`` with each streamed chunk (a dict) on the calling thread; the callback returns True
+to stop generation. The runtime swallows exceptions raised in the callback, so
+:func:`stream_completion` keeps them and raises them itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole
+from handrail.errors import GenerationError
+
+__all__ = ["FORMAT_HINT", "Completion", "cpu_count", "start_server", "stream_completion", "to_wire", "wire_arguments"]
+
+FORMAT_HINT = (
+    'Reply with one JSON object: a tool call {"name": ..., "arguments": {...}}, or, once you can fully answer '
+    'the user, {"final_answer": "<your complete answer, written as you would normally reply>"}.'
+)
+"""Added to the system message when tools are offered, so the model knows the final-answer form."""
+
+
+@dataclass(slots=True)
+class Completion:
+    """One finished generation of the runtime."""
+
+    text: str = ""
+    """The raw reply text."""
+    finish_reason: str | None = None
+    """``"stop"`` or ``"length"`` as the runtime reported it."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """``prompt_tokens``, ``completion_tokens``, ``total_tokens``; empty when the runtime sent none."""
+
+
+def cpu_count() -> int:
+    """Return how many CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def start_server(runtime: Any, path: Path, *, n_ctx: int, n_threads: int) -> Any:
+    """Load the GGUF file at ``path`` into a new runtime server and wait until it serves.
+
+    Args:
+        runtime: The imported ``xllamacpp`` module.
+        path: The model file.
+        n_ctx: Context window in tokens.
+        n_threads: CPU threads for prompt processing and generation.
+
+    Returns:
+        The ``xllamacpp.Server``. Its log is silenced; its HTTP listener binds ``127.0.0.1`` on a
+        random free port behind a random API key; it decodes one request at a time.
+
+    Raises:
+        GenerationError: When the runtime cannot load the model.
+    """
+    params = runtime.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = n_ctx
+    params.cpuparams.n_threads = n_threads
+    params.cpuparams_batch.n_threads = n_threads
+    params.n_parallel = 1
+    params.verbosity = -1  # silence llama.cpp's log
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0
+    params.api_keys = [secrets.token_urlsafe(32)]  # the listener refuses every other local client
+    params.endpoint_metrics = True
+    try:
+        server = runtime.Server(params)
+        # Wait until the runtime's main loop runs: a server released before that never shuts down.
+        server.handle_metrics()
+    except RuntimeError as exc:
+        raise GenerationError(f"llama.cpp could not load the model {path}: {exc}") from exc
+    return server
+
+
+def stream_completion(
+    server: Any, body: dict[str, Any], on_text: Callable[[str], None], cancel: threading.Event
+) -> Completion:
+    """Run one streamed chat completion, passing each text fragment to ``on_text`` as it arrives.
+
+    Args:
+        server: A server from :func:`start_server`.
+        body: The chat request; it must ask for ``stream`` with ``stream_options.include_usage``.
+        on_text: Called with each fragment of the reply text, on this thread.
+        cancel: Set it (from any thread) to stop generation at the next token.
+
+    Returns:
+        The whole reply text, finish reason and usage.
+
+    Raises:
+        GenerationError: When the runtime reports an error or the stream ends without a finish reason.
+        Exception: Whatever ``on_text`` raised (generation stops at once).
+    """
+    done = Completion()
+    parts: list[str] = []
+    failure: list[BaseException] = []
+
+    def handle(chunk: Any) -> bool:
+        try:
+            if not isinstance(chunk, dict) or "choices" not in chunk:
+                raise GenerationError(f"llama.cpp answered with an error: {json.dumps(chunk)[:300]}")
+            for choice in chunk["choices"]:
+                content = (choice.get("delta") or {}).get("content")
+                if content:
+                    parts.append(content)
+                    on_text(content)
+                done.finish_reason = choice.get("finish_reason") or done.finish_reason
+            if chunk.get("usage"):
+                done.usage = {k: int(chunk["usage"].get(k, 0)) for k in ("prompt_tokens", "completion_tokens")}
+                done.usage["total_tokens"] = done.usage["prompt_tokens"] + done.usage["completion_tokens"]
+        except BaseException as exc:  # the runtime swallows callback errors: keep it to raise it below
+            failure.append(exc)
+            return True
+        return cancel.is_set()
+
+    try:
+        server.handle_chat_completions(body, handle)
+    except RuntimeError as exc:
+        raise GenerationError(f"llama.cpp failed: {exc}") from exc
+    if failure:
+        raise failure[0]
+    if done.finish_reason is None and not cancel.is_set():
+        raise GenerationError("llama.cpp ended the reply without a finish reason (its stream was cut short).")
+    done.text = "".join(parts)
+    return done
+
+
+def wire_arguments(arguments: dict[str, Any] | str) -> str:
+    """Return a call's arguments as the JSON text the chat template needs.
+
+    A dict becomes its JSON; raw text that is a JSON object is kept; other raw text is sent as a
+    JSON string (the runtime refuses arguments that are not JSON).
+    """
+    if isinstance(arguments, dict):
+        return json.dumps(arguments, ensure_ascii=False)
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    return arguments if isinstance(parsed, dict) else json.dumps(arguments, ensure_ascii=False)
+
+
+def to_wire(messages: Sequence[ChatMessage], tools_offered: bool) -> list[dict[str, Any]]:
+    """Convert messages to the runtime's OpenAI-style message dicts.
+
+    Args:
+        messages: The conversation.
+        tools_offered: Add :data:`FORMAT_HINT` to the leading system message (or as one).
+
+    Returns:
+        One dict per message (one per result for tool messages); assistant calls carry their ids
+        and JSON argument text.
+    """
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        text = "\n".join(message.texts)
+        if message.role is ChatRole.TOOL:
+            for result in message.tool_call_results:
+                wire.append({"role": "tool", "tool_call_id": result.origin.id or "", "content": result.result})
+        elif message.role is ChatRole.ASSISTANT and message.tool_calls:
+            calls = [
+                {
+                    "id": call.id or f"call_{i}",
+                    "type": "function",
+                    "function": {"name": call.tool_name, "arguments": wire_arguments(call.arguments)},
+                }
+                for i, call in enumerate(message.tool_calls, start=1)
+            ]
+            wire.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+        else:
+            wire.append({"role": message.role.value, "content": text})
+    if tools_offered:
+        if wire and wire[0]["role"] == "system":
+            wire[0] = {**wire[0], "content": f"{wire[0]['content']}\n\n{FORMAT_HINT}".lstrip()}
+        else:
+            wire.insert(0, {"role": "system", "content": FORMAT_HINT})
+    return wire
