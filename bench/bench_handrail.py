@@ -351,9 +351,32 @@ def w1_scaling() -> dict[str, Any]:
     return dict(NOT_IMPLEMENTED)
 
 
+class AutoConfirmUI:
+    """A confirmation UI that confirms at once (no human latency), like the peer script's."""
+
+    def get_user_confirmation(
+        self, tool_name: str, tool_description: str, tool_params: dict[str, Any], injected_params: Any = None
+    ) -> Any:
+        from handrail.human_in_the_loop import ConfirmationUIResult
+
+        return ConfirmationUIResult(action="confirm")
+
+
 def w1_hitl() -> dict[str, Any]:
-    """TODO: W1 with a strategy that always asks and an auto-confirming UI (handrail.human_in_the_loop)."""
-    return dict(NOT_IMPLEMENTED)
+    """W1 with every call confirmed: an always-ask blocking strategy on "*" and an auto-confirming UI."""
+    from handrail.human_in_the_loop import AlwaysAskPolicy, BlockingConfirmationStrategy
+
+    steps = 50
+    strategy = BlockingConfirmationStrategy(confirmation_policy=AlwaysAskPolicy(), confirmation_ui=AutoConfirmUI())
+    agent = mk_agent(ping, steps, confirmation_strategies={"*": strategy})
+    check(agent.run(messages=user_msgs()), steps, 1)
+    s = bench_sync(lambda: agent.run(messages=user_msgs()), 3, 30)
+    return {
+        "api": "Agent.run + BlockingConfirmationStrategy(AlwaysAskPolicy, auto-confirm UI)",
+        "steps": steps,
+        "per_run": timed(s, "ms"),
+        "per_step_us": timed(s, "us", per=steps),
+    }
 
 
 def w2() -> dict[str, Any]:
@@ -386,7 +409,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "w4": w4,
     "w5": w5,
 }
-STUBS = {"w1_scaling", "w1_hitl", "w2", "w3", "w4", "w5"}
+STUBS = {"w1_scaling", "w2", "w3", "w4", "w5"}
 
 
 def versions() -> dict[str, str]:

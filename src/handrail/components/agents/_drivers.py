@@ -38,7 +38,9 @@ class ModelCall:
 
 
 def _replies(output: Any, generator: Any) -> list[ChatMessage]:
-    replies = output.get("replies") if isinstance(output, dict) else None
+    replies = output.get("replies") if type(output) is dict else None
+    if type(replies) is list and len(replies) == 1 and type(replies[0]) is ChatMessage:
+        return replies  # the common case, checked cheaply
     if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
         raise RunError(
             f"{type(generator).__name__}.run must return {{'replies': [ChatMessage, ...]}}, got {output!r:.200}"

@@ -87,7 +87,7 @@ def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> t
         own = reply.tool_calls if reply.role is ChatRole.ASSISTANT else []
         if own:
             fixed = repair_call_ids(own, seen)
-            if any(a is not b for a, b in zip(own, fixed, strict=True)):
+            if fixed is not own and any(a is not b for a, b in zip(own, fixed, strict=True)):
                 reply = _with_calls(reply, fixed)
             calls.extend(fixed)
         out.append(reply)

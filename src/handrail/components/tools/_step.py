@@ -59,9 +59,15 @@ def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
         seen: Ids already used in this run; updated in place.
 
     Returns:
-        The calls; those whose id was missing, empty or already used are replaced by copies with
+        ``calls`` itself when nothing needed repair (single-call fast path), else a new list where
+        the calls whose id was missing, empty or already used are replaced by copies with
         ``call_<position>`` (1-based) or ``<id>#2``, ``#3``... Calls are never dropped or merged.
     """
+    if len(calls) == 1:
+        cid = calls[0].id
+        if cid and cid not in seen:
+            seen.add(cid)
+            return calls
     out: list[ToolCall] = []
     suffixes: dict[str, int] = {}
     for position, call in enumerate(calls, start=1):
