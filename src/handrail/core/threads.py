@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -28,5 +27,7 @@ async def to_thread(function: Callable[..., T], /, *args: Any, **kwargs: Any) ->
         except StopIteration as exc:
             name = getattr(function, "__qualname__", repr(function))
             raise RuntimeError(f"{name} raised StopIteration (e.g. next() on an exhausted iterator)") from exc
+
+    import asyncio  # imported on first use: keeps `import handrail` fast
 
     return await asyncio.to_thread(call)

@@ -6,11 +6,10 @@ model call, sync and async.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents._confirm import ConfirmCalls, confirm_async, confirm_sync
 from handrail.components.agents._machine import CallModel, Effect
@@ -19,6 +18,9 @@ from handrail.core.threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import RunError
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["ModelCall", "run_machine_async", "run_machine_sync"]
 
@@ -65,6 +67,7 @@ def run_machine_sync(machine: Generator[Effect, Any, None], model: ModelCall) ->
 
 def _threadsafe_callback(callback: StreamingCallback, loop: asyncio.AbstractEventLoop) -> StreamingCallback:
     """Wrap an async callback so a sync-only generator running in a worker thread can call it."""
+    import asyncio
 
     def call(chunk: StreamingChunk) -> None:
         result = callback(chunk)
@@ -94,6 +97,8 @@ async def run_machine_async(machine: Generator[Effect, Any, None], model: ModelC
             return _replies(await run_async(messages=effect.messages, **kwargs), generator)
         callback = kwargs.get("streaming_callback")
         if callback is not None and is_async_callback(callback):
+            import asyncio
+
             kwargs["streaming_callback"] = _threadsafe_callback(callback, asyncio.get_running_loop())
         return _replies(await to_thread(generator.run, messages=effect.messages, **kwargs), generator)
 

@@ -7,11 +7,9 @@ outcomes come back in call order whatever order the tools finish in.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 from collections.abc import Awaitable, Callable, Generator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from handrail.components.tools._effects import Emit, Invocation, Outcome, RunCalls
@@ -53,6 +51,8 @@ def run_calls_sync(effect: RunCalls) -> list[Outcome]:
     invocations = effect.invocations
     if len(invocations) == 1:
         return [_call_sync(invocations[0])]
+    from concurrent.futures import ThreadPoolExecutor  # imported on first use: keeps `import handrail` fast
+
     with ThreadPoolExecutor(max_workers=min(effect.max_workers, len(invocations))) as pool:
         futures = [pool.submit(contextvars.copy_context().run, _call_sync, inv) for inv in invocations]
         return [f.result() for f in futures]
@@ -63,6 +63,8 @@ async def run_calls_async(effect: RunCalls) -> list[Outcome]:
     invocations = effect.invocations
     if len(invocations) == 1:
         return [await _call_async(invocations[0])]
+    import asyncio
+
     limit = asyncio.Semaphore(effect.max_workers)
 
     async def guarded(inv: Invocation) -> Outcome:
