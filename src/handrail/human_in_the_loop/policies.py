@@ -14,7 +14,7 @@ import json
 import re
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from handrail.core.serialization import default_from_dict, default_to_dict
 from handrail.dataclasses.decisions import ConfirmationUIResult
@@ -66,6 +66,16 @@ class _StatelessPolicy:
         """Serialize to ``{"type": <class path>, "init_parameters": {}}``."""
         return default_to_dict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises:
+            SerializationError: When ``init_parameters`` is missing or ``type`` names another class.
+        """
+        policy: Self = default_from_dict(cls, data)
+        return policy
+
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other)
 
@@ -97,16 +107,6 @@ class AlwaysAskPolicy(_StatelessPolicy):
         """
         return True
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AlwaysAskPolicy:
-        """Rebuild from :meth:`to_dict` output.
-
-        Raises:
-            SerializationError: When ``init_parameters`` is missing or ``type`` names another class.
-        """
-        policy: AlwaysAskPolicy = default_from_dict(cls, data)
-        return policy
-
 
 class NeverAskPolicy(_StatelessPolicy):
     """Never ask: every call runs as proposed (decided by "policy").
@@ -128,16 +128,6 @@ class NeverAskPolicy(_StatelessPolicy):
             False.
         """
         return False
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NeverAskPolicy:
-        """Rebuild from :meth:`to_dict` output.
-
-        Raises:
-            SerializationError: When ``init_parameters`` is missing or ``type`` names another class.
-        """
-        policy: NeverAskPolicy = default_from_dict(cls, data)
-        return policy
 
 
 class AskOncePolicy:
