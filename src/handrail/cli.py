@@ -6,8 +6,10 @@ agent file; 3 the run ended without an answer (step limit, length, content filte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +83,15 @@ def _check_approve(spec: Any, approve: str) -> None:
         )
 
 
+def _error(out: Any, message: str) -> None:
+    """Print one error line; the message is plain text, never read as rich markup."""
+    from rich.text import Text
+
+    line = Text("error: ", style="bold red")
+    line.append(message)
+    out.print(line)
+
+
 def _message_json(result: dict[str, Any]) -> dict[str, Any]:
     last = result.get("last_message")
     return {
@@ -134,48 +145,90 @@ def run(
     """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call."""
     from rich.console import Console
 
-    from handrail.dataclasses.chat_message import ChatMessage
-    from handrail.errors import ConfigurationError, HandrailError
+    out = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    if not question.strip():
+        raise click.UsageError("QUESTION is empty; ask the agent something.")
+    with _errors_as_exit_codes(out, agent_file):
+        agent = _build(out, agent_file, model, openai_base_url, openai_model, approve, allow_modules, max_steps)
+        from handrail.dataclasses.chat_message import ChatMessage
+
+        printer = None if as_json else _Printer(out)
+        result = agent.run([ChatMessage.from_user(question)], streaming_callback=printer)
+    _report(out, result, printer, as_json)
+    if result["exit_reason"] not in _ANSWERED and result["exit_reason"] not in {t.name for t in spec_tools(agent)}:
+        if not as_json:
+            out.print(f"The run ended without an answer ({result['exit_reason']}).", style="yellow", markup=False)
+        sys.exit(EXIT_NO_ANSWER)
+
+
+def _build(
+    out: Any,
+    agent_file: Path,
+    model: str | None,
+    openai_base_url: str | None,
+    openai_model: str | None,
+    approve: str,
+    allow_modules: tuple[str, ...],
+    max_steps: int | None,
+) -> Any:
+    """Load the agent file, apply the command-line overrides, build and warm up the Agent."""
     from handrail.human_in_the_loop import RichConsoleUI
     from handrail.specs import build_agent, load_agent_spec
 
-    out = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    spec = load_agent_spec(agent_file)
+    if spec.allowed_modules or allow_modules:
+        sys.path.insert(0, str(agent_file.resolve().parent))  # tool modules may sit beside the agent file
+    if max_steps is not None:
+        spec.max_agent_steps = max_steps
+    generator = _generator_override(model, openai_base_url, openai_model)
+    _check_approve(spec, approve)
+    agent = build_agent(
+        spec, base_dir=agent_file.parent, allowed_modules=allow_modules, generator=generator,
+        approve=approve,  # type: ignore[arg-type]
+        confirmation_ui=RichConsoleUI(console=out) if approve == "ask" else None,
+    )  # fmt: skip
+    with out.status("Loading the model …", spinner="dots"):
+        agent.warm_up()
+    return agent
+
+
+@contextlib.contextmanager
+def _errors_as_exit_codes(out: Any, agent_file: Path) -> Iterator[None]:
+    """Turn expected failures into one error line and an exit code (see the module docstring)."""
+    from handrail.errors import ConfigurationError, HandrailError
+    from handrail.specs import SpecError
+
     try:
-        spec = load_agent_spec(agent_file)
-        if max_steps is not None:
-            spec.max_agent_steps = max_steps
-        generator = _generator_override(model, openai_base_url, openai_model)
-        _check_approve(spec, approve)
-        agent = build_agent(
-            spec, base_dir=agent_file.parent, allowed_modules=allow_modules, generator=generator,
-            approve=approve,  # type: ignore[arg-type]
-            confirmation_ui=RichConsoleUI(console=out) if approve == "ask" else None,
-        )  # fmt: skip
-        with out.status("Loading the model …", spinner="dots"):
-            agent.warm_up()
-        printer = None if as_json else _Printer(out)
-        result = agent.run([ChatMessage.from_user(question)], streaming_callback=printer)
+        yield
     except click.ClickException:
         raise
-    except ConfigurationError as exc:
-        out.print(f"[bold red]error:[/] {exc}", highlight=False)
+    except SpecError as exc:
+        _error(out, str(exc) if str(exc).startswith(str(agent_file)) else f"{agent_file}: {exc}")
         sys.exit(EXIT_USAGE)
-    except HandrailError as exc:
-        out.print(f"[bold red]error:[/] {exc}", highlight=False)
+    except ConfigurationError as exc:
+        _error(out, str(exc))
+        sys.exit(EXIT_USAGE)
+    except ImportError as exc:
+        _error(out, f"{exc}. A component needs an optional dependency: pip install 'handrail[local]' for the "
+                    f"embedded model, 'handrail[openai]' for OpenAI-compatible servers.")  # fmt: skip
+        sys.exit(EXIT_USAGE)
+    except (HandrailError, OSError) as exc:
+        _error(out, f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc))
         sys.exit(EXIT_RUN_FAILED)
+
+
+def _report(out: Any, result: dict[str, Any], printer: _Printer | None, as_json: bool) -> None:
+    """Print the answer (unless it was streamed) and a summary line, or the JSON object."""
     if as_json:
         click.echo(json.dumps(_message_json(result), ensure_ascii=False))
-    else:
-        if printer is not None and printer.in_text:
-            out.print()
-        elif result["exit_reason"] in _ANSWERED and result.get("last_message") is not None:
-            out.print(result["last_message"].text or "", markup=False)
-        counts = ", ".join(f"{k}×{v}" for k, v in result["tool_call_counts"].items() if v) or "none"
-        out.print(f"[dim]exit: {result['exit_reason']} · steps: {result['step_count']} · tools: {counts}[/]")
-    if result["exit_reason"] not in _ANSWERED and result["exit_reason"] not in {t.name for t in spec_tools(agent)}:
-        if not as_json:
-            out.print(f"[yellow]The run ended without an answer ({result['exit_reason']}).[/]")
-        sys.exit(EXIT_NO_ANSWER)
+        return
+    if printer is not None and printer.in_text:
+        out.print()
+    elif result["exit_reason"] in _ANSWERED and result.get("last_message") is not None:
+        out.print(result["last_message"].text or "", markup=False)
+    counts = ", ".join(f"{k}×{v}" for k, v in result["tool_call_counts"].items() if v) or "none"
+    summary = f"exit: {result['exit_reason']} · steps: {result['step_count']} · tools: {counts}"
+    out.print(summary, style="dim", markup=False)
 
 
 def spec_tools(agent: Any) -> list[Any]:

@@ -13,12 +13,14 @@ here mutates the dict it is given.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import contextvars
 import copy
 import importlib
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from handrail.errors import SerializationError
@@ -33,6 +35,7 @@ __all__ = [
     "object_from_dict",
     "object_to_dict",
     "qualified_name",
+    "restricted_imports",
     "serialize_callable",
     "serialize_type",
 ]
@@ -122,9 +125,39 @@ def default_from_dict(cls: type[Any], data: dict[str, Any]) -> Any:
     return cls(**copy.deepcopy(params))
 
 
+_SCOPED_ALLOWLIST: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar(
+    "handrail_allowed_modules", default=None
+)
+
+
+@contextlib.contextmanager
+def restricted_imports(allowed_modules: Iterable[str]) -> Iterator[None]:
+    """Restrict every dotted-path import in this context to handrail and ``allowed_modules``.
+
+    Used while building objects from untrusted data (YAML agent files, snapshot files): nested
+    ``from_dict`` calls that would otherwise trust the paths they meet are held to the same
+    allowlist, so a file cannot reach an arbitrary class through a handrail helper.
+
+    Args:
+        allowed_modules: Module prefixes trusted besides ``handrail``.
+    """
+    token = _SCOPED_ALLOWLIST.set(tuple(allowed_modules))
+    try:
+        yield
+    finally:
+        _SCOPED_ALLOWLIST.reset(token)
+
+
 def _check_allowed(path: str, allowed_modules: Iterable[str] | None) -> None:
+    scoped = _SCOPED_ALLOWLIST.get()
+    if scoped is not None:
+        _check_allowed_in(path, scoped)
     if allowed_modules is None:
         return
+    _check_allowed_in(path, allowed_modules)
+
+
+def _check_allowed_in(path: str, allowed_modules: Iterable[str]) -> None:
     named = (allowed_modules,) if isinstance(allowed_modules, str) else tuple(allowed_modules)
     prefixes = ("handrail", *named)
     if not any(path == p or path.startswith(p + ".") for p in prefixes):
@@ -157,15 +190,26 @@ def import_object(path: str, *, allowed_modules: Iterable[str] | None = None) ->
         module_name = ".".join(parts[:cut])
         try:
             obj: Any = importlib.import_module(module_name)
-        except ImportError:
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and not module_name.startswith(exc.name):
+                raise SerializationError(  # the module exists but one of its own imports is missing
+                    f"Cannot import '{path}': importing module '{module_name}' failed: {exc}"
+                ) from exc
             continue
+        except Exception as exc:
+            raise SerializationError(
+                f"Cannot import '{path}': importing module '{module_name}' failed: {type(exc).__name__}: {exc}"
+            ) from exc
         try:
             for attr in parts[cut:]:
                 obj = getattr(obj, attr)
         except AttributeError:
             continue
         return obj
-    raise SerializationError(f"Cannot import '{path}': no module or attribute of that name could be found.")
+    raise SerializationError(
+        f"Cannot import '{path}': no module or attribute of that name could be found "
+        f"(is its module importable from here, e.g. on PYTHONPATH?)."
+    )
 
 
 def serialize_callable(function: Callable[..., Any]) -> str:

@@ -14,7 +14,11 @@ Example file (``examples/assistant.yaml``)::
 
 Dotted paths (generator classes, tools) are imported only under an allowlist: handrail's
 own modules plus the prefixes named in the file's ``allowed_modules`` or passed by the
-caller (the CLI's ``--allow-module``). No other code named by a file is ever imported.
+caller (the CLI's ``--allow-module``); nested imports made while building (e.g. a class's
+``from_dict``) are held to the same allowlist. A generator type must be a class with
+``run``; handrail's own functions cannot become tools. A file that lists modules in
+``allowed_modules`` can run their code: read an agent file from someone else before running it.
+Relative paths (a ``.gguf`` model, a search ``folder``) are resolved against the file's folder.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from handrail.core.serialization import import_object
+from handrail.core.serialization import import_object, restricted_imports
 from handrail.errors import ConfigurationError, SerializationError
 from handrail.specs._yaml_lines import line_of
 
@@ -121,6 +125,8 @@ def load_agent_spec(path: str | Path) -> AgentSpec:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"{file}: cannot read the agent file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{file}: the agent file is not UTF-8 text (byte {exc.start}).") from exc
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -145,7 +151,7 @@ def _allowed(spec: AgentSpec, extra: Iterable[str]) -> tuple[str, ...]:
     return (*spec.allowed_modules, *extra)
 
 
-def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = ()) -> Any:
+def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = (), base_dir: str | Path = ".") -> Any:
     """Build the chat generator a spec names.
 
     Raises:
@@ -159,7 +165,7 @@ def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = ())
 
         model = spec.model or "default"
         if model.endswith(".gguf") or "/" in model:
-            return LlamaCppChatGenerator(model_path=model, **kwargs)
+            return LlamaCppChatGenerator(model_path=str(Path(base_dir) / Path(model).expanduser()), **kwargs)
         return LlamaCppChatGenerator(model=model, **kwargs)
     if spec.type == "openai":
         from handrail.components.generators.chat import OpenAIChatGenerator
@@ -169,14 +175,18 @@ def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = ())
         if spec.api_base_url is not None:
             kwargs["api_base_url"] = spec.api_base_url
         return OpenAIChatGenerator(**kwargs)
-    try:
-        cls = import_object(spec.type, allowed_modules=tuple(allowed_modules))
-    except SerializationError as exc:
-        raise SpecError(f"generator.type: {exc}") from exc
-    from_dict = getattr(cls, "from_dict", None)
-    if callable(from_dict):
-        return from_dict({"type": spec.type, "init_parameters": kwargs})
-    return cls(**kwargs)
+    allowed = tuple(allowed_modules)
+    with restricted_imports(allowed):
+        try:
+            cls = import_object(spec.type, allowed_modules=allowed)
+        except SerializationError as exc:
+            raise SpecError(f"generator.type: {exc}") from exc
+        if not isinstance(cls, type) or not callable(getattr(cls, "run", None)):
+            raise SpecError(f"generator.type: '{spec.type}' is not a chat generator class (a class with run()).")
+        from_dict = getattr(cls, "from_dict", None)
+        if callable(from_dict):
+            return from_dict({"type": spec.type, "init_parameters": kwargs})
+        return cls(**kwargs)
 
 
 def _build_tool(entry: str | ToolEntry, base_dir: Path, allowed: tuple[str, ...]) -> Tool:
@@ -194,13 +204,21 @@ def _build_tool(entry: str | ToolEntry, base_dir: Path, allowed: tuple[str, ...]
             return builtin.make_search_tool(folder, top_k=item.top_k or 3)
         tool: Tool = getattr(builtin, item.name)
         return tool
-    try:
-        obj = import_object(item.name, allowed_modules=allowed)
-    except SerializationError as exc:
-        raise SpecError(f"tools: {exc}") from exc
+    if "." not in item.name:
+        raise SpecError(
+            f"tools: '{item.name}' is not a built-in tool ({', '.join(BUILTIN_TOOLS)}) nor a dotted path "
+            f"such as 'my_package.tools.my_tool'."
+        )
+    with restricted_imports(allowed):
+        try:
+            obj = import_object(item.name, allowed_modules=allowed)
+        except SerializationError as exc:
+            raise SpecError(f"tools: {exc}") from exc
     if isinstance(obj, Tool):
         return obj
-    if callable(obj):
+    if item.name == "handrail" or item.name.startswith("handrail."):
+        raise SpecError(f"tools: '{item.name}' is one of handrail's own functions, which cannot be made a tool.")
+    if callable(obj) and not isinstance(obj, type):
         return create_tool_from_function(obj)
     raise SpecError(f"tools: '{item.name}' is neither a Tool nor a function.")
 
@@ -288,7 +306,11 @@ def build_agent(
 
     allowed = _allowed(spec, allowed_modules)
     tools = [_build_tool(t, Path(base_dir), allowed) for t in spec.tools]
-    chat_generator = generator if generator is not None else build_generator(spec.generator, allowed_modules=allowed)
+    chat_generator = (
+        generator
+        if generator is not None
+        else build_generator(spec.generator, allowed_modules=allowed, base_dir=base_dir)
+    )
     try:
         return Agent(
             chat_generator=chat_generator,

@@ -154,9 +154,6 @@ class TestConstruction:
 LATER_INIT: dict[str, Any] = {
     "chat_message_store": object(),
     "memory_store": object(),
-    "hooks": {"before_llm": []},
-    "user_prompt": "Hi {{name}}",
-    "required_variables": ["name"],
 }
 
 LATER_RUN: dict[str, Any] = {
@@ -201,7 +198,7 @@ class TestNotSupportedYet:
     def test_later_init_attribute_assigned_after_construction_is_refused_at_run(self) -> None:
         gen = scripted("x")
         agent = Agent(chat_generator=gen)
-        agent.hooks = {"before_llm": []}
+        agent.memory_store = object()
         with pytest.raises(NotSupportedYetError):
             agent.run([user("hi")])
         assert gen.calls == []

@@ -206,6 +206,21 @@ def check_strategies(strategies: Any) -> None:
             )
 
 
+def warn_unmatched_strategies(strategies: Mapping[Any, Any], tool_names: set[str]) -> None:
+    """Warn about strategy keys that match no tool of the run: a typo there silently gates nothing."""
+    unmatched = [
+        key
+        for key in strategies
+        if key != "*" and not any(n in tool_names for n in (key if isinstance(key, tuple) else (key,)))
+    ]
+    if unmatched:
+        warnings.warn(
+            f"confirmation_strategies keys {unmatched} match no tool of this run (tools: {sorted(tool_names)}); "
+            f"calls of the tools you meant run WITHOUT approval. Check the names.",
+            stacklevel=4,
+        )
+
+
 def serialize_strategies(strategies: Mapping[Any, Any] | None) -> dict[str, Any] | None:
     """Serialize strategies; tuple keys become JSON-array strings (``'["a", "b"]'``)."""
     if strategies is None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents._confirm import ConfirmCalls, confirm_async, confirm_sync
-from handrail.components.agents._machine import CallModel, Effect
+from handrail.components.agents._machine import CallModel, Effect, RunHooks
 from handrail.components.tools._execution import drive_async, drive_sync
 from handrail.core.threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage
@@ -54,7 +54,11 @@ def run_machine_sync(machine: Generator[Effect, Any, None], model: ModelCall) ->
     """Drive the step machine synchronously."""
     run, extra, generator = model.generator.run, model.extra, model.generator
 
-    def call_model(effect: CallModel | ConfirmCalls) -> Any:
+    def call_model(effect: CallModel | ConfirmCalls | RunHooks) -> Any:
+        if type(effect) is RunHooks:
+            for hook in effect.hooks:
+                hook.run(effect.state)
+            return None
         if type(effect) is ConfirmCalls:
             return confirm_sync(effect)
         assert type(effect) is CallModel
@@ -86,7 +90,15 @@ async def run_machine_async(machine: Generator[Effect, Any, None], model: ModelC
     generator = model.generator
     run_async = getattr(generator, "run_async", None)
 
-    async def call_model(effect: CallModel | ConfirmCalls) -> Any:
+    async def call_model(effect: CallModel | ConfirmCalls | RunHooks) -> Any:
+        if type(effect) is RunHooks:
+            for hook in effect.hooks:
+                run_hook_async = getattr(hook, "run_async", None)
+                if run_hook_async is not None:
+                    await run_hook_async(effect.state)
+                else:
+                    hook.run(effect.state)
+            return None
         if type(effect) is ConfirmCalls:
             return await confirm_async(effect)
         assert type(effect) is CallModel

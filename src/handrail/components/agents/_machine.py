@@ -20,7 +20,7 @@ from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
 
-__all__ = ["CallModel", "Effect", "RunPlan", "agent_machine"]
+__all__ = ["CallModel", "Effect", "HookTable", "RunHooks", "RunPlan", "agent_machine"]
 
 _STOP_FINISH_REASONS = ("length", "content_filter")
 
@@ -35,7 +35,28 @@ class CallModel:
     """The tools offered, or None when the run has none."""
 
 
-Effect = CallModel | RunCalls | Emit | ConfirmCalls
+@dataclass(frozen=True, slots=True)
+class HookTable:
+    """The hooks of a run, per point (empty tuples cost nothing per step)."""
+
+    before_run: tuple[Any, ...] = ()
+    before_llm: tuple[Any, ...] = ()
+    before_tool: tuple[Any, ...] = ()
+    after_tool: tuple[Any, ...] = ()
+    on_exit: tuple[Any, ...] = ()
+    after_run: tuple[Any, ...] = ()
+
+
+@dataclass(slots=True)
+class RunHooks:
+    """Run these hooks, in order, on the run's State; answer with None."""
+
+    point: str
+    hooks: tuple[Any, ...]
+    state: State
+
+
+Effect = CallModel | RunCalls | Emit | ConfirmCalls | RunHooks
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +77,8 @@ class RunPlan:
     """Options of every tool step (its ``gate`` is the approvals' gate when strategies are set)."""
     approvals: Approvals | None = None
     """Per-run approval state, when the Agent has confirmation strategies."""
+    hooks: HookTable = HookTable()
+    """The run's hooks per point."""
 
 
 def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
@@ -144,47 +167,112 @@ def _record_results(
             counts[origin.tool_name] = counts.get(origin.tool_name, 0) + 1
 
 
+def _calls_after_hooks(messages: list[ChatMessage], seen: set[str], own: list[ToolCall]) -> list[ChatMessage]:
+    """The assistant message whose calls run after before_tool hooks (the last message), ids made unique."""
+    if not messages or messages[-1].role is not ChatRole.ASSISTANT or not messages[-1].tool_calls:
+        return []
+    last = messages[-1]
+    calls = last.tool_calls
+    if calls == own:
+        return [last]
+    fixed = repair_call_ids(calls, seen - {c.id for c in own if c.id})
+    seen.update(c.id for c in fixed if c.id)
+    if fixed is not calls and any(a is not b for a, b in zip(calls, fixed, strict=True)):
+        last = _with_calls(last, fixed)
+        messages[-1] = last
+    return [last]
+
+
+def _one_step(plan: RunPlan, state: State, seen: set[str]) -> Generator[Effect, Any, tuple[str | None, bool]]:
+    """One step: before_llm hooks, the model call, and the tool calls it asked for.
+
+    Returns:
+        ``(exit reason or None, stopped by a hook)``.
+    """
+    data = state.data
+    hooks = plan.hooks
+    data["stop_run"] = None
+    data["continue_run"] = False
+    tools = plan.static_tools if plan.static_tools is not None else flatten_tools(plan.tools)
+    if hooks.before_llm:
+        yield RunHooks("before_llm", hooks.before_llm, state)
+        if data["stop_run"]:
+            return str(data["stop_run"]), True
+    messages: list[ChatMessage] = data["messages"]
+    replies: list[ChatMessage] = yield CallModel(list(messages), tools or None)
+    replies, calls = _take_replies(replies, state, seen)
+    messages.extend(replies)
+    if not calls or not plan.tools:
+        data["step_count"] += 1
+        return ("text" if not plan.tools else _reply_exit(replies)), False
+    pending = replies
+    if hooks.before_tool:
+        yield RunHooks("before_tool", hooks.before_tool, state)
+        messages = data["messages"]
+        pending = _calls_after_hooks(messages, seen, calls)
+        calls = pending[0].tool_calls if pending else []
+    results: list[ChatMessage] = []
+    if calls:
+        by_name = plan.static_by_name if plan.static_tools is not None else {t.name: t for t in tools}
+        results = yield from tool_step(calls, by_name, state, plan.step_options)
+        _record_results(messages, pending, results, data["tool_call_counts"], plan.approvals)
+    if hooks.after_tool:
+        yield RunHooks("after_tool", hooks.after_tool, state)
+    data["step_count"] += 1
+    reason = _tool_exit(results, plan.exit_tools) if plan.exit_tools else None
+    if reason is None and data["stop_run"]:
+        return str(data["stop_run"]), True
+    return reason, False
+
+
 def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
     """Run the agent loop on ``state`` until an exit condition holds.
 
     One step is one model call plus the tool calls it requested:
 
-    1. Flatten the tools (a dynamic Toolset may have grown) and yield ``CallModel``.
-    2. Add the replies' usage to ``token_usage``; give calls with a missing, empty or repeated id
+    1. ``before_run`` hooks run once. Each step starts with ``stop_run`` / ``continue_run`` reset.
+    2. Flatten the tools (a dynamic Toolset may have grown); run the ``before_llm`` hooks (they may
+       rewrite the messages; a ``stop_run`` reason ends the run here, without a model call); yield
+       ``CallModel``.
+    3. Add the replies' usage to ``token_usage``; give calls with a missing, empty or repeated id
        a unique one (the reply is rewritten so call and result agree); append the replies.
-    3. A run with no tools ends after this one reply (reason ``"text"``).
-    4. A reply without tool calls ends the run when it has non-empty text (``"text"``) or stopped
-       for ``length`` / ``content_filter``; an empty reply is not an answer: next step.
-    5. Otherwise run the calls (``tool_step``; calls with a confirmation strategy are decided first
-       and rejected or edited as decided), append one result per call (laid out as DESIGN.md §3.9
-       when a call was rejected or edited), count the calls run, and end the run when an exit tool
-       ran (and no exit tool of the step errored).
-    6. When ``max_agent_steps`` model calls were made, end with ``"max_agent_steps"``.
+    4. A run with no tools ends after this one reply (reason ``"text"``). A reply without tool
+       calls ends the run when it stopped for ``length`` / ``content_filter`` (that reason) or has
+       non-empty text (``"text"``); an empty reply is not an answer: next step.
+    5. Otherwise run the ``before_tool`` hooks (they may rewrite or remove the pending calls; the
+       calls of the last message run), then the calls (``tool_step``: validation, then approval by
+       the confirmation strategies, then execution), append one result per call (laid out as
+       DESIGN.md §3.9 when a call was rejected or edited), count the calls run, run the
+       ``after_tool`` hooks (they may rewrite results), and end the run when an exit tool ran
+       without error (judged on names and error flags, not rewritten text) or a hook set ``stop_run``.
+    6. When an exit condition holds, the ``on_exit`` hooks run; ``continue_run`` set there keeps the
+       loop going. After ``max_agent_steps`` model calls the reason is ``"max_agent_steps"``.
+    7. ``after_run`` hooks run on every exit.
 
     The outcome is written into ``state`` (messages, counters, ``exit_reason``).
     """
     data = state.data
-    messages: list[ChatMessage] = data["messages"]
-    counts: dict[str, int] = data["tool_call_counts"]
+    hooks = plan.hooks
     seen: set[str] = set()
+    if hooks.before_run:
+        yield RunHooks("before_run", hooks.before_run, state)
+    reason: str | None = None
     while data["step_count"] < plan.max_agent_steps:
-        tools = plan.static_tools if plan.static_tools is not None else flatten_tools(plan.tools)
-        replies: list[ChatMessage] = yield CallModel(list(messages), tools or None)
-        replies, calls = _take_replies(replies, state, seen)
-        messages.extend(replies)
-        if not calls or not plan.tools:
-            data["step_count"] += 1
-            reason = "text" if not plan.tools else _reply_exit(replies)
-            if reason is not None:
-                data["exit_reason"] = reason
-                return
+        reason, stopped = yield from _one_step(plan, state, seen)
+        if reason is None:
             continue
-        by_name = plan.static_by_name if plan.static_tools is not None else {t.name: t for t in tools}
-        results = yield from tool_step(calls, by_name, state, plan.step_options)
-        _record_results(messages, replies, results, counts, plan.approvals)
-        data["step_count"] += 1
-        reason = _tool_exit(results, plan.exit_tools) if plan.exit_tools else None
-        if reason is not None:
-            data["exit_reason"] = reason
-            return
-    data["exit_reason"] = "max_agent_steps"
+        data["exit_reason"] = reason
+        if stopped or not hooks.on_exit:
+            break
+        data["continue_run"] = False
+        yield RunHooks("on_exit", hooks.on_exit, state)
+        if not data["continue_run"]:
+            break
+        data["continue_run"] = False
+        data["exit_reason"] = reason = None
+    if reason is None:
+        data["exit_reason"] = "max_agent_steps"
+    data["stop_run"] = None
+    data["continue_run"] = False
+    if hooks.after_run:
+        yield RunHooks("after_run", hooks.after_run, state)

@@ -9,7 +9,8 @@ from typing import Any
 from handrail.components.agents import _config as cfg
 from handrail.components.agents._confirm import Approvals
 from handrail.components.agents._drivers import ModelCall, run_machine_async, run_machine_sync
-from handrail.components.agents._machine import RunPlan, agent_machine
+from handrail.components.agents._machine import HookTable, RunPlan, agent_machine
+from handrail.components.agents._prompt import check_user_prompt, render_user_prompt, template_variables
 from handrail.components.tools._step import ToolStepOptions
 from handrail.core.serialization import (
     deserialize_callable,
@@ -29,9 +30,44 @@ from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
 
+
+def serialize_hooks(hooks: Any) -> Any:
+    """Serialize the hooks mapping (None stays None)."""
+    if not hooks:
+        return None
+    from handrail.hooks import serialize_hooks as serialize
+
+    return serialize(hooks)
+
+
+def deserialize_hooks(data: Any) -> Any:
+    """Rebuild the hooks mapping (None stays None)."""
+    if not data:
+        return None
+    from handrail.hooks import deserialize_hooks as deserialize
+
+    return deserialize(data)
+
+
 __all__ = ["Agent"]
 
-_LATER_INIT = ("chat_message_store", "memory_store", "hooks", "user_prompt", "required_variables")
+
+def _hook_table(hooks: Any) -> HookTable:
+    """Validate the ``hooks`` mapping and freeze it into a per-point table."""
+    if not hooks:
+        return HookTable()
+    from handrail.hooks import validate_hooks
+
+    normalized = validate_hooks(hooks)
+    return HookTable(**{point: tuple(items) for point, items in normalized.items() if items})
+
+
+_LATER_INIT = ("chat_message_store", "memory_store")
+_RUN_PARAMETERS = frozenset(
+    {"messages", "streaming_callback", "generation_kwargs", "break_point", "snapshot", "system_prompt", "tools",
+     "confirmation_strategy_context", "chat_message_store_kwargs", "memory_store_kwargs", "allow_drift",
+     "unknown_outcome"}
+)  # fmt: skip
 
 
 class Agent:
@@ -62,9 +98,11 @@ class Agent:
         tool_concurrency_limit: At most this many tools of one step run at once.
         chat_message_store: Not supported yet (stores issue).
         memory_store: Not supported yet (stores issue).
-        hooks: Not supported yet (hooks issue).
-        user_prompt: Not supported yet (hooks issue).
-        required_variables: Not supported yet (hooks issue).
+        hooks: ``{point: [hook, ...]}`` with points before_run, before_llm, before_tool, after_tool, on_exit,
+            after_run (see :mod:`handrail.hooks`); hooks at one point run in list order.
+        user_prompt: A Jinja2 template rendered from the run's keyword arguments into one user message
+            appended to the input.
+        required_variables: Template variables that must be passed to ``run`` (names, or ``"*"`` for all).
 
     Raises:
         ConfigurationError: An invalid value (named in the message), or a not-yet-supported parameter.
@@ -133,10 +171,23 @@ class Agent:
         cfg.check_schema(self.state_schema)
         cfg.check_tools_for_run(flatten_tools(self.tools), {"messages", *(self.state_schema or {})}, sync_run=None)
         cfg.check_exit_conditions(self.exit_conditions)
-        cfg.check_schema(self.state_schema)
         cfg.check_agent_numbers(self.max_agent_steps, self.tool_concurrency_limit, self.tool_invoker_kwargs)
         cfg.check_callback(self.streaming_callback, sync_run=False, where="init")
         cfg.check_strategies(self.confirmation_strategies)
+        self._hook_table = _hook_table(self.hooks)
+        self._required = check_user_prompt(
+            self.user_prompt, self.required_variables, set(self.state_schema or {}), _RUN_PARAMETERS
+        )
+
+    def close(self) -> None:
+        """Close the chat generator and hooks that have a ``close()`` (each object once)."""
+        table = self._hook_table
+        seen: set[int] = set()
+        for obj in (self.chat_generator, *(h for p in table.__slots__ for h in getattr(table, p))):
+            close = getattr(obj, "close", None)
+            if id(obj) not in seen and callable(close):
+                close()
+            seen.add(id(obj))
 
     def warm_up(self) -> None:
         """Warm up the chat generator and the tools (idempotent; runs do it automatically).
@@ -144,7 +195,9 @@ class Agent:
         Each object is warmed once; objects assigned to ``chat_generator`` or ``tools`` later are
         warmed on the next run.
         """
-        for obj in (self.chat_generator, *flatten_tools(self.tools)):
+        table = self._hook_table
+        hooks = [h for point in table.__slots__ for h in getattr(table, point)]
+        for obj in (self.chat_generator, *flatten_tools(self.tools), *hooks):
             if id(obj) in self._warmed:
                 continue
             warm = getattr(obj, "warm_up", None)
@@ -173,12 +226,17 @@ class Agent:
         cfg.check_callback(callback, sync_run=sync_run, where="run-time" if streaming_callback else "init")
         history = cfg.check_messages(messages)
         schema = self.state_schema or {}
-        unknown = sorted(set(kwargs) - set(schema))
+        variables = template_variables(self.user_prompt) if self.user_prompt is not None else frozenset()
+        unknown = sorted(set(kwargs) - set(schema) - variables)
         if unknown:
             raise ConfigurationError(
                 f"Unexpected run arguments {unknown}: keyword arguments must be keys of the state schema "
-                f"({sorted(schema)})."
+                f"({sorted(schema)}) or variables of user_prompt ({sorted(variables)})."
             )
+        if self.user_prompt is not None:
+            values = {k: v for k, v in kwargs.items() if k in variables}
+            history.append(render_user_prompt(self.user_prompt, values, self._required))
+            kwargs = {k: v for k, v in kwargs.items() if k in schema}
         if generation_kwargs is not None and not isinstance(generation_kwargs, dict):
             raise ConfigurationTypeError(
                 f"generation_kwargs must be a dict or None, got {type(generation_kwargs).__name__}."
@@ -199,6 +257,8 @@ class Agent:
                 f"available tools: {sorted(names)}.",
                 stacklevel=3,
             )
+        if self.confirmation_strategies and not any(isinstance(t, Toolset) for t in run_tools):
+            cfg.warn_unmatched_strategies(self.confirmation_strategies, names)
         cfg.with_system_prompt(history, system_prompt, self.system_prompt)
         state = State(schema, kwargs)
         state.data["messages"] = history
@@ -224,6 +284,7 @@ class Agent:
             max_agent_steps=self.max_agent_steps,
             step_options=options,
             approvals=approvals,
+            hooks=self._hook_table,
         )
         return plan, state, self._model_call(callback, generation_kwargs)
 
@@ -370,6 +431,9 @@ class Agent:
                 "tool_invoker_kwargs": dict(self.tool_invoker_kwargs) if self.tool_invoker_kwargs else None,
                 "tool_concurrency_limit": self.tool_concurrency_limit,
                 "confirmation_strategies": cfg.serialize_strategies(self.confirmation_strategies),
+                "hooks": serialize_hooks(self.hooks),
+                "user_prompt": self.user_prompt,
+                "required_variables": self.required_variables,
             },
         }
 
@@ -389,4 +453,5 @@ class Agent:
         if params.get("streaming_callback"):
             params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
         params["confirmation_strategies"] = cfg.deserialize_strategies(params.get("confirmation_strategies"))
+        params["hooks"] = deserialize_hooks(params.get("hooks"))
         return cls(**params)

@@ -306,7 +306,7 @@ _PARAMETERS: Final = {
         "expression": {
             "type": "string",
             "description": (
-                "The arithmetic expression to evaluate, e.g. '48213 / 12.7' or 'sqrt(2) * (3 + 4) ** 2'. "
+                "The arithmetic expression to evaluate, e.g. '1250 * 0.2' or 'sqrt(2) * (3 + 4) ** 2'. "
                 "Supports + - * / // % ** and parentheses, pi, e, and abs, round, min, max, sqrt, floor, ceil, "
                 "log, log10, exp. Write numbers without thousands separators."
             ),

@@ -50,7 +50,7 @@ _PARAMETERS: Final = {
     "properties": {
         "query": {
             "type": "string",
-            "description": "Keywords to look for, e.g. 'Maplebrook population' or 'Haystack pipelines'.",
+            "description": "Keywords to look for, e.g. 'Haystack pipelines' or 'marathon distance'.",
         }
     },
     "required": ["query"],
