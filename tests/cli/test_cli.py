@@ -118,3 +118,30 @@ def test_approve_all_and_none_without_a_terminal(tmp_path: Path, flag: str, ran:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert data["tool_call_counts"] == {"calculator": 1 if ran else 0}
+
+
+def test_errors_are_plain_text_not_markup(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--model", "/tmp/[/]x.gguf", str(agent_file(tmp_path, [])), "q"])
+    assert result.exit_code == 2
+    assert "[/]x.gguf" in result.output
+    assert "Traceback" not in result.output and "MarkupError" not in result.output
+
+
+def test_an_empty_question_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", str(agent_file(tmp_path, CALC_THEN_ANSWER)), "   "])
+    assert result.exit_code == 2
+    assert "QUESTION is empty" in result.output
+
+
+def test_a_tool_module_beside_the_agent_file_is_importable(tmp_path: Path) -> None:
+    (tmp_path / "mytools_beside.py").write_text(
+        'def shout(text: str) -> str:\n    """Shout."""\n    return text.upper()\n'
+    )
+    replies = [ChatMessage.from_assistant(tool_calls=[ToolCall("shout", {"text": "hi"}, "c1")]),
+               ChatMessage.from_assistant("done")]  # fmt: skip
+    path = tmp_path / "agent.yaml"
+    path.write_text(scripted_generator_yaml(replies) + "\ntools: [mytools_beside.shout]\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["run", "--json", "--allow-module", "mytools_beside", str(path), "q"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["tool_call_counts"] == {"shout": 1}

@@ -170,3 +170,56 @@ def test_bad_policy_names_the_line(tmp_path: Path) -> None:
     path = write(tmp_path, "tools: [calculator]\nconfirmation:\n  calculator: sometimes\n")
     with pytest.raises(SpecError, match=rf"{path}:3: confirmation\.calculator:"):
         load_agent_spec(path)
+
+
+@pytest.mark.parametrize(
+    "generator_block",
+    [
+        # a handrail helper that would import whatever its data names
+        "generator:\n  type: handrail.core.serialization.object_from_dict\n"
+        "  init_parameters: {data: {type: subprocess.Popen, init_parameters: {args: [touch, MARKER]}}}\n",
+        # a handrail class whose from_dict rebuilds nested objects by dotted path
+        "generator:\n  type: handrail.human_in_the_loop.strategies.BlockingConfirmationStrategy\n"
+        "  init_parameters:\n"
+        "    confirmation_policy: {type: subprocess.Popen, init_parameters: {args: [touch, MARKER]}}\n"
+        "    confirmation_ui:\n"
+        "      {type: handrail.human_in_the_loop.user_interfaces.SimpleConsoleUI, init_parameters: {}}\n",
+    ],
+)
+def test_files_cannot_reach_modules_outside_the_allowlist_through_handrail(
+    tmp_path: Path, generator_block: str
+) -> None:
+    marker = tmp_path / "PWNED"
+    path = write(tmp_path, generator_block.replace("MARKER", str(marker)) + "tools: [calculator]\n")
+    with pytest.raises(SpecError):
+        build_agent(load_agent_spec(path))
+    assert not marker.exists()
+
+
+def test_handrail_functions_cannot_become_tools(tmp_path: Path) -> None:
+    path = write(tmp_path, scripted_generator_yaml([]) + "\ntools: [handrail.core.serialization.object_from_dict]\n")
+    with pytest.raises(SpecError, match="cannot be made a tool"):
+        build_agent(load_agent_spec(path))
+
+
+def test_unknown_builtin_names_say_what_exists(tmp_path: Path) -> None:
+    path = write(tmp_path, scripted_generator_yaml([]) + "\ntools: [websearch]\n")
+    with pytest.raises(SpecError, match=r"'websearch' is not a built-in tool \(calculator, search\)"):
+        build_agent(load_agent_spec(path))
+
+
+def test_a_module_whose_own_import_fails_is_reported_as_such(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "brokentools.py").write_text(
+        "import not_installed_anywhere_xyz\n\ndef t(x: str) -> str:\n    return x\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write(tmp_path, scripted_generator_yaml([]) + "\ntools: [brokentools.t]\nallowed_modules: [brokentools]\n")
+    with pytest.raises(SpecError, match=r"importing module 'brokentools' failed.*not_installed_anywhere_xyz"):
+        build_agent(load_agent_spec(path))
+
+
+def test_non_utf8_files_are_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_bytes(b"\xff\xfetools: []\n")
+    with pytest.raises(SpecError, match="not UTF-8"):
+        load_agent_spec(path)

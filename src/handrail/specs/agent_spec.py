@@ -184,9 +184,12 @@ def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = (),
         if not isinstance(cls, type) or not callable(getattr(cls, "run", None)):
             raise SpecError(f"generator.type: '{spec.type}' is not a chat generator class (a class with run()).")
         from_dict = getattr(cls, "from_dict", None)
-        if callable(from_dict):
-            return from_dict({"type": spec.type, "init_parameters": kwargs})
-        return cls(**kwargs)
+        try:
+            if callable(from_dict):
+                return from_dict({"type": spec.type, "init_parameters": kwargs})
+            return cls(**kwargs)
+        except ConfigurationError as exc:
+            raise SpecError(f"generator: {exc}") from exc
 
 
 def _build_tool(entry: str | ToolEntry, base_dir: Path, allowed: tuple[str, ...]) -> Tool:

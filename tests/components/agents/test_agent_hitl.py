@@ -229,3 +229,9 @@ def test_concurrent_runs_keep_their_own_decisions() -> None:
     for r in results:
         assert r["tool_call_counts"] == {"foo": 0, "bar": 1}
         assert [m.role.value for m in r["messages"]] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+
+
+def test_a_strategy_key_that_matches_no_tool_warns() -> None:
+    agent = agent_for([ChatMessage.from_assistant("ok")], {"delete-all": ScriptedStrategy()})
+    with pytest.warns(UserWarning, match="WITHOUT approval"):
+        agent.run([ChatMessage.from_user("go")])

@@ -5,6 +5,14 @@ The runtime is llama.cpp's server library used in-process: ``Server(params)`` lo
 ``callback`` with each streamed chunk (a dict) on the calling thread; the callback returns True
 to stop generation. The runtime swallows exceptions raised in the callback, so
 :func:`stream_completion` keeps them and raises them itself.
+
+Ctrl-C needs the same care: while the calling thread waits in the runtime, Python runs a pending
+SIGINT handler at the next Python code that thread executes, which is the runtime's callback
+wrapper (it parses each chunk with ``json.loads`` before calling ours). The KeyboardInterrupt
+would be raised there, outside any code of ours, and swallowed, and generation would go on. So
+on the main thread :func:`stream_completion` runs the current SIGINT handler inside a guard for
+the duration of the request: what it raises is kept, generation stops at the next chunk, and the
+exception is raised once the runtime returns.
 """
 
 from __future__ import annotations
@@ -12,8 +20,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,12 +113,16 @@ def stream_completion(
     Raises:
         GenerationError: When the runtime reports an error or the stream ends without a finish reason.
         Exception: Whatever ``on_text`` raised (generation stops at once).
+        KeyboardInterrupt: On Ctrl-C on the main thread (generation stops at the next token), or
+            whatever else the SIGINT handler raised.
     """
     done = Completion()
     parts: list[str] = []
     failure: list[BaseException] = []
 
     def handle(chunk: Any) -> bool:
+        if failure:  # a guarded signal handler raised while the runtime held the thread: stop
+            return True
         try:
             if not isinstance(chunk, dict) or "choices" not in chunk:
                 raise GenerationError(f"llama.cpp answered with an error: {json.dumps(chunk)[:300]}")
@@ -124,10 +138,11 @@ def stream_completion(
         except BaseException as exc:  # the runtime swallows callback errors: keep it to raise it below
             failure.append(exc)
             return True
-        return cancel.is_set()
+        return bool(failure) or cancel.is_set()
 
     try:
-        server.handle_chat_completions(body, handle)
+        with _guarded_sigint(failure.append):
+            server.handle_chat_completions(body, handle)
     except RuntimeError as exc:
         raise GenerationError(f"llama.cpp failed: {exc}") from exc
     if failure:
@@ -136,6 +151,36 @@ def stream_completion(
         raise GenerationError("llama.cpp ended the reply without a finish reason (its stream was cut short).")
     done.text = "".join(parts)
     return done
+
+
+@contextmanager
+def _guarded_sigint(keep: Callable[[BaseException], None]) -> Iterator[None]:
+    """Run the SIGINT handler inside a guard that passes what it raises to ``keep`` (main thread only).
+
+    Python handlers run only on the main thread, so elsewhere (and when SIGINT is ignored or left to
+    the OS) this does nothing. The previous handler is back in place on exit; ``signal.signal``
+    first runs any signal still pending, so a Ctrl-C that came in just before is kept, not lost.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield
+        return
+    handler = previous
+
+    def guarded(signum: int, frame: Any) -> None:
+        try:
+            handler(signum, frame)
+        except BaseException as exc:  # KeyboardInterrupt from the default handler, above all
+            keep(exc)
+
+    signal.signal(signal.SIGINT, guarded)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def wire_arguments(arguments: dict[str, Any] | str) -> str:

