@@ -283,11 +283,14 @@ def tool_step(
             )
             for i in wave
         ]
-        gated: list[Invocation | ChatMessage] = list(invocations)
-        if opts.gate is not None:
-            gated = yield from opts.gate(invocations, state)
+        if opts.gate is None:
+            outcomes: list[Outcome] = yield RunCalls(invocations, opts.max_workers)
+            for i, inv, outcome in zip(wave, invocations, outcomes, strict=True):
+                results[ready[i][0]] = _finish(inv, outcome, state, opts)
+            continue
+        gated = yield from opts.gate(invocations, state)
         runnable = [g for g in gated if type(g) is Invocation]
-        outcomes: list[Outcome] = (yield RunCalls(runnable, opts.max_workers)) if runnable else []
+        outcomes = (yield RunCalls(runnable, opts.max_workers)) if runnable else []
         done = iter(zip(runnable, outcomes, strict=True))
         for i, item in zip(wave, gated, strict=True):
             if type(item) is Invocation:
@@ -295,7 +298,7 @@ def tool_step(
                 results[ready[i][0]] = _finish(inv, outcome, state, opts)
             else:
                 results[ready[i][0]] = item  # type: ignore[assignment]
-    messages = [m for m in results if m is not None]
+    messages: list[ChatMessage] = results  # type: ignore[assignment]  # every position is answered by now
     if opts.streaming_callback is not None:
         for index, message in enumerate(messages):
             result = message.tool_call_result
