@@ -1,7 +1,8 @@
 """A first handrail agent: one tool, a scripted model, the whole history printed.
 
-The scripted model stands in for a real one until the embedded local model lands
-(the model-backends issue switches this example to it). Run: python examples/quickstart.py
+The scripted model replays two fixed replies, so this example needs no model and runs in an
+instant: python examples/quickstart.py. For an agent on the embedded local model, run
+``handrail run examples/assistant.yaml "..."`` (see that file; ``pip install 'handrail[local]'``).
 """
 
 from __future__ import annotations

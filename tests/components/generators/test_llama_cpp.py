@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import signal
 import sys
 import threading
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -49,7 +50,22 @@ class FakeServer:
         self.requests: list[dict[str, Any]] = []
         self.stopped_early = False
         self.metrics_calls = 0
+        self.delivered = 0
+        self.sigint_at: int | None = None
+        """Deliver SIGINT while converting this chunk (0-based), as a Ctrl-C landing in the runtime's wrapper."""
+        self.swallowed: list[BaseException] = []
         FakeServer.instances.append(self)
+
+    def _deliver(self, callback: Callable[[Any], bool], chunk: Any) -> bool:
+        """Call ``callback`` the way xllamacpp's Cython wrapper does: what is raised there is swallowed."""
+        try:
+            if self.delivered == self.sigint_at:
+                signal.raise_signal(signal.SIGINT)  # Python's handler runs here, before our callback
+            self.delivered += 1
+            return bool(callback(json.loads(json.dumps(chunk))))
+        except BaseException as exc:  # "Exception ignored in: 'xllamacpp.xllamacpp.callback_wrapper_dict'"
+            self.swallowed.append(exc)
+            return False
 
     def handle_metrics(self) -> str:
         self.metrics_calls += 1
@@ -61,7 +77,7 @@ class FakeServer:
         if isinstance(script, Exception):
             raise script
         if isinstance(script, dict):
-            callback(script)
+            self._deliver(callback, script)
             return
         finish = "stop"
         pieces = [p for p in script if isinstance(p, str)]
@@ -69,7 +85,9 @@ class FakeServer:
             if isinstance(item, tuple):
                 finish = item[1]
         chunk_base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "fake"}
-        if callback({**chunk_base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]}):
+        if self._deliver(
+            callback, {**chunk_base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]}
+        ):
             self.stopped_early = True
             return
         for piece in pieces:
@@ -77,13 +95,13 @@ class FakeServer:
             if delay:
                 time.sleep(delay)
             chunk = {**chunk_base, "choices": [{"index": 0, "finish_reason": None, "delta": {"content": piece}}]}
-            if callback(chunk):
+            if self._deliver(callback, chunk):
                 self.stopped_early = True
                 return
         if finish is not None:
-            callback({**chunk_base, "choices": [{"index": 0, "finish_reason": finish, "delta": {}}]})
+            self._deliver(callback, {**chunk_base, "choices": [{"index": 0, "finish_reason": finish, "delta": {}}]})
         usage = {"prompt_tokens": 100, "completion_tokens": len(pieces), "total_tokens": 100 + len(pieces)}
-        callback({**chunk_base, "choices": [], "usage": usage})
+        self._deliver(callback, {**chunk_base, "choices": [], "usage": usage})
 
 
 @pytest.fixture
@@ -403,6 +421,85 @@ def test_an_error_in_the_callback_stops_generation_and_propagates(runtime: type[
     with pytest.raises(KeyError, match="callback bug"):
         _generator(gguf).run(USER, tools=[CALC], streaming_callback=explode)
     assert runtime.instances[0].stopped_early
+
+
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """Python's own SIGINT handler (raise KeyboardInterrupt), whatever the test runner installed."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_keyboard_interrupt_in_the_callback_stops_generation_and_propagates(
+    runtime: type[FakeServer], gguf: str
+) -> None:
+    runtime.scripts = [_answer_script("a long answer with many pieces to stream")]
+    seen: list[str] = []
+
+    def interrupt(chunk: StreamingChunk) -> None:
+        seen.append(chunk.content)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _generator(gguf).run(USER, tools=[CALC], streaming_callback=interrupt)
+    server = runtime.instances[0]
+    assert server.stopped_early
+    assert server.swallowed == []
+    assert len(seen) == 2
+
+
+@pytest.mark.usefixtures("default_sigint")
+def test_ctrl_c_landing_in_the_runtime_wrapper_stops_generation_and_raises(
+    runtime: type[FakeServer], gguf: str
+) -> None:
+    # The KeyboardInterrupt of a real Ctrl-C is raised inside xllamacpp's callback wrapper (its
+    # json.loads), where the runtime swallows it: the generator must still stop and raise it.
+    runtime.scripts = [_answer_script("a long answer with many pieces to stream")]
+    generator = _generator(gguf)
+    generator.warm_up()
+    server = runtime.instances[0]
+    server.sigint_at = 10
+    seen: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        generator.run(USER, tools=[CALC], streaming_callback=lambda chunk: seen.append(chunk.content))
+    assert server.swallowed == []
+    assert server.stopped_early
+    assert server.delivered == 11  # the chunk during which Ctrl-C came is the last one
+    assert "".join(seen) == "a long an"  # the answer as far as the 9 pieces before Ctrl-C
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
+@pytest.mark.usefixtures("default_sigint")
+def test_ctrl_c_during_a_plain_run_without_a_callback_raises(runtime: type[FakeServer], gguf: str) -> None:
+    runtime.scripts = [_pieces("plain text " * 20), _pieces("next run")]
+    generator = _generator(gguf)
+    generator.warm_up()
+    server = runtime.instances[0]
+    server.sigint_at = 2
+    with pytest.raises(KeyboardInterrupt):
+        generator.run(USER)
+    assert server.stopped_early and server.swallowed == []
+    server.sigint_at = None
+    assert generator.run(USER)["replies"][0].text == "next run"  # the generator is still usable
+
+
+def test_a_sigint_handler_that_does_not_raise_is_still_called_and_generation_goes_on(
+    runtime: type[FakeServer], gguf: str
+) -> None:
+    calls: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: calls.append(signum))
+    try:
+        runtime.scripts = [_answer_script("391 it is")]
+        generator = _generator(gguf)
+        generator.warm_up()
+        runtime.instances[0].sigint_at = 2
+        assert generator.run(USER, tools=[CALC])["replies"][0].text == "391 it is"
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert calls == [signal.SIGINT]
+    assert not runtime.instances[0].stopped_early
 
 
 def test_run_refuses_an_async_callback(runtime: type[FakeServer], gguf: str) -> None:
