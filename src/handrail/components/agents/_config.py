@@ -72,6 +72,21 @@ def check_tools_for_run(tools: list[Tool], state_keys: set[str], *, sync_run: bo
             )
 
 
+def check_sync_hooks(table: Any) -> None:
+    """Refuse hooks that can only run asynchronously (an async-only ``@hook``) in a sync run.
+
+    Raises:
+        ConfigurationTypeError: Naming the point and the hook.
+    """
+    for point in table.__slots__:
+        for hook in getattr(table, point):
+            if getattr(hook, "function", True) is None and getattr(hook, "async_function", None) is not None:
+                raise ConfigurationTypeError(
+                    f"The {point} hook {hook!r} has only an async function; run the agent with run_async, "
+                    f"or give the hook a sync function."
+                )
+
+
 def check_types(agent: Any) -> None:
     """Check the types of the Agent's plain settings.
 

@@ -230,7 +230,8 @@ def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
 
     One step is one model call plus the tool calls it requested:
 
-    1. ``before_run`` hooks run once. Each step starts with ``stop_run`` / ``continue_run`` reset.
+    1. ``before_run`` hooks run once (a ``stop_run`` there ends the run before any step). Each step
+       starts with ``stop_run`` / ``continue_run`` reset.
     2. Flatten the tools (a dynamic Toolset may have grown); run the ``before_llm`` hooks (they may
        rewrite the messages; a ``stop_run`` reason ends the run here, without a model call); yield
        ``CallModel``.
@@ -254,10 +255,12 @@ def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
     data = state.data
     hooks = plan.hooks
     seen: set[str] = set()
+    reason: str | None = None
     if hooks.before_run:
         yield RunHooks("before_run", hooks.before_run, state)
-    reason: str | None = None
-    while data["step_count"] < plan.max_agent_steps:
+        if data["stop_run"]:
+            reason = data["exit_reason"] = str(data["stop_run"])
+    while reason is None and data["step_count"] < plan.max_agent_steps:
         reason, stopped = yield from _one_step(plan, state, seen)
         if reason is None:
             continue

@@ -244,6 +244,8 @@ class Agent:
         run_tools = cfg.select_tools(self.tools, tools)
         flat = flatten_tools(run_tools)
         cfg.check_tools_for_run(flat, {"messages", *schema}, sync_run=sync_run)
+        if sync_run:
+            cfg.check_sync_hooks(self._hook_table)
         if flat and tools is not None:
             cfg.check_generator(self.chat_generator, flat)
             for tool in flat:
