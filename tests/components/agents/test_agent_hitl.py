@@ -235,3 +235,23 @@ def test_a_strategy_key_that_matches_no_tool_warns() -> None:
     agent = agent_for([ChatMessage.from_assistant("ok")], {"delete-all": ScriptedStrategy()})
     with pytest.warns(UserWarning, match="WITHOUT approval"):
         agent.run([ChatMessage.from_user("go")])
+
+
+def test_approval_of_a_state_reader_sees_the_value_its_writer_just_stored() -> None:
+    # argument-bound approval: a call reading a State key is decided after the call writing that key ran,
+    # so the person approves the effective arguments, not a stale value
+    def write_total() -> dict[str, int]:
+        return {"total": 42}
+
+    def report(total: int) -> str:
+        return f"total is {total}"
+
+    writer = create_tool_from_function(write_total, outputs_to_state={"total": {"source": "total"}})
+    reader = create_tool_from_function(report, inputs_from_state={"total": "total"})
+    strategy = ScriptedStrategy()
+    script = [calls(("c1", "report", {}), ("c2", "write_total", {})), ChatMessage.from_assistant("ok")]
+    agent = Agent(chat_generator=ScriptedChatGenerator(script), tools=[writer, reader],
+                  state_schema={"total": {"type": int}}, confirmation_strategies={"report": strategy})  # fmt: skip
+    result = agent.run([ChatMessage.from_user("go")], total=1)
+    assert strategy.asked[0]["tool_params"] == {"total": 42}
+    assert result["messages"][2].tool_call_result.result == "total is 42"
