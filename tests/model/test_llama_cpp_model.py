@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import threading
+import time
 
 import pytest
 
@@ -138,3 +142,35 @@ def test_run_async_awaits_an_async_callback(small_generator: LlamaCppChatGenerat
     reply = asyncio.run(main())
     assert reply.tool_call is not None and reply.tool_call.tool_name == "calculator"
     assert seen  # the tool-call chunk and the finish chunk
+
+
+def test_ctrl_c_stops_generation_and_raises_keyboard_interrupt(small_generator: LlamaCppChatGenerator) -> None:
+    # A real SIGINT: its KeyboardInterrupt comes up inside xllamacpp's callback wrapper, which swallows
+    # whatever is raised there; the generator must still stop generating and raise it.
+    chunks: list[StreamingChunk] = []
+    sent_after: list[int] = []
+
+    def press_ctrl_c() -> None:
+        deadline = time.monotonic() + 60
+        while len(chunks) < 5 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        sent_after.append(len(chunks))
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    presser = threading.Thread(target=press_ctrl_c)
+    try:
+        presser.start()
+        with pytest.raises(KeyboardInterrupt):
+            small_generator.run(
+                [ChatMessage.from_user("Write a long essay about bridges, 400 words.")],
+                streaming_callback=chunks.append,
+                generation_kwargs={"max_tokens": 600},
+            )
+        presser.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert sent_after and len(chunks) - sent_after[0] <= 3  # stopped within a token or two, not 600
+    assert not any(chunk.finish_reason for chunk in chunks)
+    reply = small_generator.run([ChatMessage.from_user("Say hi.")], generation_kwargs={"max_tokens": 8})
+    assert reply["replies"][0].text  # the model is still usable

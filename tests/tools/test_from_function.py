@@ -1,16 +1,23 @@
 from __future__ import annotations
 
+import copy
 import dataclasses
+import enum
 import functools
+import inspect
+import json
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Optional
 
 import pydantic
 import pytest
 
+from handrail.core.serialization import object_from_dict
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, SchemaGenerationError, ToolInvocationError
 from handrail.tools import Tool, ToolCallId, create_tool_from_function, tool
+from handrail.tools.from_function import FunctionTool
+from handrail.tools.utils import deserialize_tools
 
 
 def test_simple_function_gives_the_exact_schema() -> None:
@@ -584,3 +591,202 @@ def test_a_partial_takes_its_function_docstring() -> None:
     t = create_tool_from_function(functools.partial(scale, factor=3), name="triple")
     assert t.description == "Scale a number."
     assert t.parameters["properties"]["x"]["description"] == "The number."
+
+
+# ----------------------------------------------------------------------------- arguments converted to their types
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Line(pydantic.BaseModel):
+    start: Point
+    end: Point
+    label: str = ""
+
+    @pydantic.field_validator("label")
+    @classmethod
+    def _no_shouting(cls, value: str) -> str:
+        if value.isupper():
+            raise ValueError("no shouting")
+        return value
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+def shift(point: Point, dx: int = 1) -> Point:
+    """Move a point right."""
+    return Point(point.x + dx, point.y)
+
+
+@tool
+def length(line: Line) -> float:
+    """Length of a line."""
+    return float(((line.end.x - line.start.x) ** 2 + (line.end.y - line.start.y) ** 2) ** 0.5)
+
+
+def test_a_dataclass_parameter_arrives_as_the_dataclass() -> None:
+    t = create_tool_from_function(shift)
+    assert isinstance(t, FunctionTool)
+    assert t.invoke(point={"x": 1, "y": 2}, dx=3) == Point(4, 2)
+    assert t.function is not None and t.function(point={"x": 0, "y": 0}) == Point(1, 0)
+
+
+def test_a_pydantic_model_parameter_arrives_as_the_model_with_nested_dataclasses() -> None:
+    seen: list[Any] = []
+
+    def draw(line: Line) -> str:
+        seen.append(line)
+        return "ok"
+
+    t = create_tool_from_function(draw)
+    assert t.invoke(line={"start": {"x": 0, "y": 0}, "end": {"x": 3, "y": 4}}) == "ok"
+    assert seen == [Line(start=Point(0, 0), end=Point(3, 4))]
+    assert isinstance(seen[0].start, Point)
+    assert length.invoke(line={"start": {"x": 0, "y": 0}, "end": {"x": 3, "y": 4}}) == 5.0
+
+
+def test_lists_dicts_and_optionals_of_models_are_converted() -> None:
+    seen: dict[str, Any] = {}
+
+    def collect(
+        points: list[Point],
+        named: dict[str, Line],
+        maybe: Optional[Point] = None,  # noqa: UP045
+        other: Point | None = None,
+        color: Color = Color.RED,
+    ) -> None:
+        seen.update(points=points, named=named, maybe=maybe, other=other, color=color)
+
+    t = create_tool_from_function(collect)
+    line = {"start": {"x": 0, "y": 0}, "end": {"x": 1, "y": 1}}
+    t.invoke(points=[{"x": 1, "y": 2}, {"x": 3, "y": 4}], named={"a": line}, maybe=None, other={"x": 5, "y": 6})
+    assert seen["points"] == [Point(1, 2), Point(3, 4)]
+    assert seen["named"] == {"a": Line(start=Point(0, 0), end=Point(1, 1))}
+    assert seen["maybe"] is None
+    assert seen["other"] == Point(5, 6)
+    assert seen["color"] is Color.RED  # a default the model left out is not touched
+    t.invoke(points=[], named={}, color="blue")
+    assert seen["color"] is Color.BLUE
+    assert seen["maybe"] is None
+
+
+def test_plain_typed_arguments_reach_the_function_untouched() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def plain(
+        text: str,
+        count: int,
+        ratio: float,
+        flag: bool,
+        tags: list[str],
+        extra: dict[str, Any],
+        mode: Literal["a", "b"] = "a",
+        note: Annotated[str | None, "A note."] = None,
+        nested: list[dict[str, list[int]]] | None = None,
+    ) -> None:
+        seen.append(extra)
+        seen.append({"tags": tags, "ratio": ratio, "nested": nested})
+
+    t = create_tool_from_function(plain)
+    assert type(t) is Tool
+    assert t.function is plain
+    extra = {"k": [1, {"deep": True}]}
+    tags = ["x"]
+    nested = [{"a": [1]}]
+    t.invoke(text="t", count=1, ratio=2, flag=True, tags=tags, extra=extra, nested=nested)
+    assert seen[0] is extra
+    assert seen[1]["tags"] is tags and seen[1]["nested"] is nested
+    assert seen[1]["ratio"] == 2 and type(seen[1]["ratio"]) is int
+
+
+def test_parameters_not_filled_by_the_model_are_not_converted() -> None:
+    seen: list[Any] = []
+
+    def f(point: Point, origin: Point, state: State, call_id: ToolCallId) -> None:
+        seen.extend([point, origin, call_id])
+
+    t = create_tool_from_function(f, inputs_from_state={"origin": "origin"})
+    assert list(t.parameters["properties"]) == ["point"]
+    t.invoke(point={"x": 1, "y": 1}, origin={"x": 0, "y": 0}, state=None, call_id="c1")
+    assert seen == [Point(1, 1), {"x": 0, "y": 0}, "c1"]
+
+
+def test_a_value_that_cannot_be_converted_makes_the_tool_raise() -> None:
+    t = create_tool_from_function(shift)
+    with pytest.raises(
+        ToolInvocationError, match=r"argument 'point' could not be converted to Point: y: Field required"
+    ):
+        t.invoke(point={"x": 1})
+    with pytest.raises(ToolInvocationError, match=r"to Line: label: Value error, no shouting"):
+        length.invoke(line={"start": {"x": 0, "y": 0}, "end": {"x": 1, "y": 1}, "label": "LOUD"})
+
+
+def test_an_agent_answers_a_refused_conversion_with_an_error_tool_result() -> None:
+    from handrail.components.agents import Agent
+    from handrail.dataclasses import ChatMessage, ToolCall
+    from handrail.testing import ScriptedChatGenerator
+
+    bad = {"line": {"start": {"x": 0, "y": 0}, "end": {"x": 3, "y": 4}, "label": "LOUD"}}
+    good = {"line": {"start": {"x": 0, "y": 0}, "end": {"x": 3, "y": 4}}}
+    model = ScriptedChatGenerator(
+        [
+            ChatMessage.from_assistant(tool_calls=[ToolCall("length", bad, id="call_1")]),
+            ChatMessage.from_assistant(tool_calls=[ToolCall("length", good, id="call_2")]),
+            ChatMessage.from_assistant("5"),
+        ]
+    )
+    result = Agent(chat_generator=model, tools=[length]).run([ChatMessage.from_user("How long?")])
+    first, second = (m.tool_call_result for m in result["messages"] if m.tool_call_result is not None)
+    assert first.error and "no shouting" in first.result
+    assert not second.error and second.result == "5.0"
+
+
+async def test_async_functions_get_their_arguments_converted_too() -> None:
+    async def shift_async(point: Point) -> Point:
+        return Point(point.x + 1, point.y)
+
+    t = create_tool_from_function(shift_async)
+    assert t.function is None and t.async_function is not None
+    assert inspect.iscoroutinefunction(t.async_function)
+    assert await t.invoke_async(point={"x": 1, "y": 2}) == Point(2, 2)
+
+
+def test_a_converting_tool_round_trips_through_its_dict() -> None:
+    t = create_tool_from_function(shift, name="shift_point", inputs_from_state={"step": "dx"})
+    data = t.to_dict()
+    assert data["type"] == "handrail.tools.from_function.FunctionTool"
+    assert data["init_parameters"]["function"] == f"{__name__}.shift"
+    restored = object_from_dict(json.loads(json.dumps(data)))
+    assert type(restored) is FunctionTool
+    assert restored == t
+    assert restored.to_dict() == data
+    assert restored.invoke(point={"x": 1, "y": 2}, dx=2) == Point(3, 2)
+    assert FunctionTool.from_dict(data) == t
+    [again] = deserialize_tools([data]) or []
+    assert isinstance(again, FunctionTool) and again.invoke(point={"x": 0, "y": 0}) == Point(1, 0)
+
+
+def test_a_decorated_converting_tool_round_trips_by_its_dotted_path() -> None:
+    data = length.to_dict()
+    assert data["init_parameters"]["function"] == f"{__name__}.length"
+    restored = object_from_dict(json.loads(json.dumps(data)))
+    assert restored == length
+    assert restored.to_dict() == data
+    assert restored.function is not None and restored.function.__wrapped__ is length.function.__wrapped__  # type: ignore[union-attr]
+    assert restored.invoke(line={"start": {"x": 0, "y": 0}, "end": {"x": 0, "y": 2}}) == 2.0
+
+
+def test_replace_and_copy_keep_one_layer_of_conversion() -> None:
+    t = create_tool_from_function(shift)
+    renamed = dataclasses.replace(t, name="moved")
+    assert isinstance(renamed, FunctionTool)
+    assert renamed.function is not None and renamed.function.__wrapped__ is shift  # type: ignore[union-attr]
+    assert renamed.invoke(point={"x": 1, "y": 1}) == Point(2, 1)
+    assert copy.deepcopy(t) == t

@@ -13,11 +13,20 @@ Parameters kept out of the schema (the model never fills them):
 - parameters annotated ``State`` or ``Optional[State]`` (they receive the live State);
 - parameters annotated :data:`~handrail.tools.tool.ToolCallId` (they receive the call id);
 - parameters typed as a ``Callable`` (such as a ``streaming_callback``).
+
+Arguments arrive as JSON values. A parameter whose type JSON cannot hold as is (a pydantic
+model, a dataclass, an Enum, a tuple, a ``datetime``..., or a list, dict or ``Optional`` of
+one) gets its value converted to that type by pydantic before the function runs: such a tool
+is a :class:`FunctionTool`, which also does this conversion when rebuilt from its dict. A tool
+whose parameters are all plain JSON types (``str``, ``int``, ``float``, ``bool``, ``None``,
+``Any``, ``Literal`` of those, and lists, ``str``-keyed dicts and unions of them) is a plain
+:class:`~handrail.tools.tool.Tool` that calls the function itself with the arguments untouched.
 """
 
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
 import functools
 import inspect
 import re
@@ -30,7 +39,7 @@ from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, SchemaGenerationError
 from handrail.tools.tool import Tool, ToolCallId
 
-__all__ = ["create_tool_from_function", "tool"]
+__all__ = ["FunctionTool", "create_tool_from_function", "tool"]
 
 # Keys whose values map names to schemas (the names are data, never titles to strip).
 _NAMED_SCHEMAS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
@@ -58,6 +67,11 @@ def create_tool_from_function(
     ``T | None`` becomes ``anyOf``. Pydantic models and dataclasses are allowed (under
     ``$defs``). Every ``title`` pydantic writes is removed.
 
+    The arguments of parameters typed as pydantic models, dataclasses or other types JSON cannot
+    hold as is (also inside lists, dicts and ``Optional``) are converted to those types before the
+    function is called, and such a tool is a :class:`FunctionTool`; see that class. Otherwise the
+    Tool calls ``function`` itself, with the arguments as they came.
+
     The docstring is read as Google style. The tool's description is its text before the first
     section header (``Args:``, ``Arguments:``, ``Parameters:``, ``Returns:``, ``Yields:``,
     ``Raises:``, ``Example(s):`` or ``Note(s):``, alone on a line at any indentation), cleaned by
@@ -79,11 +93,11 @@ def create_tool_from_function(
         outputs_to_string: How the result becomes text; see :class:`Tool`.
 
     Returns:
-        The Tool.
+        The Tool: a :class:`FunctionTool` when some argument needs converting, else a plain Tool.
 
     Raises:
         SchemaGenerationError: When a parameter has no type hint, the hints cannot be resolved,
-            or pydantic cannot build a JSON Schema for a hint.
+            or pydantic cannot build a JSON Schema (or a validator) for a hint.
         ConfigurationError: When no name is given and the callable has no ``__name__``, or the
             Tool's own checks fail (an unknown ``inputs_from_state`` parameter, ...).
         ConfigurationTypeError: When the Tool's own type checks fail.
@@ -110,9 +124,11 @@ def create_tool_from_function(
         description = doc_description
     # A malformed inputs_from_state is reported by Tool's own checks below.
     from_state = inputs_from_state.values() if isinstance(inputs_from_state, Mapping) else ()
-    parameters = _parameters_schema(function, tool_name, {p for p in from_state if isinstance(p, str)}, param_docs)
+    fields = _schema_fields(function, tool_name, {p for p in from_state if isinstance(p, str)})
+    parameters = _schema_from_fields(getattr(function, "__name__", tool_name), fields, param_docs)
     is_async = inspect.iscoroutinefunction(function)
-    return Tool(
+    tool_class = Tool if all(_is_plain_json(hint) for hint, _ in fields.values()) else FunctionTool
+    return tool_class(
         name=tool_name,
         description=description,
         parameters=parameters,
@@ -152,8 +168,9 @@ def tool(
     """Turn a function into a Tool; usable bare (``@tool``) or with keywords (``@tool(name=...)``).
 
     The decorated name is bound to the Tool; the original function stays available as
-    ``.function`` (or ``.async_function``). A decorated module-level function serializes by its
-    dotted path, which imports back to the Tool.
+    ``.function`` (or ``.async_function``); for a :class:`FunctionTool` that is a wrapper that
+    converts the arguments first, with the original as its ``__wrapped__``. A decorated
+    module-level function serializes by its dotted path, which imports back to the Tool.
 
     Args:
         function: The function, when used bare.
@@ -191,6 +208,191 @@ def tool(
     if function is not None:
         return decorate(function)
     return decorate
+
+
+class FunctionTool(Tool):
+    """A Tool whose function receives some arguments converted to its parameters' Python types.
+
+    :func:`create_tool_from_function` makes one when a parameter the model fills is typed as a
+    pydantic model, a dataclass or another type JSON cannot hold as is (an Enum, a tuple, a
+    ``datetime``...), also inside lists, dicts and ``Optional``. Each such argument goes through a
+    pydantic ``TypeAdapter`` of its parameter's type (built once, here), so the function receives a
+    ``Point`` rather than ``{"x": 1, "y": 2}``; other arguments are passed through untouched.
+
+    It is a Tool in every other way. :attr:`function` (or :attr:`async_function`) becomes a wrapper
+    that converts and then calls the function given, which stays its ``__wrapped__`` and is what
+    :meth:`~Tool.to_dict` writes as the dotted path; :meth:`~Tool.from_dict` rebuilds a
+    FunctionTool, which sets the conversion up again from that function.
+
+    An argument that cannot be converted (say a pydantic validator of the model refuses it) makes
+    the function raise ``ValueError`` without running, so an agent answers the call with an error
+    tool result.
+
+    Example:
+        >>> @dataclasses.dataclass
+        ... class Size:
+        ...     width: int
+        ...     height: int
+        >>> def area(size: Size) -> int:
+        ...     return size.width * size.height
+        >>> t = create_tool_from_function(area)
+        >>> type(t).__name__, t.invoke(size={"width": 3, "height": 4})
+        ('FunctionTool', 12)
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from_state = set((self.inputs_from_state or {}).values())
+        if self.function is not None:
+            original = _unconverted(self.function)
+            self.function = _converting(original, _argument_adapters(original, self.name, from_state))
+        if self.async_function is not None:
+            original_async = _unconverted(self.async_function)
+            adapters = _argument_adapters(original_async, self.name, from_state)
+            self.async_function = _converting_async(original_async, adapters)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(
+            _unconverted(getattr(self, f.name)) == _unconverted(getattr(other, f.name))
+            for f in dataclasses.fields(self)
+            if f.compare
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value, like Tool
+
+
+_ORIGINAL = "_handrail_unconverted"
+"""Attribute of a converting wrapper holding the function it wraps."""
+
+
+def _unconverted(function: Any) -> Any:
+    """Return the function a converting wrapper wraps, or ``function`` itself."""
+    return getattr(function, _ORIGINAL, function)
+
+
+def _converting(function: Callable[..., Any], adapters: Mapping[str, tuple[Any, str]]) -> Callable[..., Any]:
+    """Wrap ``function`` so its keyword arguments named in ``adapters`` are converted first."""
+    if not adapters:
+        return function
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **_convert(adapters, kwargs))
+
+    return _mark(call, function)
+
+
+def _converting_async(function: Callable[..., Any], adapters: Mapping[str, tuple[Any, str]]) -> Callable[..., Any]:
+    """The ``async def`` twin of :func:`_converting` (so the wrapper is a coroutine function too)."""
+    if not adapters:
+        return function
+
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return await function(*args, **_convert(adapters, kwargs))
+
+    return _mark(call, function)
+
+
+def _mark(wrapper: Callable[..., Any], function: Callable[..., Any]) -> Callable[..., Any]:
+    """Give ``wrapper`` the name, docstring and signature of ``function``, and remember ``function``."""
+    functools.update_wrapper(wrapper, function, updated=())
+    setattr(wrapper, _ORIGINAL, function)
+    return wrapper
+
+
+def _convert(adapters: Mapping[str, tuple[Any, str]], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Convert the values in ``kwargs`` that have an adapter (in place; ``kwargs`` is the call's own dict).
+
+    Raises:
+        ValueError: Naming the argument and what pydantic found wrong with it.
+    """
+    import pydantic
+
+    problem = None
+    for name, (adapter, label) in adapters.items():
+        if name not in kwargs:
+            continue
+        try:
+            kwargs[name] = adapter.validate_python(kwargs[name])
+        except pydantic.ValidationError as exc:
+            details = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'value'}: {error['msg']}" for error in exc.errors()
+            )
+            problem = f"argument '{name}' could not be converted to {label}: {details}"
+            break
+    if problem is not None:  # raised outside the except block: the message says it all, no chained traceback
+        raise ValueError(problem)
+    return kwargs
+
+
+def _type_label(hint: Any) -> str:
+    """A short name of a type: ``Point``, ``list[Point]``, ``Point | None``, ``Optional[Point]``."""
+    return hint.__name__ if isinstance(hint, type) else re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", str(hint))
+
+
+def _argument_adapters(
+    function: Callable[..., Any], tool_name: str, from_state: set[str]
+) -> dict[str, tuple[Any, str]]:
+    """Build ``{parameter: (pydantic TypeAdapter, type label)}`` for the parameters of non-plain-JSON types.
+
+    Raises:
+        SchemaGenerationError: When the hints cannot be read, or pydantic cannot validate a type.
+    """
+    import pydantic
+
+    adapters: dict[str, tuple[Any, str]] = {}
+    for name, (hint, _) in _schema_fields(function, tool_name, from_state).items():
+        if _is_plain_json(hint):
+            continue
+        base, _text = _split_description(hint)
+        try:
+            adapters[name] = (pydantic.TypeAdapter(base), _type_label(base))
+        except (pydantic.PydanticUserError, TypeError, ValueError) as exc:
+            raise SchemaGenerationError(
+                f"Tool '{tool_name}': cannot build a validator for parameter '{name}' ({hint!r}): {exc}"
+            ) from exc
+    return adapters
+
+
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+_PLAIN_SEQUENCES = frozenset({list, collections.abc.Sequence, collections.abc.Collection, collections.abc.Iterable})
+_PLAIN_MAPPINGS = frozenset({dict, collections.abc.Mapping})
+
+
+def _is_plain_json(hint: Any) -> bool:
+    """True when a JSON value that fits ``hint``'s schema already is the Python value the function expects.
+
+    Plain are ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``object``, ``Literal`` of
+    those, and lists (or ``Sequence``), ``str``-keyed dicts (or ``Mapping``), unions and
+    ``Annotated`` forms (with descriptions or constraints as metadata) of plain types. Anything else
+    (models, dataclasses, TypedDicts, Enums, tuples, sets, datetimes, other dict keys, validators
+    in ``Annotated``) is converted.
+    """
+    if hint is Any or hint is object or hint in _PLAIN_SCALARS:
+        return True
+    if isinstance(hint, typing.NewType):
+        return _is_plain_json(hint.__supertype__)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _is_plain_json(args[0]) and all(_is_plain_metadata(m) for m in args[1:])
+    if origin is typing.Literal:
+        return all(type(value) in _PLAIN_SCALARS for value in args)
+    if origin in (typing.Union, types.UnionType):
+        return all(_is_plain_json(arg) for arg in args)
+    if hint in _PLAIN_SEQUENCES or origin in _PLAIN_SEQUENCES:
+        return all(_is_plain_json(arg) for arg in args)
+    if hint in _PLAIN_MAPPINGS or origin in _PLAIN_MAPPINGS:
+        return not args or ((args[0] is str or args[0] is Any) and _is_plain_json(args[1]))
+    return False
+
+
+def _is_plain_metadata(metadata: Any) -> bool:
+    """True for ``Annotated`` metadata that only describes or constrains (checked by the JSON Schema)."""
+    import annotated_types
+    from pydantic.fields import FieldInfo
+
+    return isinstance(metadata, str | annotated_types.BaseMetadata | FieldInfo)
 
 
 def _docstring(function: Callable[..., Any]) -> str:
@@ -251,12 +453,10 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _parameters_schema(
-    function: Callable[..., Any], tool_name: str, from_state: set[str], param_docs: Mapping[str, str]
-) -> dict[str, Any]:
-    """Build the arguments' JSON Schema (``{"type": "object", "properties", "required"?, "$defs"?}``).
+def _schema_fields(function: Callable[..., Any], tool_name: str, from_state: set[str]) -> dict[str, tuple[Any, Any]]:
+    """Return ``{parameter: (type hint, default or Parameter.empty)}`` for the parameters the model fills.
 
-    ``param_docs`` gives parameters their descriptions where ``Annotated`` gives none.
+    Left out: ``*args``/``**kwargs``, the ``from_state`` parameters, State, ToolCallId and Callable ones.
     """
     func_label = getattr(function, "__name__", tool_name)
     try:
@@ -287,7 +487,7 @@ def _parameters_schema(
                 f"with keyword arguments."
             )
         fields[param_name] = (hint, param.default)
-    return _schema_from_fields(func_label, fields, param_docs)
+    return fields
 
 
 def _annotated_callable(function: Callable[..., Any]) -> Any:

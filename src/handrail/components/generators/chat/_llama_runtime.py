@@ -144,6 +144,8 @@ def stream_completion(
         with _guarded_sigint(failure.append):
             server.handle_chat_completions(body, handle)
     except RuntimeError as exc:
+        if failure:  # a Ctrl-C (or callback error) came first: that is what stopped the runtime
+            raise failure[0] from None
         raise GenerationError(f"llama.cpp failed: {exc}") from exc
     if failure:
         raise failure[0]
