@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from typing import Any
 
@@ -160,3 +161,25 @@ def test_lambda_handler_is_refused_at_to_dict() -> None:
     )
     with pytest.raises(SerializationError, match="lambda"):
         t.to_dict()
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+def norm1(point: Point) -> int:
+    """Manhattan norm of a point."""
+    return abs(point.x) + abs(point.y)
+
+
+def test_base_from_dict_hands_a_subclass_dict_to_the_subclass() -> None:
+    from handrail.tools import create_tool_from_function
+    from handrail.tools.tool import Tool as BaseTool
+
+    tool = create_tool_from_function(norm1)
+    assert type(tool) is not BaseTool  # typed arguments need the converting subclass
+    rebuilt = BaseTool.from_dict(json.loads(json.dumps(tool.to_dict())))
+    assert type(rebuilt) is type(tool)
+    assert rebuilt.function is not None and rebuilt.function(point={"x": 3, "y": -4}) == 7

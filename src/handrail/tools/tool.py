@@ -353,12 +353,19 @@ class Tool:
         """Rebuild a Tool from :meth:`to_dict` output (``data`` is not modified).
 
         A dotted path that names a Tool (a ``@tool``-decorated function) supplies that tool's
-        function.
+        function. Called on ``Tool`` with the dict of a subclass (its ``type``), the subclass's own
+        ``from_dict`` rebuilds it.
 
         Raises:
             SerializationError: When ``init_parameters`` is missing or a path cannot be imported.
         """
-        params = data.get("init_parameters")
+        declared = data.get("type") if isinstance(data, Mapping) else None
+        if cls is Tool and isinstance(declared, str) and declared != qualified_name(Tool):
+            subclass = import_object(declared)  # a Tool subclass's dict, read through the base class
+            if isinstance(subclass, type) and issubclass(subclass, Tool) and subclass is not Tool:
+                rebuilt: Tool = subclass.from_dict(data)
+                return rebuilt
+        params = data.get("init_parameters") if isinstance(data, Mapping) else None
         if not isinstance(params, Mapping):
             raise SerializationError(f"Tool data has no 'init_parameters': {data!r}")
         kwargs = copy.deepcopy(dict(params))  # the Tool must not share mutable values with ``data``
