@@ -209,8 +209,13 @@ def _errors_as_exit_codes(out: Any, agent_file: Path) -> Iterator[None]:
         _error(out, str(exc))
         sys.exit(EXIT_USAGE)
     except ImportError as exc:
-        _error(out, f"{exc}. A component needs an optional dependency: pip install 'handrail[local]' for the "
-                    f"embedded model, 'handrail[openai]' for OpenAI-compatible servers.")  # fmt: skip
+        hint = (
+            ""
+            if "pip install" in str(exc)
+            else ". A component needs an optional dependency: pip install 'handrail[local]' for the embedded "
+            "model, 'handrail[openai]' for OpenAI-compatible servers."
+        )
+        _error(out, f"{exc}{hint}")
         sys.exit(EXIT_USAGE)
     except (HandrailError, OSError) as exc:
         _error(out, f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc))

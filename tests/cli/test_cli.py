@@ -121,9 +121,11 @@ def test_approve_all_and_none_without_a_terminal(tmp_path: Path, flag: str, ran:
 
 
 def test_errors_are_plain_text_not_markup(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["run", "--model", "/tmp/[/]x.gguf", str(agent_file(tmp_path, [])), "q"])
+    path = tmp_path / "agent[bold].yaml"  # rich would swallow "[bold]" as markup
+    path.write_text("max_agent_steps: lots\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["run", str(path), "q"])
     assert result.exit_code == 2
-    assert "[/]x.gguf" in result.output
+    assert "agent[bold].yaml:1: max_agent_steps" in result.output
     assert "Traceback" not in result.output and "MarkupError" not in result.output
 
 
