@@ -6,8 +6,9 @@ The most used names are importable from here; each is loaded on first use so tha
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from handrail.core.lazy import lazy_exports as _lazy_exports
 
 __version__ = "0.1.0"
 
@@ -56,15 +57,4 @@ if TYPE_CHECKING:
     from handrail.tools.tool import Tool, ToolCallId
     from handrail.tools.toolset import Toolset
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'handrail' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

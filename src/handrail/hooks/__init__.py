@@ -8,8 +8,9 @@ decorated with :func:`hook`. Hooks at one point run in list order. Ready-made ho
 :class:`MaxToolCallsHook`.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from handrail.core.lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "HOOK_POINTS": "handrail.hooks.types",
@@ -36,19 +37,6 @@ if _typing.TYPE_CHECKING:
     from handrail.hooks.validation import deserialize_hooks, serialize_hooks, validate_hooks
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
-
-
 __all__ = [
     "HOOK_POINTS",
     "FunctionHook",
@@ -63,3 +51,5 @@ __all__ = [
     "serialize_hooks",
     "validate_hooks",
 ]
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -8,8 +8,9 @@ The split follows Haystack 2.x: a *policy* decides whether to ask
 templates (:mod:`handrail.human_in_the_loop.templates`).
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from handrail.core.lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "AlwaysAskPolicy": "handrail.human_in_the_loop.policies",
@@ -34,19 +35,6 @@ if _typing.TYPE_CHECKING:
     from handrail.human_in_the_loop.user_interfaces import RichConsoleUI, SimpleConsoleUI
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
-
-
 __all__ = [
     "AlwaysAskPolicy",
     "AskOncePolicy",
@@ -61,3 +49,5 @@ __all__ = [
     "SimpleConsoleUI",
     "ToolExecutionDecision",
 ]
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -6,8 +6,9 @@ Each generator is imported on first use, so its optional dependency (``xllamacpp
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from handrail.core.lazy import lazy_exports as _lazy_exports
 
 __all__ = ["LlamaCppChatGenerator", "OpenAIChatGenerator"]
 
@@ -20,11 +21,4 @@ if TYPE_CHECKING:
     from handrail.components.generators.chat.llama_cpp import LlamaCppChatGenerator
     from handrail.components.generators.chat.openai import OpenAIChatGenerator
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)
