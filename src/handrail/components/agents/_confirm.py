@@ -10,9 +10,7 @@ either the invocation to run (possibly with edited arguments) or the rejection r
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
-import json
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -43,12 +41,6 @@ def find_strategy(strategies: Mapping[StrategyKey, Any] | None, tool_name: str) 
         if isinstance(key, tuple) and tool_name in key:
             return strategy
     return strategies.get("*")
-
-
-def digest(arguments: Mapping[str, Any]) -> str:
-    """A canonical digest of effective arguments (approval is bound to it)."""
-    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(slots=True)
@@ -172,8 +164,6 @@ class Approvals:
     """The tool step's options (set by the Agent once they exist), used to rebuild edited calls."""
     applied: dict[str, Applied] = field(default_factory=dict)
     """Decisions applied in the current step, by call id (the machine reads and clears it)."""
-    approved: dict[str, str] = field(default_factory=dict)
-    """Call id → digest of the effective arguments that were approved."""
 
     def gate(
         self, invocations: list[Invocation], state: State
@@ -211,7 +201,6 @@ class Approvals:
         effective = req.tool_params
         if params is None or params == effective or params == inv.arguments:
             self.applied[call.id] = Applied("confirm", decision)
-            self.approved[call.id] = digest(effective)
             return inv
         problem = _validator(inv)(params)
         if problem is not None:
@@ -226,7 +215,6 @@ class Approvals:
         edited = make_invocation(new_call, inv.tool, args, state, self.options, key)
         text = _render_modify(req.strategy, call.tool_name, args, decision.feedback)
         self.applied[call.id] = Applied("modify", decision, text, new_call)
-        self.approved[call.id] = digest({**args, **edited.injected})
         return edited
 
 
