@@ -11,6 +11,9 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
     │   ├── StateError                       an unknown State key or an invalid state schema
     │   ├── CalculationError                 the calculator refused or could not evaluate an expression
     │   ├── SerializationError               an object cannot be written to (or read from) a dict
+    │   ├── SnapshotError                    a snapshot file is truncated, invalid or of an unknown schema version
+    │   │   └── SnapshotDriftError           resuming against an agent whose definition changed (with a diff)
+    │   ├── DecisionConflictError            a different decision is already recorded for a paused call
     │   └── ModelFilesError                  a local model's files are missing, damaged or not GGUF
     ├── ConfigurationTypeError (TypeError)   an argument of the wrong type
     └── RunError                             a failure while a run is under way
@@ -19,7 +22,9 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
         ├── ToolOutputMergeError             a tool's outputs could not be merged into State
         ├── StringConversionError            a tool's result could not be turned into text
         ├── ScriptExhaustedError             a ScriptedChatGenerator was called more often than scripted
-        └── GenerationError                  a chat model (server or embedded) failed to give a usable reply
+        ├── GenerationError                  a chat model (server or embedded) failed to give a usable reply
+        ├── SnapshotUnavailableError         a snapshot is being resumed elsewhere, already resumed, or finished
+        └── UnknownOutcomeError              a resumed call was found running: its outcome is unknown
 
 Control-flow signals (a breakpoint hit, an approval needed) are not errors and do
 not derive from :class:`RunError`.
@@ -31,6 +36,7 @@ __all__ = [
     "CalculationError",
     "ConfigurationError",
     "ConfigurationTypeError",
+    "DecisionConflictError",
     "GenerationError",
     "HandrailError",
     "ModelFilesError",
@@ -39,11 +45,15 @@ __all__ = [
     "ScriptExhaustedError",
     "SchemaGenerationError",
     "SerializationError",
+    "SnapshotDriftError",
+    "SnapshotError",
+    "SnapshotUnavailableError",
     "StateError",
     "StringConversionError",
     "ToolInvocationError",
     "ToolNotFoundException",
     "ToolOutputMergeError",
+    "UnknownOutcomeError",
 ]
 
 
@@ -161,3 +171,41 @@ class GenerationError(RunError):
         super().__init__(message)
         self.url = url
         self.status_code = status_code
+
+
+class SnapshotError(ConfigurationError):
+    """A snapshot file (or dict) is truncated, not valid JSON, malformed, or of an unknown schema version.
+
+    The message names the file (or key) and what was wrong; nothing has run when it is raised.
+    """
+
+
+class SnapshotDriftError(SnapshotError):
+    """The agent's definition changed since the snapshot was taken; the message holds a readable diff.
+
+    Pass ``allow_drift=True`` to resume anyway.
+    """
+
+
+class DecisionConflictError(ConfigurationError):
+    """A different decision is already recorded for this tool call (the same decision again is a no-op)."""
+
+
+class SnapshotUnavailableError(RunError):
+    """A snapshot cannot be resumed: another process is resuming it, it was already resumed, or its run finished.
+
+    The message names the snapshot (and the snapshot it continued in, when there is one).
+    """
+
+
+class UnknownOutcomeError(RunError):
+    """A call of a resumed run was found ``running``: the process died mid-call, so its outcome is unknown.
+
+    Resume with ``unknown_outcome="retry"`` (run it again with the same ``ToolCallId``) or
+    ``unknown_outcome="fail"`` (record an error result "outcome unknown" and continue).
+    """
+
+    def __init__(self, message: str, tool_name: str, tool_call_id: str) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.tool_call_id = tool_call_id
