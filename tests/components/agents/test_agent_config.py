@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from handrail.components.agents import Agent
-from handrail.errors import ConfigurationError, HandrailError, NotSupportedYetError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, HandrailError, NotSupportedYetError
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import Toolset
 
@@ -157,12 +157,8 @@ LATER_INIT: dict[str, Any] = {
 }
 
 LATER_RUN: dict[str, Any] = {
-    "break_point": object(),
-    "snapshot": object(),
     "chat_message_store_kwargs": {"chat_history_id": "1"},
     "memory_store_kwargs": {"user_id": "u"},
-    "unknown_outcome": "retry",
-    "allow_drift": True,
 }
 
 
@@ -189,6 +185,13 @@ class TestNotSupportedYet:
         agent = Agent(chat_generator=gen)
         with pytest.raises(NotSupportedYetError, match=name):
             await agent.run_async([user("hi")], **{name: LATER_RUN[name]})
+        assert gen.calls == []
+
+    @pytest.mark.parametrize("name", ["break_point", "snapshot"])
+    def test_pause_parameters_of_the_wrong_type_are_named(self, name: str) -> None:
+        gen = scripted("x")
+        with pytest.raises(ConfigurationTypeError, match=name):
+            Agent(chat_generator=gen).run([] if name == "snapshot" else [user("hi")], **{name: object()})
         assert gen.calls == []
 
     def test_allow_drift_false_is_fine(self) -> None:

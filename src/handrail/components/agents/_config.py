@@ -232,7 +232,7 @@ def warn_unmatched_strategies(strategies: Mapping[Any, Any], tool_names: set[str
         warnings.warn(
             f"confirmation_strategies keys {unmatched} match no tool of this run (tools: {sorted(tool_names)}); "
             f"calls of the tools you meant run WITHOUT approval. Check the names.",
-            stacklevel=4,
+            stacklevel=6,
         )
 
 
@@ -327,5 +327,5 @@ def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init
         warnings.warn(
             f"messages hold system messages after the first position (indexes {extra}); every model input "
             f"should have one system message, first.",
-            stacklevel=4,
+            stacklevel=5,
         )

@@ -13,7 +13,7 @@ import functools
 import inspect
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from handrail.components.tools._effects import Invocation
 from handrail.components.tools._step import ToolStepOptions, make_invocation
@@ -23,6 +23,9 @@ from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.human_in_the_loop.templates import render_modify, render_reject
+
+if TYPE_CHECKING:
+    from handrail.components.agents._ledger import Ledger
 
 __all__ = ["Applied", "Approvals", "ConfirmCalls", "ConfirmRequest", "confirm_async", "confirm_sync",
            "find_strategy", "rewrite_step"]  # fmt: skip
@@ -164,16 +167,44 @@ class Approvals:
     """The tool step's options (set by the Agent once they exist), used to rebuild edited calls."""
     applied: dict[str, Applied] = field(default_factory=dict)
     """Decisions applied in the current step, by call id (the machine reads and clears it)."""
+    ledger: Ledger | None = None
+    """The run's ledger when calls are recorded: known decisions and recorded outcomes are reused."""
+    step_calls: list[ToolCall] = field(default_factory=list)
+    """The calls of the current step (a decision without a call id matches a call of a tool called once)."""
+    held: list[ToolCall] = field(default_factory=list)
+    """Calls held for a decision by a pausing strategy in the current step (the machine then pauses)."""
 
     def gate(
         self, invocations: list[Invocation], state: State
-    ) -> Generator[ConfirmCalls, list[ToolExecutionDecision], list[Invocation | ChatMessage]]:
-        """Decide every call that has a strategy; return the invocation to run or the rejection result."""
-        out: list[Invocation | ChatMessage] = list(invocations)
+    ) -> Generator[ConfirmCalls, list[ToolExecutionDecision], list[Invocation | ChatMessage | None]]:
+        """Decide every call that has a strategy.
+
+        Returns:
+            Per invocation: the invocation to run, the tool message that answers it (a rejection, or a result
+            recorded in the ledger), or None for a call held by a pausing strategy.
+        """
+        out: list[Invocation | ChatMessage | None] = list(invocations)
         asks: list[tuple[int, ConfirmRequest]] = []
+        ledger = self.ledger
         for i, inv in enumerate(invocations):
             strategy = find_strategy(self.strategies, inv.tool.name)
-            if strategy is not None:
+            if ledger is None:
+                if strategy is not None:
+                    asks.append((i, ConfirmRequest(strategy, inv)))
+                continue
+            entry = ledger.entries.get(inv.call.id or "")
+            started = entry is not None and entry.status in ("running", "done", "failed")
+            decision = ledger.decision_for(inv.call, self.step_calls) if strategy is not None else None
+            if strategy is None or (started and decision is None):
+                out[i] = self._recorded(inv, state)  # past its approval already: answered from the record
+            elif decision is not None:
+                applied = self._apply(ConfirmRequest(strategy, inv), decision, state)
+                out[i] = self._recorded(applied, state) if type(applied) is Invocation else applied
+            elif getattr(strategy, "pauses_run", False):
+                ledger.hold(inv.call, ConfirmRequest(strategy, inv).tool_params)
+                self.held.append(inv.call)
+                out[i] = None
+            else:
                 asks.append((i, ConfirmRequest(strategy, inv)))
         if not asks:
             return out
@@ -181,8 +212,15 @@ class Approvals:
         if len(decisions) != len(asks):
             raise ConfigurationError(f"Expected {len(asks)} decisions, got {len(decisions)}.")
         for (i, req), decision in zip(asks, decisions, strict=True):
-            out[i] = self._apply(req, decision, state)
+            applied = self._apply(req, decision, state)
+            out[i] = self._recorded(applied, state) if ledger is not None and type(applied) is Invocation else applied
         return out
+
+    def _recorded(self, inv: Invocation, state: State) -> Invocation | ChatMessage:
+        """``inv`` itself when it is to run, else its outcome as recorded in the ledger."""
+        assert self.ledger is not None and self.options is not None
+        action, message = self.ledger.replay(inv, state, self.options)
+        return inv if action == "run" or message is None else message
 
     def _apply(self, req: ConfirmRequest, decision: ToolExecutionDecision, state: State) -> Invocation | ChatMessage:
         inv = req.invocation
@@ -196,11 +234,13 @@ class Approvals:
         if not decision.execute:
             text = _render_reject(req.strategy, call.tool_name, decision.feedback)
             self.applied[call.id] = Applied("reject", decision, text)
+            self._record(call, inv.arguments, decision)
             return ChatMessage.from_tool(text, call, error=True)
         params = decision.final_tool_params
         effective = req.tool_params
         if params is None or params == effective or params == inv.arguments:
             self.applied[call.id] = Applied("confirm", decision)
+            self._record(call, inv.arguments, decision)
             return inv
         problem = _validator(inv)(params)
         if problem is not None:
@@ -215,7 +255,16 @@ class Approvals:
         edited = make_invocation(new_call, inv.tool, args, state, self.options, key)
         text = _render_modify(req.strategy, call.tool_name, args, decision.feedback)
         self.applied[call.id] = Applied("modify", decision, text, new_call)
+        self._record(call, args, decision)
         return edited
+
+    def _record(self, call: ToolCall, arguments: dict[str, Any], decision: ToolExecutionDecision) -> None:
+        ledger = self.ledger
+        if ledger is None:
+            return
+        entry = ledger.entries.get(call.id or "")
+        if entry is None or (entry.status in ("pending", "approved", "rejected") and entry.decision != decision):
+            ledger.decided(call, arguments, decision)
 
 
 def _without_calls(message: ChatMessage, calls: list[ToolCall], keep_text: bool) -> ChatMessage:

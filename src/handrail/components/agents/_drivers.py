@@ -11,6 +11,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from handrail.components.agents._checkpoints import Finish, Pause
 from handrail.components.agents._confirm import ConfirmCalls, confirm_async, confirm_sync
 from handrail.components.agents._machine import CallModel, Effect, RunHooks
 from handrail.components.tools._execution import drive_async, drive_sync
@@ -54,11 +55,13 @@ def run_machine_sync(machine: Generator[Effect, Any, None], model: ModelCall) ->
     """Drive the step machine synchronously."""
     run, extra, generator = model.generator.run, model.extra, model.generator
 
-    def call_model(effect: CallModel | ConfirmCalls | RunHooks) -> Any:
+    def call_model(effect: CallModel | ConfirmCalls | RunHooks | Pause | Finish) -> Any:
         if type(effect) is RunHooks:
             for hook in effect.hooks:
                 hook.run(effect.state)
             return None
+        if type(effect) is Pause or type(effect) is Finish:
+            return effect.execute()
         if type(effect) is ConfirmCalls:
             return confirm_sync(effect)
         assert type(effect) is CallModel
@@ -90,7 +93,9 @@ async def run_machine_async(machine: Generator[Effect, Any, None], model: ModelC
     generator = model.generator
     run_async = getattr(generator, "run_async", None)
 
-    async def call_model(effect: CallModel | ConfirmCalls | RunHooks) -> Any:
+    async def call_model(effect: CallModel | ConfirmCalls | RunHooks | Pause | Finish) -> Any:
+        if type(effect) is Pause or type(effect) is Finish:
+            return effect.execute()  # synchronous on purpose: a cancellation cannot split a snapshot write
         if type(effect) is RunHooks:
             for hook in effect.hooks:
                 run_hook_async = getattr(hook, "run_async", None)

@@ -11,6 +11,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from handrail.components.agents._checkpoints import Checkpoints, Finish, Pause, Position
 from handrail.components.agents._confirm import Approvals, ConfirmCalls, rewrite_step
 from handrail.components.tools._effects import Emit, RunCalls
 from handrail.components.tools._step import ToolStepOptions, repair_call_ids, tool_step
@@ -56,7 +57,7 @@ class RunHooks:
     state: State
 
 
-Effect = CallModel | RunCalls | Emit | ConfirmCalls | RunHooks
+Effect = CallModel | RunCalls | Emit | ConfirmCalls | RunHooks | Pause | Finish
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,10 @@ class RunPlan:
     """Per-run approval state, when the Agent has confirmation strategies."""
     hooks: HookTable = HookTable()
     """The run's hooks per point."""
+    checkpoints: Checkpoints | None = None
+    """Breakpoints, pauses and the durable record, when the run has any."""
+    resume_at: Position | None = None
+    """Where a resumed run re-enters its first step (None for a fresh run)."""
 
 
 def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
@@ -183,39 +188,104 @@ def _calls_after_hooks(messages: list[ChatMessage], seen: set[str], own: list[To
     return [last]
 
 
-def _one_step(plan: RunPlan, state: State, seen: set[str]) -> Generator[Effect, Any, tuple[str | None, bool]]:
+def _pause_here(plan: RunPlan, state: State, position: Position) -> Pause:
+    """The Pause effect of a debugging breakpoint at ``position``."""
+    cp = plan.checkpoints
+    assert cp is not None and cp.break_point is not None
+    if position == "tool_invoker":
+        cp.begin_step(state)
+    return Pause(cp, cp.snapshot(position, state, cp.break_point), [])
+
+
+def _model_turn(
+    plan: RunPlan, state: State, seen: set[str], tools: list[Tool], enter: Position | None
+) -> Generator[Effect, Any, tuple[list[ChatMessage], list[ToolCall], str | None]]:
+    """The model call of a step (after the breakpoint check) and the before_tool hooks.
+
+    Returns:
+        ``(the replies whose calls run, the calls, exit reason when the step ends here)``.
+    """
+    data = state.data
+    cp = plan.checkpoints
+    if cp is not None and enter is None and cp.breaks_at_model():
+        yield _pause_here(plan, state, "chat_generator")
+    messages: list[ChatMessage] = data["messages"]
+    replies: list[ChatMessage] = yield CallModel(list(messages), tools or None)
+    if cp is not None:
+        cp.count_model_visit()
+    replies, calls = _take_replies(replies, state, seen)
+    messages.extend(replies)
+    if not calls or not plan.tools:
+        data["step_count"] += 1
+        return replies, [], ("text" if not plan.tools else _reply_exit(replies)) or ""
+    pending = replies
+    if plan.hooks.before_tool:
+        yield RunHooks("before_tool", plan.hooks.before_tool, state)
+        pending = _calls_after_hooks(data["messages"], seen, calls)
+        calls = pending[0].tool_calls if pending else []
+    return pending, calls, None
+
+
+def _tool_turn(
+    plan: RunPlan, state: State, tools: list[Tool], pending: list[ChatMessage], calls: list[ToolCall],
+    enter: Position | None,
+) -> Generator[Effect, Any, list[ChatMessage]]:  # fmt: skip
+    """The tool step of a step: breakpoint check, approvals, execution, results recorded."""
+    cp, approvals = plan.checkpoints, plan.approvals
+    if cp is not None:
+        if enter is None and cp.breaks_at_tools(calls):
+            yield _pause_here(plan, state, "tool_invoker")
+        cp.begin_step(state)
+    if approvals is not None:
+        approvals.step_calls = calls
+    by_name = plan.static_by_name if plan.static_tools is not None else {t.name: t for t in tools}
+    results = yield from tool_step(calls, by_name, state, plan.step_options)
+    if approvals is not None and approvals.held:
+        assert cp is not None
+        held = approvals.held
+        yield Pause(cp, cp.snapshot("tool_invoker", state, cp.tool_break_point(held[0].tool_name)), held)
+    if cp is not None:
+        cp.count_tool_visit(calls)
+    _record_results(state.data["messages"], pending, results, state.data["tool_call_counts"], approvals)
+    return results
+
+
+def _one_step(
+    plan: RunPlan, state: State, seen: set[str], enter: Position | None = None
+) -> Generator[Effect, Any, tuple[str | None, bool]]:
     """One step: before_llm hooks, the model call, and the tool calls it asked for.
+
+    Args:
+        plan: The run's plan.
+        state: The run's State.
+        seen: Call ids used so far in this run.
+        enter: None for a fresh step; where a resumed run re-enters its first step ("chat_generator":
+            the before_llm hooks already ran; "tool_invoker": the model answered and the before_tool
+            hooks ran, the calls of the last message are pending).
 
     Returns:
         ``(exit reason or None, stopped by a hook)``.
     """
     data = state.data
     hooks = plan.hooks
-    data["stop_run"] = None
-    data["continue_run"] = False
     tools = plan.static_tools if plan.static_tools is not None else flatten_tools(plan.tools)
-    if hooks.before_llm:
-        yield RunHooks("before_llm", hooks.before_llm, state)
-        if data["stop_run"]:
-            return str(data["stop_run"]), True
-    messages: list[ChatMessage] = data["messages"]
-    replies: list[ChatMessage] = yield CallModel(list(messages), tools or None)
-    replies, calls = _take_replies(replies, state, seen)
-    messages.extend(replies)
-    if not calls or not plan.tools:
-        data["step_count"] += 1
-        return ("text" if not plan.tools else _reply_exit(replies)), False
-    pending = replies
-    if hooks.before_tool:
-        yield RunHooks("before_tool", hooks.before_tool, state)
-        messages = data["messages"]
-        pending = _calls_after_hooks(messages, seen, calls)
-        calls = pending[0].tool_calls if pending else []
+    if enter is None:
+        data["stop_run"] = None
+        data["continue_run"] = False
+        if hooks.before_llm:
+            yield RunHooks("before_llm", hooks.before_llm, state)
+            if data["stop_run"]:
+                return str(data["stop_run"]), True
+    if enter == "tool_invoker":
+        last = data["messages"][-1]
+        pending, calls = [last], last.tool_calls
+    else:
+        pending, calls, reason = yield from _model_turn(plan, state, seen, tools, enter)
+        if reason is not None:
+            return reason or None, False
     results: list[ChatMessage] = []
     if calls:
-        by_name = plan.static_by_name if plan.static_tools is not None else {t.name: t for t in tools}
-        results = yield from tool_step(calls, by_name, state, plan.step_options)
-        _record_results(messages, pending, results, data["tool_call_counts"], plan.approvals)
+        results = yield from _tool_turn(plan, state, tools, pending, calls, enter)
     if hooks.after_tool:
         yield RunHooks("after_tool", hooks.after_tool, state)
     data["step_count"] += 1
@@ -254,14 +324,18 @@ def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
     """
     data = state.data
     hooks = plan.hooks
+    enter = plan.resume_at
     seen: set[str] = set()
+    if enter is not None:
+        seen.update(c.id for m in data["messages"] for c in m.tool_calls if c.id)
     reason: str | None = None
-    if hooks.before_run:
+    if hooks.before_run and enter is None:
         yield RunHooks("before_run", hooks.before_run, state)
         if data["stop_run"]:
             reason = data["exit_reason"] = str(data["stop_run"])
-    while reason is None and data["step_count"] < plan.max_agent_steps:
-        reason, stopped = yield from _one_step(plan, state, seen)
+    while reason is None and (data["step_count"] < plan.max_agent_steps or enter is not None):
+        reason, stopped = yield from _one_step(plan, state, seen, enter)
+        enter = None
         if reason is None:
             continue
         data["exit_reason"] = reason
@@ -279,3 +353,5 @@ def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
     data["continue_run"] = False
     if hooks.after_run:
         yield RunHooks("after_run", hooks.after_run, state)
+    if plan.checkpoints is not None and plan.checkpoints.durable:
+        yield Finish(plan.checkpoints, state)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from handrail.components.agents import _config as cfg
-from handrail.components.agents._confirm import Approvals
-from handrail.components.agents._drivers import ModelCall, run_machine_async, run_machine_sync
-from handrail.components.agents._machine import HookTable, RunPlan, agent_machine
-from handrail.components.agents._prompt import check_user_prompt, render_user_prompt, template_variables
-from handrail.components.tools._step import ToolStepOptions
+from handrail.components.agents._drivers import run_machine_async, run_machine_sync
+from handrail.components.agents._machine import HookTable, agent_machine
+from handrail.components.agents._plan import RunRequest, start_run
+from handrail.components.agents._prompt import check_user_prompt
 from handrail.core.serialization import (
     deserialize_callable,
     deserialize_type,
@@ -25,7 +23,7 @@ from handrail.core.serialization import (
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
-from handrail.errors import ConfigurationError, ConfigurationTypeError, NotSupportedYetError
+from handrail.errors import NotSupportedYetError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
@@ -205,107 +203,6 @@ class Agent:
                 warm()
             self._warmed[id(obj)] = obj  # the reference keeps the id from being reused by another object
 
-    def _start(
-        self,
-        messages: list[ChatMessage],
-        *,
-        sync_run: bool,
-        streaming_callback: StreamingCallback | None,
-        generation_kwargs: dict[str, Any] | None,
-        system_prompt: str | None,
-        tools: Any,
-        later: dict[str, Any],
-        kwargs: dict[str, Any],
-        context: dict[str, Any] | None,
-    ) -> tuple[RunPlan, State, ModelCall]:
-        for name, value in later.items():
-            if value is not None:
-                raise NotSupportedYetError(name)
-        self._check()
-        callback = streaming_callback or self.streaming_callback
-        cfg.check_callback(callback, sync_run=sync_run, where="run-time" if streaming_callback else "init")
-        history = cfg.check_messages(messages)
-        schema = self.state_schema or {}
-        variables = template_variables(self.user_prompt) if self.user_prompt is not None else frozenset()
-        unknown = sorted(set(kwargs) - set(schema) - variables)
-        if unknown:
-            raise ConfigurationError(
-                f"Unexpected run arguments {unknown}: keyword arguments must be keys of the state schema "
-                f"({sorted(schema)}) or variables of user_prompt ({sorted(variables)})."
-            )
-        if self.user_prompt is not None:
-            values = {k: v for k, v in kwargs.items() if k in variables}
-            history.append(render_user_prompt(self.user_prompt, values, self._required))
-            kwargs = {k: v for k, v in kwargs.items() if k in schema}
-        if generation_kwargs is not None and not isinstance(generation_kwargs, dict):
-            raise ConfigurationTypeError(
-                f"generation_kwargs must be a dict or None, got {type(generation_kwargs).__name__}."
-            )
-        run_tools = cfg.select_tools(self.tools, tools)
-        flat = flatten_tools(run_tools)
-        cfg.check_tools_for_run(flat, {"messages", *schema}, sync_run=sync_run)
-        if sync_run:
-            cfg.check_sync_hooks(self._hook_table)
-        if flat and tools is not None:
-            cfg.check_generator(self.chat_generator, flat)
-            for tool in flat:
-                tool.warm_up()
-        self.warm_up()
-        names = {t.name for t in flat}
-        exit_tools = frozenset(c for c in self.exit_conditions if c != "text")
-        if exit_tools - names and not any(isinstance(t, Toolset) for t in run_tools):
-            warnings.warn(
-                f"exit_conditions name tools this run does not have: {sorted(exit_tools - names)}; "
-                f"available tools: {sorted(names)}.",
-                stacklevel=3,
-            )
-        if self.confirmation_strategies and not any(isinstance(t, Toolset) for t in run_tools):
-            cfg.warn_unmatched_strategies(self.confirmation_strategies, names)
-        cfg.with_system_prompt(history, system_prompt, self.system_prompt)
-        state = State(schema, kwargs)
-        state.data["messages"] = history
-        state.data["tool_call_counts"] = dict.fromkeys(names, 0)
-        invoker = self.tool_invoker_kwargs or {}
-        static = None if any(isinstance(t, Toolset) for t in run_tools) else flat
-        approvals = Approvals(self.confirmation_strategies, context) if self.confirmation_strategies else None
-        options = ToolStepOptions(
-            raise_on_failure=self.raise_on_tool_invocation_failure,
-            convert_result_to_json_string=bool(invoker.get("convert_result_to_json_string", False)),
-            max_workers=self.tool_concurrency_limit,
-            streaming_callback=callback,
-            passthrough=bool(invoker.get("enable_streaming_callback_passthrough", False)),
-            gate=approvals.gate if approvals is not None else None,
-        )
-        if approvals is not None:
-            approvals.options = options
-        plan = RunPlan(
-            tools=run_tools,
-            static_tools=static,
-            static_by_name={t.name: t for t in flat} if static is not None else {},
-            exit_tools=exit_tools,
-            max_agent_steps=self.max_agent_steps,
-            step_options=options,
-            approvals=approvals,
-            hooks=self._hook_table,
-        )
-        return plan, state, self._model_call(callback, generation_kwargs)
-
-    def _model_call(self, callback: StreamingCallback | None, generation_kwargs: dict[str, Any] | None) -> ModelCall:
-        params = cfg.generator_params(self.chat_generator)
-        extra: dict[str, Any] = {}
-        if callback is not None:
-            extra["streaming_callback"] = callback
-        if generation_kwargs is not None:
-            extra["generation_kwargs"] = generation_kwargs
-        if params is not None:
-            dropped = sorted(k for k in extra if k not in params)
-            if dropped:
-                raise ConfigurationError(
-                    f"{type(self.chat_generator).__name__}.run does not accept {dropped}; cannot pass them."
-                )
-        pass_tools = params is None or "tools" in params
-        return ModelCall(self.chat_generator, extra, pass_tools, callback)
-
     @staticmethod
     def _result(state: State) -> dict[str, Any]:
         data = state.data
@@ -341,16 +238,24 @@ class Agent:
             messages: The input history (not modified).
             streaming_callback: A sync callback for this run (wins over the init one).
             generation_kwargs: Passed to the chat generator (merged over its init settings).
-            break_point: Not supported yet.
-            snapshot: Not supported yet.
+            break_point: An :class:`AgentBreakpoint` (or a bare ``Breakpoint`` / ``ToolBreakpoint``): the run
+                stops before the model call, or before a tool step (for one named tool or any), at the given
+                visit (``visit_count`` completed visits), writes the snapshot when the breakpoint names a
+                directory, and raises :class:`BreakpointException`. On a resumed run it fires at later visits.
+            snapshot: An :class:`AgentSnapshot` to resume from (``messages`` must then be empty): the run goes on
+                exactly where it stopped, with the snapshot's history and State. Its file (when it has one) is
+                locked and read again; decisions in ``tool_execution_decisions`` answer the paused calls by id.
             system_prompt: Replaces a leading system message for this run (DESIGN.md §3.8).
             tools: This run's tools: objects, names of configured tools, or a Toolset.
             confirmation_strategy_context: Passed to every confirmation strategy by identity (a lock, a
                 websocket, a queue); never copied or serialized.
             chat_message_store_kwargs: Not supported yet.
             memory_store_kwargs: Not supported yet.
-            allow_drift: Not supported yet (must stay False).
-            unknown_outcome: Not supported yet.
+            allow_drift: Resume even though the agent's definition (tools, prompts, exit conditions, state
+                schema) changed since the snapshot was taken.
+            unknown_outcome: For a resumed call found ``running`` (its process died mid-call): None raises
+                UnknownOutcomeError, ``"retry"`` runs it again with the same ``ToolCallId``, ``"fail"`` records an
+                error result "outcome unknown" and goes on.
             **kwargs: Initial values of state-schema keys.
 
         Returns:
@@ -363,17 +268,23 @@ class Agent:
             ConfigurationTypeError: Wrong types, or an async callback in a sync run.
             ToolNotFoundException: Unknown tool, with ``raise_on_tool_invocation_failure``.
             ToolInvocationError: A failing call, with ``raise_on_tool_invocation_failure``.
+            BreakpointException: A breakpoint was hit (``.snapshot``, ``.snapshot_file_path``).
+            HITLBreakpointException: A pausing confirmation strategy holds calls for a decision.
+            SnapshotError: A resumed snapshot is invalid; SnapshotDriftError when the agent changed.
+            SnapshotUnavailableError: The snapshot is being resumed elsewhere, was resumed, or finished.
+            UnknownOutcomeError: A resumed call was found running and ``unknown_outcome`` is None.
+            DecisionConflictError: A given decision differs from the one recorded in the snapshot file.
         """
-        later = {"break_point": break_point, "snapshot": snapshot,
-                 "chat_message_store_kwargs": chat_message_store_kwargs,
-                 "memory_store_kwargs": memory_store_kwargs, "unknown_outcome": unknown_outcome,
-                 "allow_drift": allow_drift or None}  # fmt: skip
-        plan, state, model = self._start(
-            messages, sync_run=True, streaming_callback=streaming_callback, generation_kwargs=generation_kwargs,
-            system_prompt=system_prompt, tools=tools, later=later, kwargs=kwargs,
-            context=confirmation_strategy_context,
-        )  # fmt: skip
-        run_machine_sync(agent_machine(plan, state), model)
+        plan, state, model = start_run(self, RunRequest(
+            messages, True, streaming_callback, generation_kwargs, system_prompt, tools, kwargs,
+            confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
+            {"chat_message_store_kwargs": chat_message_store_kwargs, "memory_store_kwargs": memory_store_kwargs},
+        ))  # fmt: skip
+        try:
+            run_machine_sync(agent_machine(plan, state), model)
+        finally:
+            if plan.checkpoints is not None:
+                plan.checkpoints.close()
         return self._result(state)
 
     async def run_async(
@@ -394,16 +305,16 @@ class Agent:
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async."""
-        later = {"break_point": break_point, "snapshot": snapshot,
-                 "chat_message_store_kwargs": chat_message_store_kwargs,
-                 "memory_store_kwargs": memory_store_kwargs, "unknown_outcome": unknown_outcome,
-                 "allow_drift": allow_drift or None}  # fmt: skip
-        plan, state, model = self._start(
-            messages, sync_run=False, streaming_callback=streaming_callback, generation_kwargs=generation_kwargs,
-            system_prompt=system_prompt, tools=tools, later=later, kwargs=kwargs,
-            context=confirmation_strategy_context,
-        )  # fmt: skip
-        await run_machine_async(agent_machine(plan, state), model)
+        plan, state, model = start_run(self, RunRequest(
+            messages, False, streaming_callback, generation_kwargs, system_prompt, tools, kwargs,
+            confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
+            {"chat_message_store_kwargs": chat_message_store_kwargs, "memory_store_kwargs": memory_store_kwargs},
+        ))  # fmt: skip
+        try:
+            await run_machine_async(agent_machine(plan, state), model)
+        finally:
+            if plan.checkpoints is not None:
+                plan.checkpoints.close()
         return self._result(state)
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from handrail.dataclasses.chat_message import ToolCall
 from handrail.dataclasses.streaming import StreamingChunk
 from handrail.tools.tool import Tool
 
-__all__ = ["Emit", "Invocation", "Outcome", "RunCalls"]
+__all__ = ["CallObserver", "Emit", "Invocation", "Outcome", "RunCalls"]
 
 Outcome = tuple[bool, Any]
 """``(True, result)`` when the tool returned, ``(False, exception)`` when it raised."""
@@ -31,12 +31,28 @@ class Invocation:
     """Parameter values read from State through ``inputs_from_state`` (read-only for approvers)."""
 
 
+class CallObserver(Protocol):
+    """Told right before each invocation starts and right after it ends (e.g. a durable ledger).
+
+    Called by the drivers, possibly from worker threads: implementations must be thread-safe.
+    An exception raised here stops the run (the tool's outcome is then unknown to the record).
+    """
+
+    def started(self, inv: Invocation) -> None:
+        """``inv`` is about to run."""
+
+    def finished(self, inv: Invocation, outcome: Outcome) -> None:
+        """``inv`` returned or raised."""
+
+
 @dataclass(slots=True)
 class RunCalls:
     """Run these invocations (concurrently, at most ``max_workers`` at once); answer with Outcomes in order."""
 
     invocations: list[Invocation]
     max_workers: int
+    observer: CallObserver | None = None
+    """Told before and after each invocation, when set."""
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
-from handrail.components.tools._effects import Emit, Invocation, Outcome, RunCalls
+from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
 from handrail.core.threads import to_thread
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.errors import ToolInvocationError
@@ -46,30 +46,50 @@ async def _call_async(inv: Invocation) -> Outcome:
         return False, exc
 
 
+def _observed_sync(observer: CallObserver) -> Callable[[Invocation], Outcome]:
+    def call(inv: Invocation) -> Outcome:
+        observer.started(inv)
+        outcome = _call_sync(inv)
+        observer.finished(inv, outcome)
+        return outcome
+
+    return call
+
+
 def run_calls_sync(effect: RunCalls) -> list[Outcome]:
     """Run the invocations in threads (inline when there is one) and return outcomes in order."""
     invocations = effect.invocations
+    call = _call_sync if effect.observer is None else _observed_sync(effect.observer)
     if len(invocations) == 1:
-        return [_call_sync(invocations[0])]
+        return [call(invocations[0])]
     from concurrent.futures import ThreadPoolExecutor  # imported on first use: keeps `import handrail` fast
 
     with ThreadPoolExecutor(max_workers=min(effect.max_workers, len(invocations))) as pool:
-        futures = [pool.submit(contextvars.copy_context().run, _call_sync, inv) for inv in invocations]
+        futures = [pool.submit(contextvars.copy_context().run, call, inv) for inv in invocations]
         return [f.result() for f in futures]
+
+
+async def _observed_async(observer: CallObserver | None, inv: Invocation) -> Outcome:
+    if observer is None:
+        return await _call_async(inv)
+    observer.started(inv)
+    outcome = await _call_async(inv)
+    observer.finished(inv, outcome)
+    return outcome
 
 
 async def run_calls_async(effect: RunCalls) -> list[Outcome]:
     """Await the invocations concurrently (bounded by a semaphore) and return outcomes in order."""
-    invocations = effect.invocations
+    invocations, observer = effect.invocations, effect.observer
     if len(invocations) == 1:
-        return [await _call_async(invocations[0])]
+        return [await _observed_async(observer, invocations[0])]
     import asyncio
 
     limit = asyncio.Semaphore(effect.max_workers)
 
     async def guarded(inv: Invocation) -> Outcome:
         async with limit:
-            return await _call_async(inv)
+            return await _observed_async(observer, inv)
 
     return list(await asyncio.gather(*(guarded(inv) for inv in invocations)))
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from handrail.components.tools._effects import Emit, Invocation, Outcome, RunCalls
+from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
 from handrail.components.tools._results import describe_exception, merge_outputs, tool_result_text
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
@@ -26,10 +26,11 @@ from handrail.errors import (
 )
 from handrail.tools.tool import Tool
 
-__all__ = ["Gate", "ToolStepOptions", "make_invocation", "parse_arguments", "repair_call_ids", "tool_step"]
+__all__ = ["Gate", "ToolStepOptions", "failure_text", "finish_call", "make_invocation", "parse_arguments",
+           "repair_call_ids", "tool_step"]  # fmt: skip
 
 StepEffect = RunCalls | Emit
-Gate = Callable[[list[Invocation], State], Generator[Any, Any, list["Invocation | ChatMessage"]]]
+Gate = Callable[[list[Invocation], State], Generator[Any, Any, list["Invocation | ChatMessage | None"]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,10 @@ class ToolStepOptions:
     """Give the streaming callback to tools that declare a ``streaming_callback`` parameter."""
     gate: Gate | None = None
     """Runs before each batch executes: returns, per invocation, the (possibly modified) invocation to
-    run or the tool message that answers it instead (e.g. a rejection). The Agent's approval step."""
+    run, the tool message that answers it instead (e.g. a rejection), or None to hold it (the step then
+    stops after this batch and leaves unanswered positions None). The Agent's approval step."""
+    observer: CallObserver | None = None
+    """Told before and after each tool call runs (the Agent's durable ledger)."""
 
 
 def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
@@ -194,17 +198,37 @@ def _refuse(call: ToolCall, text: str, opts: ToolStepOptions) -> ChatMessage:
     return ChatMessage.from_tool(text, call, error=True)
 
 
+def failure_text(inv: Invocation, exc: BaseException) -> str:
+    """The error result text for a call whose tool raised ``exc``."""
+    shown = _clip(inv.call.arguments)
+    return f"Failed to invoke tool '{inv.tool.name}' with parameters {shown}. Error: {describe_exception(exc)}"
+
+
+def failed_call(inv: Invocation, text: str, opts: ToolStepOptions, cause: BaseException | None = None) -> ChatMessage:
+    """The error result for a failed call (raises ToolInvocationError instead when ``opts.raise_on_failure``)."""
+    call = inv.call
+    if opts.raise_on_failure:
+        raise ToolInvocationError(
+            f"Tool call '{call.id}' to '{inv.tool.name}' failed: {text}", inv.tool.name, call.id
+        ) from cause
+    return ChatMessage.from_tool(text, call, error=True)
+
+
+def finish_call(inv: Invocation, outcome: Outcome, state: State, opts: ToolStepOptions) -> ChatMessage:
+    """Turn an outcome into the call's tool message, merging the tool's outputs into State first.
+
+    Raises:
+        ToolInvocationError: The tool raised, when ``opts.raise_on_failure``.
+        ToolOutputMergeError, StringConversionError: When ``opts.raise_on_failure``.
+    """
+    return _finish(inv, outcome, state, opts)
+
+
 def _finish(inv: Invocation, outcome: Outcome, state: State, opts: ToolStepOptions) -> ChatMessage:
     ok, value = outcome
     call, tool = inv.call, inv.tool
     if not ok:
-        shown = _clip(call.arguments)
-        text = f"Failed to invoke tool '{tool.name}' with parameters {shown}. Error: {describe_exception(value)}"
-        if opts.raise_on_failure:
-            raise ToolInvocationError(
-                f"Tool call '{call.id}' to '{tool.name}' failed: {text}", tool.name, call.id
-            ) from value
-        return ChatMessage.from_tool(text, call, error=True)
+        return failed_call(inv, failure_text(inv, value), opts, value)
     try:
         merge_outputs(tool, value, state)
         text = tool_result_text(tool, value, opts.convert_result_to_json_string)
@@ -290,7 +314,7 @@ def tool_step(
             continue
         gated = yield from opts.gate(invocations, state)
         runnable = [g for g in gated if type(g) is Invocation]
-        outcomes = (yield RunCalls(runnable, opts.max_workers)) if runnable else []
+        outcomes = (yield RunCalls(runnable, opts.max_workers, opts.observer)) if runnable else []
         done = iter(zip(runnable, outcomes, strict=True))
         for i, item in zip(wave, gated, strict=True):
             if type(item) is Invocation:
@@ -298,6 +322,8 @@ def tool_step(
                 results[ready[i][0]] = _finish(inv, outcome, state, opts)
             else:
                 results[ready[i][0]] = item  # type: ignore[assignment]
+        if None in gated:
+            return results  # type: ignore[return-value]  # held calls: the caller pauses the step
     messages: list[ChatMessage] = results  # type: ignore[assignment]  # every position is answered by now
     if opts.streaming_callback is not None:
         for index, message in enumerate(messages):

@@ -1,0 +1,223 @@
+"""The execution ledger of one run: what happened to each tool call, by ``tool_call_id`` (DESIGN.md §3.10).
+
+Statuses move ``pending`` → ``approved`` / ``rejected`` → ``running`` → ``done`` / ``failed`` (a call
+without a confirmation strategy goes straight to ``running``). A durable run writes the ledger to its
+snapshot file before and after each call (the ``on_change`` callback), so a resumed run never runs a
+call whose result is recorded, and finds a call that was under way when its process died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from handrail.components.tools._effects import Invocation, Outcome
+from handrail.components.tools._results import tool_result_text
+from handrail.components.tools._step import ToolStepOptions, failed_call, failure_text, finish_call
+from handrail.core.typed_json import decode_value, encode_value
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall
+from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.snapshot import LedgerEntry
+from handrail.dataclasses.state import State
+from handrail.errors import ConfigurationError, UnknownOutcomeError
+
+__all__ = ["Ledger", "UnknownOutcome", "check_unknown_outcome"]
+
+UnknownOutcome = Literal["retry", "fail"] | None
+_UNKNOWN_OUTCOMES = (None, "retry", "fail")
+
+
+def check_unknown_outcome(value: Any) -> UnknownOutcome:
+    """Validate ``unknown_outcome`` (None, "retry" or "fail")."""
+    if value not in _UNKNOWN_OUTCOMES:
+        raise ConfigurationError(f"unknown_outcome must be None, 'retry' or 'fail', got {value!r}.")
+    return value  # type: ignore[no-any-return]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Ledger:
+    """Per-call records of one run, plus the decisions given for the paused step.
+
+    Args:
+        entries: Entries carried over from a snapshot (by call id), or None.
+        decisions: Decisions for the paused step (``AgentSnapshot.tool_execution_decisions``).
+        unknown_outcome: What to do with a call found ``running``: None raises, "retry" runs it
+            again (same ``ToolCallId``), "fail" records an error result.
+        on_change: Called (under the ledger's lock) after every change that must be durable before the
+            run goes on: before a call starts and after it ends.
+
+    Thread-safe: the sync driver reports calls from worker threads.
+    """
+
+    def __init__(
+        self,
+        entries: dict[str, LedgerEntry] | None = None,
+        decisions: Iterable[ToolExecutionDecision] = (),
+        unknown_outcome: UnknownOutcome = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.entries: dict[str, LedgerEntry] = dict(entries or {})
+        self.decisions: list[ToolExecutionDecision] = list(decisions)
+        self.unknown_outcome = unknown_outcome
+        self.on_change = on_change
+        self.json_strings = False
+        """The run's ``convert_result_to_json_string`` (for the recorded text of a result)."""
+        self.lock = threading.RLock()
+
+    # -- decisions -------------------------------------------------------------------------------
+
+    def decision_for(self, call: ToolCall, pending: list[ToolCall]) -> ToolExecutionDecision | None:
+        """The decision already known for ``call``: recorded in the ledger, or given for the paused step.
+
+        A given decision without ``tool_call_id`` answers the call only when it is the one pending call
+        of that tool (decisions are matched by id, never by position).
+        """
+        entry = self.entries.get(call.id or "")
+        if entry is not None and entry.decision is not None:
+            return entry.decision
+        for decision in self.decisions:
+            if decision.tool_call_id == call.id:
+                return decision
+        same_tool = [c for c in pending if c.tool_name == call.tool_name]
+        if len(same_tool) == 1:
+            for decision in self.decisions:
+                if decision.tool_call_id is None and decision.tool_name == call.tool_name:
+                    return decision
+        return None
+
+    def decided(self, call: ToolCall, arguments: dict[str, Any], decision: ToolExecutionDecision) -> None:
+        """Record a decision (approved / rejected) for ``call``; written with the next durable change."""
+        with self.lock:
+            self.entries[call.id or ""] = LedgerEntry(
+                tool_call_id=call.id or "",
+                tool_name=call.tool_name,
+                status="approved" if decision.execute else "rejected",
+                arguments=dict(arguments),
+                decision=decision,
+                decided_by=decision.decided_by,
+                decided_at=_now(),
+                updated_at=_now(),
+            )
+
+    def hold(self, call: ToolCall, arguments: dict[str, Any]) -> None:
+        """Record ``call`` as pending a decision."""
+        with self.lock:
+            self.entries[call.id or ""] = LedgerEntry(
+                tool_call_id=call.id or "", tool_name=call.tool_name, status="pending", arguments=dict(arguments)
+            )
+
+    # -- replay ----------------------------------------------------------------------------------
+
+    def replay(
+        self, inv: Invocation, state: State, opts: ToolStepOptions
+    ) -> tuple[Literal["run", "answered"], ChatMessage | None]:
+        """Answer ``inv`` from the ledger when its outcome is recorded.
+
+        Returns:
+            ``("answered", message)`` for a call that finished (its recorded result, outputs merged into
+            State again), failed, or whose unknown outcome is given up (``unknown_outcome="fail"``);
+            ``("run", None)`` for a call to run (never started, or retried).
+
+        Raises:
+            UnknownOutcomeError: The call was found ``running`` and ``unknown_outcome`` is None.
+        """
+        entry = self.entries.get(inv.call.id or "")
+        if entry is None or entry.status in ("pending", "approved", "rejected"):
+            return "run", None
+        if entry.status == "running":
+            return self._unknown(inv, entry)
+        result = entry.result or {}
+        text = result.get("text")
+        if entry.status == "failed":
+            return "answered", failed_call(inv, str(text), opts)
+        if "value" in result:
+            return "answered", finish_call(inv, (True, decode_value(result["value"], "ledger result")), state, opts)
+        if inv.tool.outputs_to_state:
+            warnings.warn(
+                f"The recorded result of call '{inv.call.id}' to '{inv.tool.name}' holds no value to merge into "
+                f"State (it could not be serialized); its outputs_to_state are not applied again.",
+                stacklevel=2,
+            )
+        return "answered", ChatMessage.from_tool(str(text), inv.call)
+
+    def _unknown(self, inv: Invocation, entry: LedgerEntry) -> tuple[Literal["run", "answered"], ChatMessage | None]:
+        call = inv.call
+        if self.unknown_outcome == "retry":
+            return "run", None
+        if self.unknown_outcome == "fail":
+            text = (
+                f"Outcome unknown: the process running tool '{call.tool_name}' (call '{call.id}') stopped before "
+                f"it recorded a result; the call may or may not have taken effect."
+            )
+            with self.lock:
+                self.entries[call.id or ""] = LedgerEntry(
+                    tool_call_id=call.id or "", tool_name=call.tool_name, status="failed",
+                    arguments=entry.arguments, result={"text": text, "error": True}, decision=entry.decision,
+                    decided_by=entry.decided_by, decided_at=entry.decided_at,
+                )  # fmt: skip
+                if self.on_change is not None:
+                    self.on_change()
+            return "answered", ChatMessage.from_tool(text, call, error=True)
+        raise UnknownOutcomeError(
+            f"Call '{call.id}' to tool '{call.tool_name}' was running when its process stopped (since "
+            f"{entry.updated_at.isoformat()}); its outcome is unknown. Resume with unknown_outcome='retry' to run "
+            f"it again (same ToolCallId) or unknown_outcome='fail' to record an error result and continue.",
+            call.tool_name,
+            call.id or "",
+        )
+
+    # -- the observer the drivers call -----------------------------------------------------------
+
+    def started(self, inv: Invocation) -> None:
+        """Mark the call ``running`` and make that durable before the tool starts."""
+        call = inv.call
+        with self.lock:
+            old = self.entries.get(call.id or "")
+            self.entries[call.id or ""] = LedgerEntry(
+                tool_call_id=call.id or "", tool_name=call.tool_name, status="running", arguments=dict(inv.arguments),
+                decision=old.decision if old else None, decided_by=old.decided_by if old else None,
+                decided_at=old.decided_at if old else None,
+            )  # fmt: skip
+            if self.on_change is not None:
+                self.on_change()
+
+    def finished(self, inv: Invocation, outcome: Outcome) -> None:
+        """Record the call's result (``done``) or error (``failed``) and make it durable."""
+        call = inv.call
+        ok, value = outcome
+        result: dict[str, Any]
+        if ok:
+            result = {"text": _text_or_none(inv, value, self.json_strings), "error": False}
+            # Without a value, replay falls back to the text (a warning names the call when outputs_to_state is set).
+            with contextlib.suppress(ConfigurationError):
+                result["value"] = encode_value(value, f"the result of call '{call.id}'")
+        else:
+            result = {"text": failure_text(inv, value), "error": True}
+        with self.lock:
+            old = self.entries[call.id or ""]
+            self.entries[call.id or ""] = LedgerEntry(
+                tool_call_id=old.tool_call_id, tool_name=old.tool_name, status="done" if ok else "failed",
+                arguments=old.arguments, result=result, decision=old.decision, decided_by=old.decided_by,
+                decided_at=old.decided_at,
+            )  # fmt: skip
+            if self.on_change is not None:
+                self.on_change()
+
+    def snapshot_entries(self) -> dict[str, LedgerEntry]:
+        """A copy of the entries (entries themselves are replaced, never mutated)."""
+        with self.lock:
+            return dict(self.entries)
+
+
+def _text_or_none(inv: Invocation, value: Any, json_strings: bool) -> str | None:
+    try:
+        return tool_result_text(inv.tool, value, json_strings)
+    except Exception:
+        return None

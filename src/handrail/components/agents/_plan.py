@@ -1,0 +1,276 @@
+"""Turning one ``Agent.run`` call into a checked :class:`RunPlan`, its initial State and its model call.
+
+Every check here happens before the first effect: bad arguments, a bad breakpoint, a snapshot in use
+or a changed agent raise before the model is called or anything is written.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from handrail.components.agents import _config as cfg
+from handrail.components.agents._checkpoints import Checkpoints
+from handrail.components.agents._confirm import Approvals
+from handrail.components.agents._drivers import ModelCall
+from handrail.components.agents._ledger import Ledger, check_unknown_outcome
+from handrail.components.agents._machine import RunPlan
+from handrail.components.agents._prompt import render_user_prompt, template_variables
+from handrail.components.agents._resume import (
+    check_break_point,
+    check_decisions,
+    check_drift,
+    claim_snapshot,
+    fingerprint_of,
+    pausing_directory,
+)
+from handrail.components.tools._step import ToolStepOptions
+from handrail.dataclasses.breakpoints import AgentBreakpoint
+from handrail.dataclasses.chat_message import ChatMessage
+from handrail.dataclasses.snapshot import AgentSnapshot
+from handrail.dataclasses.state import State
+from handrail.dataclasses.streaming import StreamingCallback
+from handrail.errors import ConfigurationError, ConfigurationTypeError, NotSupportedYetError
+from handrail.tools.tool import Tool
+from handrail.tools.toolset import Toolset
+from handrail.tools.utils import flatten_tools
+
+__all__ = ["RunRequest", "start_run"]
+
+
+@dataclass(slots=True)
+class RunRequest:
+    """The arguments of one ``run`` / ``run_async`` call."""
+
+    messages: list[ChatMessage]
+    sync_run: bool
+    streaming_callback: StreamingCallback | None
+    generation_kwargs: dict[str, Any] | None
+    system_prompt: str | None
+    tools: Any
+    kwargs: dict[str, Any]
+    context: dict[str, Any] | None
+    break_point: Any = None
+    snapshot: Any = None
+    allow_drift: bool = False
+    unknown_outcome: Any = None
+    later: dict[str, Any] | None = None
+    """Parameters whose feature is not built yet (refused when set)."""
+
+
+@dataclass(slots=True)
+class _Tools:
+    run_tools: list[Tool | Toolset]
+    flat: list[Tool]
+    names: set[str]
+    has_toolset: bool
+
+
+def start_run(agent: Any, req: RunRequest) -> tuple[RunPlan, State, ModelCall]:
+    """Check everything and build the run.
+
+    A resumed snapshot's file is locked for the run: released here when a check fails, else by the
+    caller (``plan.checkpoints.close()``) when the run ends.
+
+    Raises:
+        ConfigurationError / ConfigurationTypeError: Bad arguments (named), before anything runs.
+        SnapshotUnavailableError, SnapshotDriftError, DecisionConflictError: A snapshot that cannot be resumed.
+    """
+    for name, value in (req.later or {}).items():
+        if value is not None:
+            raise NotSupportedYetError(name)
+    if req.snapshot is None:
+        return _build(agent, req, None)
+    if not isinstance(req.snapshot, AgentSnapshot):
+        raise ConfigurationTypeError(f"snapshot must be an AgentSnapshot, got {type(req.snapshot).__name__}.")
+    snapshot, lock = claim_snapshot(req.snapshot)
+    try:
+        plan, state, model = _build(agent, req, snapshot)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    if plan.checkpoints is not None:
+        plan.checkpoints.lock = lock
+    elif lock is not None:  # pragma: no cover - a resumed run always has checkpoints
+        lock.release()
+    return plan, state, model
+
+
+def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> tuple[RunPlan, State, ModelCall]:
+    agent._check()
+    callback = req.streaming_callback or agent.streaming_callback
+    cfg.check_callback(callback, sync_run=req.sync_run, where="run-time" if req.streaming_callback else "init")
+    if snapshot is not None:
+        history, kwargs = _resume_input(snapshot, req), {}
+    else:
+        history = cfg.check_messages(req.messages)
+        kwargs = _prompt_and_state_args(agent, history, req.kwargs)
+    if req.generation_kwargs is not None and not isinstance(req.generation_kwargs, dict):
+        raise ConfigurationTypeError(
+            f"generation_kwargs must be a dict or None, got {type(req.generation_kwargs).__name__}."
+        )
+    tools = _run_tools(agent, req)
+    break_point = check_break_point(req.break_point, None if tools.has_toolset else tools.names)
+    unknown_outcome = check_unknown_outcome(req.unknown_outcome)
+    directory = pausing_directory(agent.confirmation_strategies, break_point)
+    fingerprint = fingerprint_of(tools.flat, agent) if (snapshot or break_point or directory) else {}
+    if snapshot is not None:
+        check_drift(snapshot.fingerprint, fingerprint, f"'{snapshot.snapshot_id or 'in memory'}'", req.allow_drift)
+        check_decisions(snapshot)
+    _warm_and_warn(agent, req, tools)
+    if snapshot is None:
+        cfg.with_system_prompt(history, req.system_prompt, agent.system_prompt)
+    state = _initial_state(agent, history, kwargs, tools.names, snapshot)
+    ledger = None
+    if snapshot is not None or directory is not None:
+        ledger = Ledger(snapshot.ledger if snapshot else None,
+                        snapshot.tool_execution_decisions if snapshot else (), unknown_outcome)  # fmt: skip
+    approvals, options = _step_options(agent, callback, req.context, ledger)
+    checkpoints = None
+    if ledger is not None or break_point is not None:
+        checkpoints = Checkpoints(
+            break_point=break_point, directory=directory, agent_name=_agent_name(break_point, snapshot),
+            fingerprint=fingerprint, metadata=_snapshot_metadata(agent, snapshot), ledger=ledger, resumed=snapshot,
+        )  # fmt: skip
+    plan = RunPlan(
+        tools=tools.run_tools,
+        static_tools=None if tools.has_toolset else tools.flat,
+        static_by_name={} if tools.has_toolset else {t.name: t for t in tools.flat},
+        exit_tools=frozenset(c for c in agent.exit_conditions if c != "text"),
+        max_agent_steps=agent.max_agent_steps,
+        step_options=options,
+        approvals=approvals,
+        hooks=agent._hook_table,
+        checkpoints=checkpoints,
+        resume_at=snapshot.position if snapshot is not None else None,
+    )
+    return plan, state, model_call(agent, callback, req.generation_kwargs)
+
+
+def _run_tools(agent: Any, req: RunRequest) -> _Tools:
+    run_tools = cfg.select_tools(agent.tools, req.tools)
+    flat = flatten_tools(run_tools)
+    cfg.check_tools_for_run(flat, {"messages", *(agent.state_schema or {})}, sync_run=req.sync_run)
+    if req.sync_run:
+        cfg.check_sync_hooks(agent._hook_table)
+    return _Tools(run_tools, flat, {t.name for t in flat}, any(isinstance(t, Toolset) for t in run_tools))
+
+
+def _warm_and_warn(agent: Any, req: RunRequest, tools: _Tools) -> None:
+    if tools.flat and req.tools is not None:
+        cfg.check_generator(agent.chat_generator, tools.flat)
+        for tool in tools.flat:
+            tool.warm_up()
+    agent.warm_up()
+    exit_tools = {c for c in agent.exit_conditions if c != "text"}
+    if exit_tools - tools.names and not tools.has_toolset:
+        warnings.warn(
+            f"exit_conditions name tools this run does not have: {sorted(exit_tools - tools.names)}; "
+            f"available tools: {sorted(tools.names)}.",
+            stacklevel=5,
+        )
+    if agent.confirmation_strategies and not tools.has_toolset:
+        cfg.warn_unmatched_strategies(agent.confirmation_strategies, tools.names)
+
+
+def _initial_state(
+    agent: Any, history: list[ChatMessage], kwargs: dict[str, Any], names: set[str], snapshot: AgentSnapshot | None
+) -> State:
+    state = State(agent.state_schema or {}, kwargs)
+    counts = dict.fromkeys(names, 0)
+    if snapshot is not None:
+        state.data.update(snapshot.state)
+        counts.update(snapshot.state.get("tool_call_counts") or {})
+    state.data["tool_call_counts"] = counts
+    state.data["messages"] = history
+    return state
+
+
+def _step_options(
+    agent: Any, callback: StreamingCallback | None, context: dict[str, Any] | None, ledger: Ledger | None
+) -> tuple[Approvals | None, ToolStepOptions]:
+    invoker = agent.tool_invoker_kwargs or {}
+    json_strings = bool(invoker.get("convert_result_to_json_string", False))
+    approvals = None
+    if agent.confirmation_strategies or ledger is not None:
+        approvals = Approvals(agent.confirmation_strategies or {}, context, ledger=ledger)
+    if ledger is not None:
+        ledger.json_strings = json_strings
+    options = ToolStepOptions(
+        raise_on_failure=agent.raise_on_tool_invocation_failure,
+        convert_result_to_json_string=json_strings,
+        max_workers=agent.tool_concurrency_limit,
+        streaming_callback=callback,
+        passthrough=bool(invoker.get("enable_streaming_callback_passthrough", False)),
+        gate=approvals.gate if approvals is not None else None,
+        observer=ledger,
+    )
+    if approvals is not None:
+        approvals.options = options
+    return approvals, options
+
+
+def _prompt_and_state_args(agent: Any, history: list[ChatMessage], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Render user_prompt (appended to ``history``) and return the state-schema keyword arguments."""
+    schema = agent.state_schema or {}
+    variables = template_variables(agent.user_prompt) if agent.user_prompt is not None else frozenset()
+    unknown = sorted(set(kwargs) - set(schema) - variables)
+    if unknown:
+        raise ConfigurationError(
+            f"Unexpected run arguments {unknown}: keyword arguments must be keys of the state schema "
+            f"({sorted(schema)}) or variables of user_prompt ({sorted(variables)})."
+        )
+    if agent.user_prompt is not None:
+        values = {k: v for k, v in kwargs.items() if k in variables}
+        history.append(render_user_prompt(agent.user_prompt, values, agent._required))
+        kwargs = {k: v for k, v in kwargs.items() if k in schema}
+    return kwargs
+
+
+def _resume_input(snapshot: AgentSnapshot, req: RunRequest) -> list[ChatMessage]:
+    """The history of a resumed run; arguments that only shape a fresh run must be left out."""
+    if req.messages:
+        raise ConfigurationError(
+            "messages must be empty when resuming from a snapshot: the history comes from the snapshot "
+            "(call run(messages=[], snapshot=...))."
+        )
+    if req.system_prompt is not None or req.kwargs:
+        given = ["system_prompt"] * (req.system_prompt is not None) + sorted(req.kwargs)
+        raise ConfigurationError(
+            f"{given} cannot be given when resuming: the system message and State come from the snapshot."
+        )
+    return list(snapshot.messages)
+
+
+def _agent_name(break_point: AgentBreakpoint | None, snapshot: AgentSnapshot | None) -> str:
+    if break_point is not None:
+        return break_point.agent_name
+    return snapshot.break_point.agent_name if snapshot is not None else ""
+
+
+def _snapshot_metadata(agent: Any, snapshot: AgentSnapshot | None) -> dict[str, Any]:
+    """The snapshot's metadata (on resume) updated with the pausing strategies' ``metadata``."""
+    metadata = dict(snapshot.metadata) if snapshot is not None else {}
+    for strategy in (agent.confirmation_strategies or {}).values():
+        if getattr(strategy, "pauses_run", False) and getattr(strategy, "metadata", None):
+            metadata.update(strategy.metadata)
+    return metadata
+
+
+def model_call(agent: Any, callback: StreamingCallback | None, generation_kwargs: dict[str, Any] | None) -> ModelCall:
+    """How this run calls the chat generator (extra arguments checked against its ``run`` signature)."""
+    params = cfg.generator_params(agent.chat_generator)
+    extra: dict[str, Any] = {}
+    if callback is not None:
+        extra["streaming_callback"] = callback
+    if generation_kwargs is not None:
+        extra["generation_kwargs"] = generation_kwargs
+    if params is not None:
+        dropped = sorted(k for k in extra if k not in params)
+        if dropped:
+            raise ConfigurationError(
+                f"{type(agent.chat_generator).__name__}.run does not accept {dropped}; cannot pass them."
+            )
+    return ModelCall(agent.chat_generator, extra, params is None or "tools" in params, callback)

@@ -1,0 +1,248 @@
+"""Checks and preparation for breakpoints and resuming (DESIGN.md §3.10).
+
+Everything here runs before a run's first effect: a bad breakpoint, a snapshot in use, conflicting
+decisions or a changed agent definition raise before anything is called or written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from handrail.core.files import FileLock, lock_path_for
+from handrail.core.serialization import serialize_type
+from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint, ToolBreakpoint
+from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.snapshot import AgentSnapshot, load_snapshot
+from handrail.errors import (
+    ConfigurationError,
+    ConfigurationTypeError,
+    DecisionConflictError,
+    SnapshotDriftError,
+    SnapshotUnavailableError,
+)
+from handrail.tools.tool import Tool
+
+__all__ = ["check_break_point", "check_decisions", "check_drift", "claim_snapshot", "fingerprint_of",
+           "pausing_directory"]  # fmt: skip
+
+
+def fingerprint_of(tools: list[Tool], agent: Any) -> dict[str, Any]:
+    """The parts of the agent definition a snapshot depends on (DESIGN.md §3.10).
+
+    Returns:
+        ``{"tools": {name: {"description", "parameters"}}, "system_prompt", "user_prompt",
+        "exit_conditions", "state_schema": {key: type string}}`` — never the chat generator, its
+        settings, callbacks, stores, hooks or strategies.
+    """
+    fingerprint = {
+        "tools": {t.name: {"description": t.description, "parameters": t.parameters} for t in tools},
+        "system_prompt": agent.system_prompt,
+        "user_prompt": agent.user_prompt if agent.user_prompt is None else str(agent.user_prompt),
+        "exit_conditions": list(agent.exit_conditions),
+        "state_schema": {k: serialize_type(v["type"]) for k, v in (agent.state_schema or {}).items()},
+    }
+    normalized: dict[str, Any] = json.loads(json.dumps(fingerprint, default=str))  # as it reads back from a file
+    return normalized
+
+
+def check_drift(recorded: Mapping[str, Any], current: Mapping[str, Any], name: str, allow_drift: bool) -> None:
+    """Refuse to resume against a changed agent definition, showing what changed.
+
+    Raises:
+        SnapshotDriftError: The fingerprints differ and ``allow_drift`` is False; the message holds a
+            unified diff (``-`` the snapshot's definition, ``+`` the agent's now).
+    """
+    if allow_drift or not recorded or dict(recorded) == dict(current):
+        return
+    before = json.dumps(recorded, indent=2, sort_keys=True, default=str).splitlines()
+    after = json.dumps(current, indent=2, sort_keys=True, default=str).splitlines()
+    diff = "\n".join(difflib.unified_diff(before, after, "snapshot", "agent now", lineterm="", n=2))
+    raise SnapshotDriftError(
+        f"The agent changed since snapshot {name} was taken; resuming could run calls against a different "
+        f"definition. Pass allow_drift=True to resume anyway. Changes:\n{diff}"
+    )
+
+
+def check_break_point(break_point: Any, tool_names: set[str] | None) -> AgentBreakpoint | None:
+    """Accept an AgentBreakpoint or a bare Breakpoint / ToolBreakpoint (wrapped with agent_name "").
+
+    Args:
+        break_point: The run's ``break_point`` argument.
+        tool_names: The run's tool names, or None when a Toolset may still grow.
+
+    Raises:
+        ConfigurationTypeError: Not a breakpoint.
+        ConfigurationError: A ToolBreakpoint for a tool the run does not have.
+    """
+    if break_point is None:
+        return None
+    if isinstance(break_point, Breakpoint):
+        break_point = AgentBreakpoint("", break_point)
+    if not isinstance(break_point, AgentBreakpoint):
+        raise ConfigurationTypeError(
+            f"break_point must be an AgentBreakpoint, Breakpoint or ToolBreakpoint, got {type(break_point).__name__}."
+        )
+    inner = break_point.break_point
+    named = inner.tool_name if isinstance(inner, ToolBreakpoint) else None
+    if named is not None and tool_names is not None and named not in tool_names:
+        raise ConfigurationError(
+            f"Tool '{named}' is not available in the agent's tools (available: {sorted(tool_names)})."
+        )
+    return break_point
+
+
+def pausing_directory(strategies: Mapping[Any, Any] | None, break_point: AgentBreakpoint | None) -> Path | None:
+    """The one snapshot directory of a run: its pausing strategies' and its breakpoint's.
+
+    Raises:
+        ConfigurationError: Two different directories are named (a run writes one directory).
+    """
+    found: dict[str, str] = {}
+    for key, strategy in (strategies or {}).items():
+        if getattr(strategy, "pauses_run", False):
+            found.setdefault(str(Path(str(strategy.snapshot_file_path)).resolve()), f"the strategy for {key!r}")
+    if break_point is not None and break_point.break_point.snapshot_file_path:
+        where = str(Path(str(break_point.break_point.snapshot_file_path)).resolve())
+        found.setdefault(where, "the break_point")
+    if len(found) > 1:
+        listed = "; ".join(f"{who}: {path}" for path, who in found.items())
+        raise ConfigurationError(f"One run writes its snapshots to one directory, but several are named: {listed}.")
+    return Path(next(iter(found))) if found else None
+
+
+def _modules(value: Any, out: set[str], depth: int = 0) -> None:
+    """Top-level packages of the classes inside ``value`` (trusted already: the caller loaded them)."""
+    if depth > 50 or value is None or isinstance(value, str | int | float | bool | bytes):
+        return
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _modules(k, out, depth + 1)
+            _modules(v, out, depth + 1)
+        return
+    if isinstance(value, list | tuple | set | frozenset):
+        for v in value:
+            _modules(v, out, depth + 1)
+        return
+    out.add(type(value).__module__.split(".")[0])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type | Enum):
+        for f in dataclasses.fields(value):
+            _modules(getattr(value, f.name), out, depth + 1)
+
+
+def trusted_modules(snapshot: AgentSnapshot, extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """Module prefixes a resumed run may import from its own snapshot file.
+
+    Those of the values the caller already holds, plus ``extra``.
+    """
+    found: set[str] = set(extra)
+    _modules(snapshot.state, found)
+    found.discard("builtins")
+    return tuple(sorted(found))
+
+
+def claim_snapshot(snapshot: AgentSnapshot, extra_modules: Iterable[str] = ()) -> tuple[AgentSnapshot, FileLock | None]:
+    """Lock a snapshot's file for this run and read it again (the file, not the object, is the truth).
+
+    The caller's ``tool_execution_decisions`` are added to those recorded in the file.
+
+    Returns:
+        ``(the snapshot to resume, the lock held until the run ends)``; ``(snapshot, None)`` for a snapshot
+        that has no file.
+
+    Raises:
+        SnapshotUnavailableError: Another process is resuming it, its run finished, or it was resumed already.
+        DecisionConflictError: The caller's decision for a call differs from the one recorded in the file.
+    """
+    if snapshot.location is None:
+        return snapshot, None
+    path = Path(snapshot.location)
+    name = f"'{path.stem}' ({path})"
+    lock = FileLock(lock_path_for(path), timeout=0)
+    if not lock.acquire():
+        raise SnapshotUnavailableError(f"Snapshot {name} is being resumed by another process.")
+    try:
+        on_disk = load_snapshot(path, allowed_modules=trusted_modules(snapshot, extra_modules))
+        if on_disk.status == "done":
+            reason = (on_disk.outcome or {}).get("exit_reason")
+            raise SnapshotUnavailableError(
+                f"Snapshot {name} belongs to a run that already finished (exit reason {reason!r}); it is not run again."
+            )
+        if on_disk.status == "resumed":
+            raise SnapshotUnavailableError(
+                f"Snapshot {name} was already resumed; its run continued in snapshot '{on_disk.continued_in}'."
+            )
+        decisions = merge_decisions(on_disk.tool_execution_decisions, snapshot.tool_execution_decisions, name)
+        return dataclasses.replace(on_disk, tool_execution_decisions=decisions), lock
+    except BaseException:
+        lock.release()
+        raise
+
+
+def merge_decisions(
+    recorded: list[ToolExecutionDecision], given: list[ToolExecutionDecision], name: str
+) -> list[ToolExecutionDecision]:
+    """``recorded`` plus the ``given`` decisions not already there.
+
+    Raises:
+        DecisionConflictError: A given decision differs from the recorded one for the same call.
+    """
+    by_id = {d.tool_call_id: d for d in recorded if d.tool_call_id is not None}
+    out = list(recorded)
+    for decision in given:
+        old = by_id.get(decision.tool_call_id) if decision.tool_call_id is not None else None
+        if old is None:
+            if decision not in out:
+                out.append(decision)
+        elif _differs(old, decision):
+            raise DecisionConflictError(
+                f"Snapshot {name} already records a different decision for call '{decision.tool_call_id}': "
+                f"{old.to_dict()} (given: {decision.to_dict()})."
+            )
+    return out
+
+
+def _differs(a: ToolExecutionDecision, b: ToolExecutionDecision) -> bool:
+    return (a.execute, a.final_tool_params, a.feedback, a.tool_name) != (
+        b.execute, b.final_tool_params, b.feedback, b.tool_name
+    )  # fmt: skip
+
+
+def check_decisions(snapshot: AgentSnapshot) -> None:
+    """Every decision must answer a call of the paused step, by id (or by tool name when that tool has one call).
+
+    Raises:
+        ConfigurationError: A decision for no pending call (named, with the calls that are pending), two
+            decisions for one call, or decisions on a snapshot that is not paused at a tool step.
+    """
+    decisions = snapshot.tool_execution_decisions
+    if not decisions:
+        return
+    calls = snapshot.pending_tool_calls
+    if snapshot.position != "tool_invoker":
+        raise ConfigurationError("tool_execution_decisions were given, but the snapshot is not paused at a tool step.")
+    ids = {c.id: c for c in calls}
+    listed = [f"{c.id} ({c.tool_name})" for c in calls]
+    seen: set[str] = set()
+    for d in decisions:
+        if d.tool_call_id is None:
+            if sum(c.tool_name == d.tool_name for c in calls) != 1:
+                raise ConfigurationError(
+                    f"A decision for '{d.tool_name}' has no tool_call_id and does not match exactly one pending call; "
+                    f"give the id. Calls of the paused step: {listed}."
+                )
+            continue
+        call = ids.get(d.tool_call_id)
+        if call is None or call.tool_name != d.tool_name:
+            raise ConfigurationError(
+                f"A decision names call '{d.tool_call_id}' to '{d.tool_name}', which is not a call of the paused step: "
+                f"{listed}."
+            )
+        if d.tool_call_id in seen:
+            raise ConfigurationError(f"Two decisions were given for call '{d.tool_call_id}'; give exactly one.")
+        seen.add(d.tool_call_id)

@@ -1,0 +1,243 @@
+"""Asynchronous approval: a pausing strategy stops the run, decisions resume it, no call ever runs twice."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handrail.components.agents import Agent
+from handrail.dataclasses import ChatMessage
+from handrail.dataclasses.breakpoints import HITLBreakpointException
+from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.snapshot import load_snapshot
+from handrail.errors import ConfigurationError, SerializationError, SnapshotUnavailableError, UnknownOutcomeError
+from handrail.human_in_the_loop import BreakpointConfirmationStrategy, get_tool_calls_and_descriptions_from_snapshot
+from handrail.testing import ScriptedChatGenerator
+from handrail.tools import ToolCallId, create_tool_from_function
+from tests.cases._helpers import asst, result_for, user
+
+LOG: list[tuple[str, Any]] = []
+
+
+def transfer(amount: int, key: ToolCallId) -> str:
+    """Send money.
+
+    Args:
+        amount: How much.
+    """
+    LOG.append(("transfer", amount, key))
+    return f"sent {amount}"
+
+
+def lookup(name: str) -> str:
+    """Look a name up.
+
+    Args:
+        name: The name.
+    """
+    LOG.append(("lookup", name))
+    return f"{name} found"
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    LOG.clear()
+
+
+def _agent(replies: list[ChatMessage], directory: Path, **kwargs: Any) -> Agent:
+    tools = [create_tool_from_function(transfer), create_tool_from_function(lookup)]
+    strategy = BreakpointConfirmationStrategy(str(directory))
+    return Agent(
+        chat_generator=ScriptedChatGenerator(replies), tools=tools,
+        confirmation_strategies={"transfer": strategy}, **kwargs,
+    )  # fmt: skip
+
+
+STEP = asst(calls=[("c1", "transfer", {"amount": 10}), ("c2", "lookup", {"name": "bob"}),
+                   ("c3", "transfer", {"amount": 99})])  # fmt: skip
+
+
+def _pause(tmp_path: Path) -> HITLBreakpointException:
+    with pytest.raises(HITLBreakpointException) as info:
+        _agent([STEP], tmp_path).run([user("pay")])
+    return info.value
+
+
+def test_pause_keeps_the_sibling_result_and_names_every_pending_call(tmp_path: Path) -> None:
+    exc = _pause(tmp_path)
+    assert (exc.tool_name, exc.tool_call_id, exc.tool_call_ids) == ("transfer", "c1", ["c1", "c3"])
+    assert LOG == [("lookup", "bob")]
+    path = Path(exc.snapshot_file_path)
+    assert path.parent == tmp_path and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    snap = load_snapshot(path)
+    assert snap.status == "paused"
+    assert {k: e.status for k, e in snap.ledger.items()} == {"c1": "pending", "c2": "done", "c3": "pending"}
+    calls, descriptions = get_tool_calls_and_descriptions_from_snapshot(snap)
+    assert [c["id"] for c in calls] == ["c1", "c3"]
+    assert descriptions["transfer"].startswith("Send money")
+
+
+def test_two_paused_calls_decided_differently_by_id(tmp_path: Path) -> None:
+    exc = _pause(tmp_path)
+    snap = load_snapshot(exc.snapshot_file_path)
+    decisions = [
+        ToolExecutionDecision("transfer", False, "c3", feedback="too much"),
+        ToolExecutionDecision("transfer", True, "c1"),
+    ]
+    agent = _agent([asst("Paid 10.")], tmp_path)
+    result = agent.run([], snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))
+    assert LOG == [("lookup", "bob"), ("transfer", 10, "c1")]  # the sibling did not run again
+    assert result_for(result["messages"], "c1").result == "sent 10"
+    assert result_for(result["messages"], "c2").result == "bob found"
+    rejected = result_for(result["messages"], "c3")
+    assert rejected.error and "too much" in rejected.result
+    assert result["tool_call_counts"] == {"transfer": 1, "lookup": 1}
+    assert json.loads(Path(exc.snapshot_file_path).read_text())["status"] == "done"
+
+
+def test_calls_without_a_decision_pause_again_in_a_new_file(tmp_path: Path) -> None:
+    exc = _pause(tmp_path)
+    snap = load_snapshot(exc.snapshot_file_path)
+    with pytest.raises(HITLBreakpointException) as again:
+        _agent([asst("done")], tmp_path).run(
+            [],
+            snapshot=dataclasses.replace(
+                snap, tool_execution_decisions=[ToolExecutionDecision("transfer", True, "c1")]
+            ),
+        )
+    assert again.value.tool_call_ids == ["c3"]
+    assert again.value.snapshot_file_path != exc.snapshot_file_path
+    old = json.loads(Path(exc.snapshot_file_path).read_text())
+    assert old["status"] == "resumed" and old["continued_in"] == Path(again.value.snapshot_file_path).name
+    assert LOG == [("lookup", "bob"), ("transfer", 10, "c1")]
+    final = _agent([asst("done")], tmp_path).run(
+        [], snapshot=dataclasses.replace(load_snapshot(again.value.snapshot_file_path),
+                                         tool_execution_decisions=[ToolExecutionDecision("transfer", True, "c3")])
+    )  # fmt: skip
+    assert LOG == [("lookup", "bob"), ("transfer", 10, "c1"), ("transfer", 99, "c3")]
+    assert final["last_message"].text == "done"
+    with pytest.raises(SnapshotUnavailableError, match=Path(exc.snapshot_file_path).stem):
+        _agent([asst("done")], tmp_path).run([], snapshot=snap)
+
+
+def test_a_decision_for_a_call_that_is_not_pending_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    snap = load_snapshot(_pause(tmp_path).snapshot_file_path)
+    bad = dataclasses.replace(snap, tool_execution_decisions=[ToolExecutionDecision("transfer", True, "zz")])
+    with pytest.raises(ConfigurationError, match="'zz'"):
+        _agent([asst("x")], tmp_path).run([], snapshot=bad)
+    assert LOG == [("lookup", "bob")]
+
+
+def test_an_edit_that_fails_the_schema_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    snap = load_snapshot(_pause(tmp_path).snapshot_file_path)
+    decisions = [ToolExecutionDecision("transfer", True, "c1", final_tool_params={"amount": "lots"}),
+                 ToolExecutionDecision("transfer", True, "c3")]  # fmt: skip
+    with pytest.raises(ConfigurationError, match="refused"):
+        _agent([asst("x")], tmp_path).run([], snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))
+    assert LOG == [("lookup", "bob")]
+
+
+def test_a_call_found_running_is_not_run_again_silently(tmp_path: Path) -> None:
+    exc = _pause(tmp_path)
+    path = Path(exc.snapshot_file_path)
+    data = json.loads(path.read_text())
+    data["ledger"]["c1"]["status"] = "running"  # as if the process died while c1 ran
+    path.write_text(json.dumps(data))
+    snap = load_snapshot(path)
+    with_c3 = dataclasses.replace(snap, tool_execution_decisions=[ToolExecutionDecision("transfer", False, "c3")])
+    with pytest.raises(UnknownOutcomeError, match="'c1'") as info:
+        _agent([asst("x")], tmp_path).run([], snapshot=with_c3)
+    assert info.value.tool_call_id == "c1"
+    result = _agent([asst("x")], tmp_path).run([], snapshot=with_c3, unknown_outcome="fail")
+    assert "Outcome unknown" in result_for(result["messages"], "c1").result
+    assert LOG == [("lookup", "bob")]
+
+
+def test_unknown_outcome_retry_runs_the_call_again_with_the_same_idempotency_key(tmp_path: Path) -> None:
+    exc = _pause(tmp_path)
+    path = Path(exc.snapshot_file_path)
+    data = json.loads(path.read_text())
+    data["ledger"]["c1"]["status"] = "running"
+    path.write_text(json.dumps(data))
+    snap = dataclasses.replace(load_snapshot(path),
+                               tool_execution_decisions=[ToolExecutionDecision("transfer", False, "c3")])  # fmt: skip
+    _agent([asst("x")], tmp_path).run([], snapshot=snap, unknown_outcome="retry")
+    assert LOG == [("lookup", "bob"), ("transfer", 10, "c1")]
+
+
+def test_unknown_outcome_value_is_checked() -> None:
+    agent = Agent(chat_generator=ScriptedChatGenerator([asst("x")]))
+    with pytest.raises(ConfigurationError, match="unknown_outcome"):
+        agent.run([user("x")], unknown_outcome="maybe")
+
+
+def test_an_unserializable_state_value_is_named_before_anything_runs_or_is_written(tmp_path: Path) -> None:
+    import threading
+
+    agent = _agent([STEP], tmp_path, state_schema={"guard": {"type": object}})
+    with pytest.raises(SerializationError, match="guard"):
+        agent.run([user("pay")], guard=threading.Lock())
+    assert LOG == []
+    assert [p for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
+
+
+def test_a_durable_run_that_finishes_marks_its_file_done(tmp_path: Path) -> None:
+    agent = _agent([asst(calls=[("c2", "lookup", {"name": "ann"})]), asst("ok")], tmp_path)
+    result = agent.run([user("who")])
+    assert result["last_message"].text == "ok"
+    files = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
+    assert len(files) == 1
+    data = json.loads(files[0].read_text())
+    assert data["status"] == "done" and data["ledger"]["c2"]["status"] == "done"
+    assert data["outcome"]["exit_reason"] == "text"
+
+
+async def test_async_pause_and_resume(tmp_path: Path) -> None:
+    with pytest.raises(HITLBreakpointException) as info:
+        await _agent([STEP], tmp_path).run_async([user("pay")])
+    snap = load_snapshot(info.value.snapshot_file_path)
+    decisions = [ToolExecutionDecision("transfer", True, "c1", final_tool_params={"amount": 5}),
+                 ToolExecutionDecision("transfer", True, "c3")]  # fmt: skip
+    result = await _agent([asst("ok")], tmp_path).run_async(
+        [], snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions)
+    )
+    assert LOG == [("lookup", "bob"), ("transfer", 5, "c1"), ("transfer", 99, "c3")]
+    explained = [m.text for m in result["messages"] if m.role.value == "user"]
+    assert any("updated by the user" in (t or "") for t in explained)
+
+
+async def test_cancelling_a_run_async_leaves_the_ledger_consistent(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    async def slow(name: str) -> str:
+        """Slow lookup.
+
+        Args:
+            name: The name.
+        """
+        started.set()
+        await asyncio.sleep(30)
+        return name
+
+    tool = create_tool_from_function(slow)
+    strategy = BreakpointConfirmationStrategy(str(tmp_path))
+    agent = Agent(
+        chat_generator=ScriptedChatGenerator([asst(calls=[("s1", "slow", {"name": "a"})]), asst("x")]),
+        tools=[tool, create_tool_from_function(transfer)], confirmation_strategies={"transfer": strategy},
+    )  # fmt: skip
+    task = asyncio.create_task(agent.run_async([user("go")]))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    files = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
+    data = json.loads(files[0].read_text())
+    assert data["ledger"]["s1"]["status"] == "running"
+    assert data["status"] == "running"
