@@ -4,8 +4,16 @@ import subprocess
 import sys
 
 import handrail.human_in_the_loop
-from handrail.dataclasses import decisions
-from handrail.human_in_the_loop import policies, strategies, templates, types, user_interfaces
+from handrail.dataclasses import breakpoints, decisions
+from handrail.human_in_the_loop import (
+    breakpoint_strategy,
+    policies,
+    snapshots,
+    strategies,
+    templates,
+    types,
+    user_interfaces,
+)
 
 
 def test_package_exports_exactly_all() -> None:
@@ -13,29 +21,42 @@ def test_package_exports_exactly_all() -> None:
         "AlwaysAskPolicy",
         "AskOncePolicy",
         "BlockingConfirmationStrategy",
+        "BreakpointConfirmationStrategy",
         "ConfirmationPolicy",
         "ConfirmationStrategy",
         "ConfirmationUI",
         "ConfirmationUIResult",
+        "HITLBreakpointException",
         "HumanInTheLoopStrategy",
         "NeverAskPolicy",
+        "PendingApproval",
         "RichConsoleUI",
         "SimpleConsoleUI",
         "ToolExecutionDecision",
+        "get_tool_calls_and_descriptions_from_snapshot",
+        "list_pending",
+        "record_decision",
+        "with_decision",
     ]
     assert handrail.human_in_the_loop.__all__ == expected  # sorted, exactly
     public = {n for n in vars(handrail.human_in_the_loop) if not n.startswith("_")}
-    assert public - set(expected) <= {"policies", "strategies", "templates", "types", "user_interfaces"}
+    modules = {"breakpoint_strategy", "policies", "snapshots", "strategies", "templates", "types", "user_interfaces"}
+    assert public - set(expected) <= modules
 
 
 def test_re_exports_are_the_same_objects() -> None:
     assert handrail.human_in_the_loop.ToolExecutionDecision is decisions.ToolExecutionDecision
     assert handrail.human_in_the_loop.ConfirmationUIResult is decisions.ConfirmationUIResult
     assert handrail.human_in_the_loop.ConfirmationUI is types.ConfirmationUI
+    assert handrail.human_in_the_loop.HITLBreakpointException is breakpoints.HITLBreakpointException
+    assert (
+        handrail.human_in_the_loop.BreakpointConfirmationStrategy is breakpoint_strategy.BreakpointConfirmationStrategy
+    )
+    assert handrail.human_in_the_loop.list_pending is snapshots.list_pending
 
 
 def test_public_modules_have_all() -> None:
-    for module in (policies, strategies, templates, user_interfaces):
+    for module in (breakpoint_strategy, policies, snapshots, strategies, templates, user_interfaces):
         assert module.__all__ == sorted(module.__all__)
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)

@@ -223,3 +223,38 @@ def test_non_utf8_files_are_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfetools: []\n")
     with pytest.raises(SpecError, match="not UTF-8"):
         load_agent_spec(path)
+
+
+def test_pause_gives_the_asking_tools_a_breakpoint_strategy(tmp_path: Path) -> None:
+    from handrail.human_in_the_loop import BlockingConfirmationStrategy, BreakpointConfirmationStrategy, NeverAskPolicy
+
+    text = scripted_generator_yaml([]) + "\ntools: [calculator, search]\n"
+    text += "confirmation:\n  search: always\n  calculator: never\n  '*': once\n"
+    spec = load_agent_spec(write(tmp_path, text))
+    folder = tmp_path / "approvals"
+    agent = build_agent(spec, approve="pause", snapshot_dir=folder, snapshot_metadata={"agent_file": "/a.yaml"})
+    strategies = agent.confirmation_strategies
+    assert isinstance(strategies, dict)
+    for name in ("search", "*"):  # 'once' pauses too: what a person confirmed is not kept across processes
+        strategy = strategies[name]
+        assert isinstance(strategy, BreakpointConfirmationStrategy)
+        assert strategy.snapshot_file_path == str(folder) and strategy.metadata == {"agent_file": "/a.yaml"}
+    calculator = strategies["calculator"]
+    assert isinstance(calculator, BlockingConfirmationStrategy)
+    assert isinstance(calculator.confirmation_policy, NeverAskPolicy)
+    assert not folder.exists()  # created by the first pause, not by building
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"approve": "pause"}, "needs snapshot_dir"),
+        ({"approve": "ask", "snapshot_dir": "d"}, "apply to approve='pause'"),
+        ({"approve": "all", "snapshot_metadata": {}}, "apply to approve='pause'"),
+        ({"approve": "pause", "snapshot_dir": "d", "snapshot_metadata": {"x": object()}}, "JSON-compatible"),
+    ],
+)
+def test_pause_settings_are_checked(tmp_path: Path, kwargs: dict[str, Any], fragment: str) -> None:
+    text = scripted_generator_yaml([]) + "\ntools: [calculator]\nconfirmation:\n  calculator: always\n"
+    with pytest.raises(SpecError, match=fragment):
+        build_agent(load_agent_spec(write(tmp_path, text)), **kwargs)

@@ -6,6 +6,11 @@ The split follows Haystack 2.x: a *policy* decides whether to ask
 :class:`ToolExecutionDecision` (:class:`BlockingConfirmationStrategy`, alias
 :data:`HumanInTheLoopStrategy`). The Agent applies decisions and renders the strategy's
 templates (:mod:`handrail.human_in_the_loop.templates`).
+
+:class:`BreakpointConfirmationStrategy` pauses the run instead of asking: the Agent writes a
+snapshot and raises :class:`HITLBreakpointException`; a person decides later
+(:func:`list_pending`, :func:`record_decision`, :func:`with_decision`,
+:func:`get_tool_calls_and_descriptions_from_snapshot`) and the run resumes from the snapshot.
 """
 
 import typing as _typing
@@ -17,6 +22,13 @@ _EXPORTS = {
     "AskOncePolicy": "handrail.human_in_the_loop.policies",
     "NeverAskPolicy": "handrail.human_in_the_loop.policies",
     "BlockingConfirmationStrategy": "handrail.human_in_the_loop.strategies",
+    "BreakpointConfirmationStrategy": "handrail.human_in_the_loop.breakpoint_strategy",
+    "HITLBreakpointException": "handrail.dataclasses.breakpoints",
+    "PendingApproval": "handrail.human_in_the_loop.snapshots",
+    "get_tool_calls_and_descriptions_from_snapshot": "handrail.human_in_the_loop.snapshots",
+    "list_pending": "handrail.human_in_the_loop.snapshots",
+    "record_decision": "handrail.human_in_the_loop.snapshots",
+    "with_decision": "handrail.human_in_the_loop.snapshots",
     "HumanInTheLoopStrategy": "handrail.human_in_the_loop.strategies",
     "ConfirmationPolicy": "handrail.human_in_the_loop.types",
     "ConfirmationStrategy": "handrail.human_in_the_loop.types",
@@ -28,8 +40,17 @@ _EXPORTS = {
 }
 
 if _typing.TYPE_CHECKING:
+    from handrail.dataclasses.breakpoints import HITLBreakpointException
     from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
+    from handrail.human_in_the_loop.breakpoint_strategy import BreakpointConfirmationStrategy
     from handrail.human_in_the_loop.policies import AlwaysAskPolicy, AskOncePolicy, NeverAskPolicy
+    from handrail.human_in_the_loop.snapshots import (
+        PendingApproval,
+        get_tool_calls_and_descriptions_from_snapshot,
+        list_pending,
+        record_decision,
+        with_decision,
+    )
     from handrail.human_in_the_loop.strategies import BlockingConfirmationStrategy, HumanInTheLoopStrategy
     from handrail.human_in_the_loop.types import ConfirmationPolicy, ConfirmationStrategy, ConfirmationUI
     from handrail.human_in_the_loop.user_interfaces import RichConsoleUI, SimpleConsoleUI
@@ -39,15 +60,22 @@ __all__ = [
     "AlwaysAskPolicy",
     "AskOncePolicy",
     "BlockingConfirmationStrategy",
+    "BreakpointConfirmationStrategy",
     "ConfirmationPolicy",
     "ConfirmationStrategy",
     "ConfirmationUI",
     "ConfirmationUIResult",
+    "HITLBreakpointException",
     "HumanInTheLoopStrategy",
     "NeverAskPolicy",
+    "PendingApproval",
     "RichConsoleUI",
     "SimpleConsoleUI",
     "ToolExecutionDecision",
+    "get_tool_calls_and_descriptions_from_snapshot",
+    "list_pending",
+    "record_decision",
+    "with_decision",
 ]
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -5,6 +5,8 @@ whether to ask, asks its UI, and turns the answer into a decision. The algorithm
 once as a generator that yields what it needs from the UI (an answer, or a notice shown) and
 receives the answers; :meth:`~BlockingConfirmationStrategy.run` and
 :meth:`~BlockingConfirmationStrategy.run_async` are small drivers of it.
+:class:`BreakpointConfirmationStrategy` (pause instead of asking) lives in
+:mod:`~handrail.human_in_the_loop.breakpoint_strategy` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from handrail.core.serialization import object_from_dict, object_to_dict, qualif
 from handrail.core.threads import to_thread
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
 from handrail.errors import ConfigurationTypeError, SerializationError
+from handrail.human_in_the_loop.breakpoint_strategy import BreakpointConfirmationStrategy
 from handrail.human_in_the_loop.policies import params_digest
 from handrail.human_in_the_loop.templates import (
     DEFAULT_MODIFY_TEMPLATE,
@@ -32,6 +35,7 @@ from handrail.human_in_the_loop.types import ConfirmationPolicy, ConfirmationUI
 __all__ = [
     "AsyncConfirmationUI",
     "BlockingConfirmationStrategy",
+    "BreakpointConfirmationStrategy",
     "HumanInTheLoopStrategy",
     "MAX_REFUSED_EDITS",
     "ParamsValidator",

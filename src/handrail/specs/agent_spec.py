@@ -226,7 +226,7 @@ def _build_tool(entry: str | ToolEntry, base_dir: Path, allowed: tuple[str, ...]
     raise SpecError(f"tools: '{item.name}' is neither a Tool nor a function.")
 
 
-Approve = Literal["ask", "all", "none"]
+Approve = Literal["ask", "all", "none", "pause"]
 
 
 class RejectingUI:
@@ -256,7 +256,9 @@ def needs_a_person(spec: AgentSpec) -> bool:
     return any(policy != "never" for policy in spec.confirmation.values())
 
 
-def _strategies(spec: AgentSpec, tool_names: list[str], approve: Approve, ui: Any) -> dict[str, Any] | None:
+def _strategies(
+    spec: AgentSpec, tool_names: list[str], approve: Approve, ui: Any, pause: tuple[str, dict[str, Any]] | None
+) -> dict[str, Any] | None:
     unknown = sorted(k for k in spec.confirmation if k != "*" and k not in tool_names)
     if unknown:
         raise SpecError(f"confirmation: {unknown} are not tools of this agent (tools: {tool_names}).")
@@ -266,16 +268,33 @@ def _strategies(spec: AgentSpec, tool_names: list[str], approve: Approve, ui: An
         AlwaysAskPolicy,
         AskOncePolicy,
         BlockingConfirmationStrategy,
+        BreakpointConfirmationStrategy,
         NeverAskPolicy,
         RichConsoleUI,
     )
 
     policies: dict[str, Any] = {"always": AlwaysAskPolicy, "never": NeverAskPolicy, "once": AskOncePolicy}
-    chosen_ui = RejectingUI() if approve == "none" else (ui if ui is not None else RichConsoleUI())
-    return {
-        name: BlockingConfirmationStrategy(confirmation_policy=policies[policy](), confirmation_ui=chosen_ui)
-        for name, policy in spec.confirmation.items()
-    }
+    chosen_ui = RejectingUI() if approve in ("none", "pause") else (ui if ui is not None else RichConsoleUI())
+    strategies: dict[str, Any] = {}
+    for name, policy in spec.confirmation.items():
+        if pause is not None and policy != "never":
+            strategies[name] = BreakpointConfirmationStrategy(pause[0], metadata=pause[1])
+        else:
+            strategies[name] = BlockingConfirmationStrategy(confirmation_policy=policies[policy](),
+                                                            confirmation_ui=chosen_ui)  # fmt: skip
+    return strategies
+
+
+def _pause_settings(
+    approve: Approve, snapshot_dir: str | Path | None, snapshot_metadata: dict[str, Any] | None
+) -> tuple[str, dict[str, Any]] | None:
+    if approve != "pause":
+        if snapshot_dir is not None or snapshot_metadata is not None:
+            raise SpecError(f"snapshot_dir and snapshot_metadata apply to approve='pause', not approve={approve!r}.")
+        return None
+    if snapshot_dir is None:
+        raise SpecError("approve='pause' needs snapshot_dir: the directory paused runs write their snapshots to.")
+    return str(snapshot_dir), dict(snapshot_metadata or {})
 
 
 def build_agent(
@@ -286,6 +305,8 @@ def build_agent(
     generator: Any = None,
     approve: Approve = "ask",
     confirmation_ui: Any = None,
+    snapshot_dir: str | Path | None = None,
+    snapshot_metadata: dict[str, Any] | None = None,
 ) -> Agent:
     """Build the Agent a spec describes.
 
@@ -295,18 +316,27 @@ def build_agent(
         allowed_modules: Module prefixes trusted besides handrail's own and the file's ``allowed_modules``.
         generator: A chat generator to use instead of the spec's (e.g. chosen on the command line).
         approve: For tools with a ``confirmation`` policy: ``ask`` a person (through ``confirmation_ui``,
-            default a RichConsoleUI), run ``all`` calls without asking, or reject (``none``) every call
-            the policy would ask about.
+            default a RichConsoleUI), run ``all`` calls without asking, reject (``none``) every call
+            the policy would ask about, or ``pause`` the run for a later decision: tools whose policy is
+            ``always`` or ``once`` get a ``BreakpointConfirmationStrategy`` writing into ``snapshot_dir``
+            (``once`` pauses for every call: what a person confirmed is not remembered across processes);
+            ``never`` tools run without pausing.
         confirmation_ui: The UI that asks when ``approve`` is ``ask``.
+        snapshot_dir: With ``approve="pause"`` (required there): the directory snapshots are written to
+            (created on the first pause).
+        snapshot_metadata: With ``approve="pause"``: JSON data recorded in each snapshot (the CLI records
+            ``{"agent_file": <absolute path>}`` so ``handrail resume`` can rebuild the agent).
 
     Returns:
         The Agent (not warmed up: the model loads on first use or ``warm_up()``).
 
     Raises:
-        SpecError: A tool or generator that cannot be resolved, or an invalid combination.
+        SpecError: A tool or generator that cannot be resolved, or an invalid combination (``pause``
+            without ``snapshot_dir``, or ``snapshot_dir`` without ``pause``).
     """
     from handrail.components.agents.agent import Agent
 
+    pause = _pause_settings(approve, snapshot_dir, snapshot_metadata)
     allowed = _allowed(spec, allowed_modules)
     tools = [_build_tool(t, Path(base_dir), allowed) for t in spec.tools]
     chat_generator = (
@@ -321,7 +351,7 @@ def build_agent(
             system_prompt=spec.system_prompt,
             exit_conditions=spec.exit_conditions,
             max_agent_steps=spec.max_agent_steps,
-            confirmation_strategies=_strategies(spec, [t.name for t in tools], approve, confirmation_ui),
+            confirmation_strategies=_strategies(spec, [t.name for t in tools], approve, confirmation_ui, pause),
         )
     except ConfigurationError as exc:
         raise SpecError(str(exc)) from exc

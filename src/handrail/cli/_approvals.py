@@ -1,0 +1,300 @@
+"""``handrail approvals``: list, show and decide the tool calls of runs paused for approval."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from handrail.cli._common import (
+    age,
+    call_line,
+    errors_as_exit_codes,
+    fail_usage,
+    find_snapshot,
+    quote,
+    snapshot_dir,
+)
+
+__all__ = ["approvals"]
+
+_DIR = click.option("--dir", "directory", required=True, type=click.Path(path_type=Path),
+                    help="The snapshot directory (the one given to --pause-for-approval).")  # fmt: skip
+_ALLOW = click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
+                      help="Trust classes under this module prefix inside snapshot files (repeatable).")  # fmt: skip
+
+
+def _consoles(as_json: bool = False) -> tuple[Any, Any]:
+    from rich.console import Console
+
+    return Console(stderr=as_json, highlight=False, soft_wrap=True), Console(stderr=True, highlight=False)
+
+
+@click.group()
+def approvals() -> None:
+    """Decide the tool calls of runs paused with 'handrail run --pause-for-approval DIR'.
+
+    Each paused run is one snapshot file in DIR; its id is the file name without '.json'.
+    Decisions are written into the file (atomically, with who decided); 'handrail resume'
+    continues the run.
+    """
+
+
+@approvals.command("list")
+@_DIR
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@_ALLOW
+def list_command(directory: Path, as_json: bool, allow_modules: tuple[str, ...]) -> None:
+    """List the calls waiting for a decision, oldest first (finished runs are not listed)."""
+    from handrail.human_in_the_loop.snapshots import awaiting_decision, list_paused
+
+    out, warn = _consoles(as_json)
+    folder = snapshot_dir(out, directory)
+
+    def skipped(path: Path, exc: Exception) -> None:
+        from rich.text import Text
+
+        warn.print(Text(f"warning: skipped {path.name}: {exc}", style="yellow"))
+
+    with errors_as_exit_codes(out):
+        paused = list_paused(folder, allowed_modules=allow_modules, on_error=skipped)
+    rows = [(s, awaiting_decision(s)) for s in paused]
+    if as_json:
+        click.echo(json.dumps(_list_json(rows), ensure_ascii=False))
+        return
+    if not paused:
+        out.print(f"No paused runs in {folder}.", markup=False)
+        return
+    for snapshot, waiting in rows:
+        header = f"{snapshot.snapshot_id}  paused {age(snapshot.timestamp)} ago"
+        if waiting:
+            out.print(header, style="bold", markup=False)
+            for call in waiting:
+                out.print(call_line(call.id, call.tool_name, call.arguments))
+        else:
+            out.print(header + f" · nothing to decide: handrail resume {quote(str(snapshot.snapshot_id))} "
+                               f"--dir {quote(folder)}", markup=False)  # fmt: skip
+
+
+def _list_json(rows: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
+    pending = [
+        {"snapshot_id": s.snapshot_id, "tool_call_id": c.id, "tool_name": c.tool_name, "arguments": c.arguments,
+         "created_at": s.timestamp.isoformat(), "path": s.location}
+        for s, waiting in rows for c in waiting
+    ]  # fmt: skip
+    ready = [{"snapshot_id": s.snapshot_id, "created_at": s.timestamp.isoformat(), "path": s.location}
+             for s, waiting in rows if not waiting]  # fmt: skip
+    return {"pending": pending, "ready_to_resume": ready}
+
+
+def _call_status(snapshot: Any, call: Any) -> tuple[str, list[str]]:
+    """``(status, details)`` of one call of the paused step: the ledger's status, who decided, the result."""
+    entry = snapshot.ledger.get(call.id or "")
+    decision = next((d for d in snapshot.tool_execution_decisions if d.tool_call_id == call.id), None)
+    if decision is None and entry is not None:
+        decision = entry.decision
+    status = entry.status if entry is not None else "pending"
+    if status == "pending" and decision is not None:
+        status = "approved" if decision.execute else "rejected"
+    details = ["awaiting a decision"] if status == "pending" else []
+    if decision is not None:
+        details.append(f"by {decision.decided_by or 'unknown'}")
+        if decision.execute and decision.final_tool_params is not None:
+            details.append(f"arguments edited to {json.dumps(decision.final_tool_params, ensure_ascii=False)}")
+        if decision.feedback:
+            details.append(f"feedback: {decision.feedback}")
+    text = (entry.result or {}).get("text") if entry is not None else None
+    if text is not None:
+        shown = str(text).replace("\n", " ")
+        details.append(f"result: {shown[:160]}{' …' if len(shown) > 160 else ''}")
+    return status, details
+
+
+@approvals.command("show")
+@click.argument("snapshot_id")
+@_DIR
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@_ALLOW
+def show(snapshot_id: str, directory: Path, as_json: bool, allow_modules: tuple[str, ...]) -> None:
+    """Show one snapshot: its status, the question, and every call of the paused step with its status."""
+    from handrail.dataclasses.snapshot import load_snapshot
+
+    out, _ = _consoles(as_json)
+    folder = snapshot_dir(out, directory)
+    path = find_snapshot(out, folder, snapshot_id)
+    with errors_as_exit_codes(out):
+        snapshot = load_snapshot(path, allowed_modules=allow_modules)
+    descriptions = _descriptions(snapshot)
+    calls = [(c, *_call_status(snapshot, c)) for c in snapshot.pending_tool_calls]
+    question = next((m.text for m in snapshot.messages if m.role.value == "user" and m.text), None)
+    if as_json:
+        click.echo(json.dumps({
+            "snapshot_id": snapshot.snapshot_id, "path": snapshot.location, "status": snapshot.status,
+            "created_at": snapshot.timestamp.isoformat(), "position": snapshot.position,
+            "step_count": snapshot.step_count, "agent_file": snapshot.metadata.get("agent_file"),
+            "question": question, "continued_in": snapshot.continued_in, "outcome": snapshot.outcome,
+            "calls": [{**c.to_dict(), "status": status, "details": details} for c, status, details in calls],
+            "descriptions": descriptions,
+        }, ensure_ascii=False, default=str))  # fmt: skip
+        return
+    out.print(f"Snapshot {snapshot.snapshot_id}", style="bold", markup=False)
+    facts = [f"status: {snapshot.status}", f"paused {age(snapshot.timestamp)} ago", f"steps: {snapshot.step_count}"]
+    out.print("  " + " · ".join(facts), markup=False)
+    for label, value in (("file", snapshot.location), ("agent file", snapshot.metadata.get("agent_file")),
+                         ("question", question), ("continued in", snapshot.continued_in)):  # fmt: skip
+        if value:
+            out.print(f"  {label}: {value}", markup=False)
+    if not calls:
+        out.print("  Paused before the model call: no tool calls to decide.", markup=False)
+    for call, status, details in calls:
+        line = call_line(call.id, call.tool_name, call.arguments)
+        line.append(f"  {status}", style="yellow" if status == "pending" else "green")
+        if details:
+            line.append(" · " + " · ".join(details), style="dim")
+        out.print(line)
+        if status == "pending" and descriptions.get(call.tool_name):
+            out.print(f"      {descriptions[call.tool_name]}", style="dim", markup=False)
+
+
+def _descriptions(snapshot: Any) -> dict[str, str]:
+    from handrail.human_in_the_loop.snapshots import get_tool_calls_and_descriptions_from_snapshot
+
+    if snapshot.position != "tool_invoker":
+        return {}
+    return get_tool_calls_and_descriptions_from_snapshot(snapshot, breakpoint_tool_only=False)[1]
+
+
+def _choose_call(out: Any, snapshot: Any, call_id: str | None) -> Any:
+    """The call to decide: the one named, else the only one waiting; exits with a usage error otherwise."""
+    from handrail.human_in_the_loop.snapshots import awaiting_decision
+
+    waiting = awaiting_decision(snapshot)
+    if call_id is None:
+        if len(waiting) == 1:
+            return waiting[0]
+        if not waiting:
+            fail_usage(out, f"No call of snapshot {snapshot.snapshot_id} awaits a decision; resume it with "
+                            f"'handrail resume {snapshot.snapshot_id}'.")  # fmt: skip
+        ids = ", ".join(f"{c.id} ({c.tool_name})" for c in waiting)
+        fail_usage(out, f"Snapshot {snapshot.snapshot_id} has {len(waiting)} calls awaiting a decision: {ids}; "
+                        f"choose one with --call.")  # fmt: skip
+    match = next((c for c in snapshot.pending_tool_calls if c.id == call_id), None)
+    if match is None:
+        ids = ", ".join(f"{c.id} ({c.tool_name})" for c in waiting) or "none"
+        fail_usage(out, f"Call '{call_id}' is not a call of snapshot {snapshot.snapshot_id}; "
+                        f"calls awaiting a decision: {ids}.")  # fmt: skip
+    return match
+
+
+def _parse_edit(out: Any, text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail_usage(out, f"--edit is not valid JSON ({exc.msg} at character {exc.pos}); pass the new arguments "
+                        f"as a JSON object, e.g. --edit '{{\"amount\": 5}}'.")  # fmt: skip
+    if not isinstance(value, dict):
+        fail_usage(out, f"--edit must be a JSON object of the call's new arguments, got {type(value).__name__} "
+                        f"({text[:80]}).")  # fmt: skip
+    return value
+
+
+def _decide(
+    snapshot_id: str,
+    directory: Path,
+    call_id: str | None,
+    *,
+    execute: bool,
+    feedback: str | None,
+    edit: str | None,
+    by: str | None,
+    allow_modules: tuple[str, ...],
+) -> None:
+    """Record one decision and say what is left to do."""
+    from handrail.dataclasses.decisions import ToolExecutionDecision
+    from handrail.dataclasses.snapshot import load_snapshot
+    from handrail.human_in_the_loop.snapshots import awaiting_decision, record_decision, unavailable_reason
+
+    out, _ = _consoles()
+    folder = snapshot_dir(out, directory)
+    path = find_snapshot(out, folder, snapshot_id)
+    params = _parse_edit(out, edit)
+    with errors_as_exit_codes(out):
+        snapshot = load_snapshot(path, allowed_modules=allow_modules)
+        reason = unavailable_reason(snapshot)
+        if reason is not None:
+            fail_usage(out, f"{reason} Decisions can no longer be recorded in it.")
+        call = _choose_call(out, snapshot, call_id)
+        decision = ToolExecutionDecision(call.tool_name, execute=execute, tool_call_id=call.id, feedback=feedback,
+                                         final_tool_params=params)  # fmt: skip
+        already = call.id not in {c.id for c in awaiting_decision(snapshot)}
+        updated = record_decision(path, decision, decided_by=by, allowed_modules=allow_modules)
+    verb = "Approved" if execute else "Rejected"
+    edited = " with edited arguments" if params is not None else ""
+    recorded = next((d for d in updated.tool_execution_decisions if d.tool_call_id == call.id), decision)
+    if already:
+        out.print(f"That decision was already recorded for call {call.id} ({call.tool_name}); nothing changed.",
+                  markup=False)  # fmt: skip
+    else:
+        out.print(f"{verb} call {call.id} ({call.tool_name}){edited} in snapshot {updated.snapshot_id}, "
+                  f"decided by {recorded.decided_by}.", markup=False)  # fmt: skip
+    waiting = awaiting_decision(updated)
+    where = f"{quote(str(updated.snapshot_id))} --dir {quote(folder)}"
+    if waiting:
+        ids = ", ".join(f"{c.id} ({c.tool_name})" for c in waiting)
+        out.print(f"Still awaiting a decision: {ids}. Resuming now would pause again at them.", markup=False)
+    else:
+        out.print(f"Every call is decided. Continue the run with: handrail resume {where}", markup=False)
+
+
+_CALL = click.option("--call", "call_id", metavar="CALL_ID",
+                     help="The call to decide (needed when several calls of the step are waiting).")  # fmt: skip
+_BY = click.option("--by", metavar="NAME", help="Who decides (recorded; default: the OS user).")
+
+
+@approvals.command()
+@click.argument("snapshot_id")
+@_DIR
+@_CALL
+@click.option("--edit", metavar="JSON", help="Run the call with these arguments instead (a JSON object; "
+              "it replaces the proposed arguments and must pass the tool's JSON Schema).")  # fmt: skip
+@click.option("--feedback", metavar="TEXT", help="A note the model reads with the result.")
+@_BY
+@_ALLOW
+def approve(
+    snapshot_id: str,
+    directory: Path,
+    call_id: str | None,
+    edit: str | None,
+    feedback: str | None,
+    by: str | None,
+    allow_modules: tuple[str, ...],
+) -> None:
+    """Approve a paused call of SNAPSHOT_ID (optionally with edited arguments)."""
+    _decide(snapshot_id, directory, call_id, execute=True, feedback=feedback, edit=edit, by=by,
+            allow_modules=allow_modules)  # fmt: skip
+
+
+@approvals.command()
+@click.argument("snapshot_id")
+@_DIR
+@_CALL
+@click.option("--feedback", metavar="TEXT", required=True, help="Why: the model reads it instead of a result.")
+@_BY
+@_ALLOW
+def reject(
+    snapshot_id: str,
+    directory: Path,
+    call_id: str | None,
+    feedback: str,
+    by: str | None,
+    allow_modules: tuple[str, ...],
+) -> None:
+    """Reject a paused call of SNAPSHOT_ID: it will not run; the model reads the feedback."""
+    if not feedback.strip():
+        raise click.UsageError("--feedback is empty; say why the call is rejected (the model reads it).")
+    _decide(snapshot_id, directory, call_id, execute=False, feedback=feedback, edit=None, by=by,
+            allow_modules=allow_modules)  # fmt: skip

@@ -1,0 +1,350 @@
+"""``handrail run`` and ``handrail resume``: run an agent file, pause for approval, continue a paused run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from handrail.cli._common import (
+    EXIT_NO_ANSWER,
+    EXIT_PAUSED,
+    Printer,
+    call_line,
+    errors_as_exit_codes,
+    fail_usage,
+    find_snapshot,
+    quote,
+    snapshot_dir,
+)
+
+__all__ = ["resume", "run", "spec_tools"]
+
+_ANSWERED = ("text",)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The command line's choice of model (all None: the agent file's generator)."""
+
+    model: str | None = None
+    openai_base_url: str | None = None
+    openai_model: str | None = None
+
+    def as_metadata(self) -> dict[str, str]:
+        """The settings given, for a snapshot's metadata (so ``handrail resume`` uses the same model)."""
+        return {k: v for k, v in (("model", self.model), ("openai_base_url", self.openai_base_url),
+                                  ("openai_model", self.openai_model)) if v is not None}  # fmt: skip
+
+    def generator(self) -> Any:
+        """The generator to use instead of the agent file's, or None."""
+        from handrail.specs import GeneratorSpec, build_generator
+
+        if self.model is not None and self.openai_base_url is not None:
+            raise click.UsageError("--model and --openai-base-url choose different models; pass only one.")
+        if self.model is not None:
+            return build_generator(GeneratorSpec(type="llama_cpp", model=self.model))
+        if self.openai_base_url is not None:
+            import os
+
+            from handrail.components.generators.chat import OpenAIChatGenerator
+            from handrail.core.secret import Secret
+
+            key = (
+                Secret.from_env_var("OPENAI_API_KEY")
+                if os.environ.get("OPENAI_API_KEY")
+                else Secret.from_token("no-key-needed-for-local-servers")
+            )
+            return OpenAIChatGenerator(
+                api_key=key, model=self.openai_model or "default", api_base_url=self.openai_base_url
+            )
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class BuildOptions:
+    """How to build the Agent from its file."""
+
+    approve: str
+    allow_modules: tuple[str, ...]
+    max_steps: int | None
+    models: ModelChoice
+    pause_dir: Path | None = None
+    """With ``approve="pause"``: the snapshot directory."""
+
+
+def _model_options(command: Any) -> Any:
+    for option in reversed([
+        click.option("--model", metavar="small|default|PATH",
+                     help="Use the embedded model: default (Qwen2.5-Coder 1.5B), small (0.5B) or a .gguf file."),
+        click.option("--openai-base-url", metavar="URL", help="Use an OpenAI-compatible server at URL instead."),
+        click.option("--openai-model", metavar="NAME", help="Model name to ask the OpenAI-compatible server for."),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, exit reason, history)."),
+        click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
+                     help="Trust dotted paths under this module prefix in the agent file (repeatable)."),
+        click.option("--max-steps", type=click.IntRange(min=1), help="Override the file's max_agent_steps."),
+    ]):  # fmt: skip
+        command = option(command)
+    return command
+
+
+def _check_approve(spec: Any, approve: str) -> None:
+    from handrail.specs import needs_a_person
+
+    if approve == "ask" and needs_a_person(spec) and not sys.stdin.isatty():
+        raise click.UsageError(
+            "--approve ask needs a terminal to ask in, and none is attached. Pass --approve all (run every "
+            "call), --approve none (reject calls that need approval) or --pause-for-approval DIR (decide later)."
+        )
+
+
+def _build(out: Any, agent_file: Path, options: BuildOptions) -> Any:
+    """Load the agent file, apply the command-line overrides, build and warm up the Agent."""
+    from handrail.human_in_the_loop import RichConsoleUI
+    from handrail.specs import build_agent, load_agent_spec
+
+    spec = load_agent_spec(agent_file)
+    if spec.allowed_modules or options.allow_modules:
+        sys.path.insert(0, str(agent_file.resolve().parent))  # tool modules may sit beside the agent file
+    if options.max_steps is not None:
+        spec.max_agent_steps = options.max_steps
+    generator = options.models.generator()
+    _check_approve(spec, options.approve)
+    pause: dict[str, Any] = {}
+    if options.pause_dir is not None:
+        metadata: dict[str, Any] = {"agent_file": str(agent_file.resolve())}
+        if options.models.as_metadata():
+            metadata["generator"] = options.models.as_metadata()
+        pause = {"snapshot_dir": options.pause_dir, "snapshot_metadata": metadata}
+    agent = build_agent(
+        spec, base_dir=agent_file.parent, allowed_modules=options.allow_modules, generator=generator,
+        approve=options.approve,  # type: ignore[arg-type]
+        confirmation_ui=RichConsoleUI(console=out) if options.approve == "ask" else None, **pause,
+    )  # fmt: skip
+    with out.status("Loading the model …", spinner="dots"):
+        agent.warm_up()
+    return agent
+
+
+def _message_json(result: dict[str, Any]) -> dict[str, Any]:
+    last = result.get("last_message")
+    return {
+        "answer": last.text if last is not None else None,
+        "exit_reason": result["exit_reason"],
+        "step_count": result["step_count"],
+        "tool_call_counts": result["tool_call_counts"],
+        "token_usage": result["token_usage"],
+        "messages": [m.to_dict() for m in result["messages"]],
+    }
+
+
+def _report(out: Any, result: dict[str, Any], printer: Printer | None, as_json: bool) -> None:
+    """Print the answer (unless it was streamed) and a summary line, or the JSON object."""
+    if as_json:
+        click.echo(json.dumps(_message_json(result), ensure_ascii=False))
+        return
+    if printer is not None and printer.in_text:
+        out.print()
+    elif result["exit_reason"] in _ANSWERED and result.get("last_message") is not None:
+        out.print(result["last_message"].text or "", markup=False)
+    counts = ", ".join(f"{k}×{v}" for k, v in result["tool_call_counts"].items() if v) or "none"
+    summary = f"exit: {result['exit_reason']} · steps: {result['step_count']} · tools: {counts}"
+    out.print(summary, style="dim", markup=False)
+
+
+def _finish(out: Any, agent: Any, result: dict[str, Any], printer: Printer | None, as_json: bool) -> None:
+    _report(out, result, printer, as_json)
+    if result["exit_reason"] not in _ANSWERED and result["exit_reason"] not in {t.name for t in spec_tools(agent)}:
+        if not as_json:
+            out.print(f"The run ended without an answer ({result['exit_reason']}).", style="yellow", markup=False)
+        sys.exit(EXIT_NO_ANSWER)
+
+
+def spec_tools(agent: Any) -> list[Any]:
+    """The agent's tools, flattened."""
+    from handrail.tools.utils import flatten_tools
+
+    return flatten_tools(agent.tools)
+
+
+def _paused(out: Any, exc: Any, folder: Path, printer: Printer | None, as_json: bool) -> None:
+    """Report a pause (the snapshot id, the calls waiting, the commands to decide and resume)."""
+    from handrail.dataclasses.snapshot import load_snapshot
+    from handrail.human_in_the_loop.snapshots import awaiting_decision
+
+    if printer is not None:
+        printer.end_text()
+    path = Path(exc.snapshot_file_path) if exc.snapshot_file_path else None
+    snapshot = exc.snapshot if exc.snapshot is not None or path is None else load_snapshot(path)
+    waiting = awaiting_decision(snapshot) if snapshot is not None else []
+    snapshot_id = path.stem if path is not None else None
+    if as_json:
+        click.echo(json.dumps({
+            "answer": None, "exit_reason": "paused_for_approval", "snapshot_id": snapshot_id,
+            "snapshot_file": str(path) if path is not None else None,
+            "pending_tool_calls": [c.to_dict() for c in waiting],
+            "step_count": snapshot.step_count if snapshot is not None else None,
+            "messages": [m.to_dict() for m in snapshot.messages] if snapshot is not None else [],
+        }, ensure_ascii=False))  # fmt: skip
+        return
+    out.print(f"Paused for approval: snapshot {snapshot_id} in {folder}", style="bold yellow", markup=False)
+    for call in waiting:
+        out.print(call_line(call.id, call.tool_name, call.arguments))
+    where = f"{quote(snapshot_id or '?')} --dir {quote(folder)}"
+    several = len(waiting) > 1
+    choose = f" --call {quote(waiting[0].id or '?')}" if several else ""
+    out.print("Decide, then resume:", markup=False)
+    for command in (
+        f"handrail approvals approve {where}{choose}",
+        f"handrail approvals reject {where}{choose} --feedback 'why not'",
+        f"handrail resume {where}",
+    ):
+        out.print(f"  {command}", style="dim", markup=False, soft_wrap=True)
+
+
+@click.command()
+@click.argument("agent_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("question")
+@click.option(
+    "--approve",
+    type=click.Choice(["ask", "all", "none"]),
+    default="ask",
+    show_default=True,
+    help="Tool calls that need approval: ask in the terminal, run all, or reject them (none).",
+)
+@click.option("--pause-for-approval", "pause_dir", metavar="DIR", type=click.Path(path_type=Path),
+              help="Instead of asking, pause: write a snapshot to DIR, print its id and exit with code 4; "
+                   "decide with 'handrail approvals', continue with 'handrail resume'.")  # fmt: skip
+@_model_options
+@click.pass_context
+def run(
+    ctx: click.Context,
+    agent_file: Path,
+    question: str,
+    approve: str,
+    pause_dir: Path | None,
+    model: str | None,
+    openai_base_url: str | None,
+    openai_model: str | None,
+    as_json: bool,
+    allow_modules: tuple[str, ...],
+    max_steps: int | None,
+) -> None:
+    """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call."""
+    from rich.console import Console
+
+    from handrail.dataclasses.breakpoints import BreakpointException
+
+    out = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    if not question.strip():
+        raise click.UsageError("QUESTION is empty; ask the agent something.")
+    if pause_dir is not None:
+        if ctx.get_parameter_source("approve") is not click.core.ParameterSource.DEFAULT:
+            raise click.UsageError("--approve and --pause-for-approval are different ways to approve; pass only one.")
+        if pause_dir.exists() and not pause_dir.is_dir():
+            raise click.UsageError(f"--pause-for-approval {pause_dir}: not a directory.")
+    models = ModelChoice(model, openai_base_url, openai_model)
+    options = BuildOptions("pause" if pause_dir is not None else approve, allow_modules, max_steps, models,
+                           pause_dir.absolute() if pause_dir is not None else None)  # fmt: skip
+    with errors_as_exit_codes(out, agent_file):
+        agent = _build(out, agent_file, options)
+        from handrail.dataclasses.chat_message import ChatMessage
+
+        printer = None if as_json else Printer(out)
+        try:
+            result = agent.run([ChatMessage.from_user(question)], streaming_callback=printer)
+        except BreakpointException as exc:
+            _paused(out, exc, options.pause_dir or Path.cwd(), printer, as_json)
+            sys.exit(EXIT_PAUSED)
+    _finish(out, agent, result, printer, as_json)
+
+
+def _resume_models(metadata: dict[str, Any], given: ModelChoice) -> ModelChoice:
+    """The command line's model choice, else the one recorded by the run that paused."""
+    if given.as_metadata():
+        return given
+    recorded = metadata.get("generator")
+    if not isinstance(recorded, dict):
+        return given
+    text = {
+        k: v for k, v in recorded.items() if k in ("model", "openai_base_url", "openai_model") and isinstance(v, str)
+    }
+    return ModelChoice(**text)
+
+
+def _resume_agent_file(out: Any, snapshot: Any, agent: Path | None) -> Path:
+    if agent is not None:
+        return agent
+    recorded = snapshot.metadata.get("agent_file")
+    if not isinstance(recorded, str) or not recorded:
+        fail_usage(out, f"Snapshot {snapshot.snapshot_id} does not record its agent file; pass --agent AGENT.yaml.")
+    path = Path(recorded)
+    if not path.is_file():
+        fail_usage(out, f"The agent file recorded in snapshot {snapshot.snapshot_id} is gone ({path}); "
+                        f"pass --agent AGENT.yaml.")  # fmt: skip
+    return path
+
+
+@click.command()
+@click.argument("snapshot_id")
+@click.option("--dir", "directory", required=True, type=click.Path(path_type=Path), help="The snapshot directory.")
+@click.option("--agent", "agent_option", type=click.Path(dir_okay=False, path_type=Path),
+              help="The agent file (default: the one recorded in the snapshot by 'handrail run').")  # fmt: skip
+@click.option("--unknown-outcome", type=click.Choice(["retry", "fail"]),
+              help="A call found running (its process died mid-call): run it again or record it failed.")  # fmt: skip
+@click.option("--allow-drift", is_flag=True, help="Resume even though the agent's definition changed.")
+@_model_options
+def resume(
+    snapshot_id: str,
+    directory: Path,
+    agent_option: Path | None,
+    unknown_outcome: str | None,
+    allow_drift: bool,
+    model: str | None,
+    openai_base_url: str | None,
+    openai_model: str | None,
+    as_json: bool,
+    allow_modules: tuple[str, ...],
+    max_steps: int | None,
+) -> None:
+    """Continue the paused run SNAPSHOT_ID of --dir with the decisions recorded in it.
+
+    Calls still without a decision pause the run again (exit code 4, a new snapshot id).
+    """
+    from rich.console import Console
+
+    from handrail.dataclasses.breakpoints import BreakpointException
+    from handrail.dataclasses.snapshot import load_snapshot
+    from handrail.human_in_the_loop.snapshots import awaiting_decision, unavailable_reason
+
+    out = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    folder = snapshot_dir(out, directory)
+    path = find_snapshot(out, folder, snapshot_id)
+    with errors_as_exit_codes(out, agent_option):
+        snapshot = load_snapshot(path, allowed_modules=allow_modules)
+        reason = unavailable_reason(snapshot)
+        if reason is not None and snapshot.status != "running":
+            fail_usage(out, reason)
+        agent_file = _resume_agent_file(out, snapshot, agent_option)
+        if agent_option is None and not as_json:
+            out.print(f"Agent file: {agent_file} (recorded in the snapshot)", style="dim", markup=False)
+    models = _resume_models(snapshot.metadata, ModelChoice(model, openai_base_url, openai_model))
+    options = BuildOptions("pause", allow_modules, max_steps, models, folder)
+    with errors_as_exit_codes(out, agent_file):
+        agent = _build(out, agent_file, options)
+        undecided = [c.id for c in awaiting_decision(snapshot)]
+        if undecided and not as_json:
+            out.print(f"Calls without a decision ({', '.join(map(str, undecided))}) will pause the run again.",
+                      style="yellow", markup=False)  # fmt: skip
+        printer = None if as_json else Printer(out)
+        try:
+            result = agent.run(messages=[], snapshot=snapshot, streaming_callback=printer, allow_drift=allow_drift,
+                               unknown_outcome=unknown_outcome)  # fmt: skip
+        except BreakpointException as exc:
+            _paused(out, exc, folder, printer, as_json)
+            sys.exit(EXIT_PAUSED)
+    _finish(out, agent, result, printer, as_json)

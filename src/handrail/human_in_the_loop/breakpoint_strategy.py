@@ -1,0 +1,178 @@
+"""A confirmation strategy that pauses the run instead of asking: approval happens later, elsewhere.
+
+:class:`BreakpointConfirmationStrategy` never decides. When its tool needs confirmation the Agent
+writes a snapshot into the strategy's directory and raises
+:class:`~handrail.dataclasses.breakpoints.HITLBreakpointException` to the caller. A person decides
+later (``handrail approvals approve|reject``, or :func:`~handrail.human_in_the_loop.snapshots.record_decision`)
+and the run continues with ``Agent.run(messages=[], snapshot=...)``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from handrail.core.serialization import qualified_name
+from handrail.dataclasses.breakpoints import HITLBreakpointException
+from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
+
+__all__ = ["BreakpointConfirmationStrategy"]
+
+
+class BreakpointConfirmationStrategy:
+    """Pause the run for an asynchronous decision instead of asking now.
+
+    The Agent recognises pausing strategies by the class attribute :attr:`pauses_run`: it runs the
+    calls of the step that need no approval, writes a snapshot file into :attr:`snapshot_file_path`
+    (a directory, created on the first write) and raises ``HITLBreakpointException`` with the
+    file's full path and the ids of every paused call. Called directly, :meth:`run` raises the
+    exception without a snapshot (``snapshot_file_path=None``).
+
+    Args:
+        snapshot_file_path: The DIRECTORY the Agent writes snapshot files into (str or PathLike;
+            stored as str). Not created here.
+        metadata: Free JSON data copied into every snapshot this strategy causes (e.g.
+            ``{"agent_file": "/abs/path/agent.yaml"}``, which ``handrail resume`` reads).
+
+    Raises:
+        ConfigurationTypeError: When ``snapshot_file_path`` is not a str/PathLike or ``metadata`` not a dict.
+        ConfigurationError: When ``snapshot_file_path`` is empty or ``metadata`` is not JSON-compatible.
+
+    Example:
+        >>> strategy = BreakpointConfirmationStrategy("approvals", metadata={"ticket": 7})
+        >>> try:
+        ...     strategy.run(tool_name="transfer", tool_description="Move money.",
+        ...                  tool_params={"amount": 5}, tool_call_id="c1")
+        ... except Exception as exc:
+        ...     print(type(exc).__name__, exc.tool_call_ids)
+        HITLBreakpointException ['c1']
+    """
+
+    pauses_run: ClassVar[bool] = True
+    """Tells the Agent that this strategy pauses the run (it never returns a decision)."""
+
+    def __init__(self, snapshot_file_path: str | os.PathLike[str], *, metadata: dict[str, Any] | None = None) -> None:
+        if not isinstance(snapshot_file_path, str | os.PathLike):
+            raise ConfigurationTypeError(
+                f"snapshot_file_path must be a directory path (str or PathLike), "
+                f"got {type(snapshot_file_path).__name__}."
+            )
+        path = os.fspath(snapshot_file_path)
+        if not isinstance(path, str) or not path.strip():
+            raise ConfigurationError(f"snapshot_file_path must be a non-empty directory path, got {path!r}.")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ConfigurationTypeError(f"metadata must be a dict or None, got {type(metadata).__name__}.")
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(f"metadata must be JSON-compatible (it is written to snapshots): {exc}") from exc
+        self.snapshot_file_path: str = path
+        """The directory snapshot files are written into."""
+        self.metadata: dict[str, Any] = copy.deepcopy(metadata) if metadata is not None else {}
+        """Free JSON data copied into each snapshot's ``metadata``."""
+
+    def run(
+        self,
+        *,
+        tool_name: str,
+        tool_description: str,
+        tool_params: dict[str, Any],
+        tool_call_id: str | None = None,
+        confirmation_strategy_context: dict[str, Any] | None = None,
+        injected_params: dict[str, Any] | None = None,
+        validate_params: Any = None,
+    ) -> ToolExecutionDecision:
+        """Always raise: the call waits for a decision made later.
+
+        Args:
+            tool_name: The tool.
+            tool_description: Its description (unused).
+            tool_params: The model's arguments (unused; they are in the snapshot).
+            tool_call_id: The paused call's id (None when the caller has none).
+            confirmation_strategy_context: Accepted and ignored.
+            injected_params: Accepted and ignored.
+            validate_params: Accepted and ignored.
+
+        Returns:
+            Never returns.
+
+        Raises:
+            HITLBreakpointException: Always: ``"Tool execution for '{tool_name}' requires user
+                confirmation."`` with ``tool_name``, ``tool_call_id``, ``tool_call_ids`` (``[tool_call_id]``
+                or ``[]``) and ``snapshot_file_path=None`` (the Agent raises its own, with the file).
+        """
+        raise HITLBreakpointException(
+            f"Tool execution for '{tool_name}' requires user confirmation.",
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            tool_call_ids=[tool_call_id] if tool_call_id is not None else [],
+            snapshot_file_path=None,
+        )
+
+    async def run_async(
+        self,
+        *,
+        tool_name: str,
+        tool_description: str,
+        tool_params: dict[str, Any],
+        tool_call_id: str | None = None,
+        confirmation_strategy_context: dict[str, Any] | None = None,
+        injected_params: dict[str, Any] | None = None,
+        validate_params: Any = None,
+    ) -> ToolExecutionDecision:
+        """Async twin of :meth:`run`: always raises ``HITLBreakpointException``.
+
+        Args:
+            tool_name: The tool.
+            tool_description: Its description (unused).
+            tool_params: The model's arguments (unused).
+            tool_call_id: The paused call's id.
+            confirmation_strategy_context: Accepted and ignored.
+            injected_params: Accepted and ignored.
+            validate_params: Accepted and ignored.
+
+        Returns:
+            Never returns.
+
+        Raises:
+            HITLBreakpointException: Always (see :meth:`run`).
+        """
+        return self.run(tool_name=tool_name, tool_description=tool_description, tool_params=tool_params,
+                        tool_call_id=tool_call_id)  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to the envelope.
+
+        Returns:
+            ``{"type": <class path>, "init_parameters": {"snapshot_file_path": str, "metadata": dict}}``.
+        """
+        return {
+            "type": qualified_name(self),
+            "init_parameters": {
+                "snapshot_file_path": self.snapshot_file_path,
+                "metadata": copy.deepcopy(self.metadata),
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BreakpointConfirmationStrategy:
+        """Rebuild from :meth:`to_dict` output (``data`` is not modified).
+
+        Raises:
+            SerializationError: When ``init_parameters`` or its ``snapshot_file_path`` is missing, or
+                an unknown parameter is present.
+        """
+        params = data.get("init_parameters") if isinstance(data, Mapping) else None
+        if not isinstance(params, Mapping) or "snapshot_file_path" not in params:
+            raise SerializationError(f"{cls.__name__} data needs init_parameters.snapshot_file_path: {data!r:.200}")
+        unknown = sorted(set(params) - {"snapshot_file_path", "metadata"})
+        if unknown:
+            raise SerializationError(f"Cannot rebuild {cls.__name__}: unknown init parameters {unknown}.")
+        return cls(params["snapshot_file_path"], metadata=copy.deepcopy(params.get("metadata")))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(snapshot_file_path={self.snapshot_file_path!r}, metadata={self.metadata!r})"
