@@ -17,7 +17,7 @@ Workloads (same definitions as the peer scripts):
     w1_*     : 50 agent steps, each = fake model asks for 1 tool call (trivial sync/async tool), then text
     w2_*     : one step with 8 tool calls, each tool sleeps 50 ms                       (not implemented yet)
     w3_*     : input history of 2,000 prior messages + 1 tool step                       (not implemented yet)
-    w4       : serialization (Agent.to_dict with 20 tools; snapshot, 2,000 messages)    (not implemented yet)
+    w4       : serialization (Agent.to_dict with 20 tools; a paused run's snapshot, 2,000 messages)
     w5_*     : 200 concurrent run_async, each 3 tool steps, tools sleep 10 ms            (not implemented yet)
 Timing: time.perf_counter around each run, after warm-up; median and p95 (nearest rank) in ms or us, plus the
 median process CPU time of the same repetitions (less sensitive to other load on the shared machine).
@@ -389,9 +389,130 @@ def w3() -> dict[str, Any]:
     return dict(NOT_IMPLEMENTED)
 
 
+def _mk20() -> list[Any]:
+    """20 tools of three parameters each, importable by dotted path (as in the peer scripts)."""
+    tools = []
+    for i in range(20):
+
+        def f(query: str, limit: int = 10, verbose: bool = False) -> str:
+            return "ok"
+
+        f.__name__ = f.__qualname__ = f"tool_{i}"
+        f.__doc__ = f"Tool number {i}: looks things up given a query, returns a short string."
+        globals()[f.__name__] = f  # importable by dotted path, for Agent.from_dict
+        tools.append(create_tool_from_function(f))
+    return tools
+
+
+def _per_round(fn: Callable[[], Callable[[], Any]], warmup: int, n: int) -> Samples:
+    """Like bench_sync, but ``fn()`` prepares each repetition (untimed) and returns the timed call."""
+    for _ in range(warmup):
+        fn()()
+    out, cpu = Samples(), []
+    for _ in range(reps(n)):
+        call = fn()
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        call()
+        out.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    out.cpu = cpu
+    return out
+
+
 def w4() -> dict[str, Any]:
-    """TODO: Agent.to_dict/from_dict with 20 tools; AgentSnapshot with 2,000 messages to/from JSON."""
-    return dict(NOT_IMPLEMENTED)
+    """Agent.to_dict/from_dict with 20 tools; a real approval pause with a 2,000-message history: the whole
+    pause, the snapshot encoding, the durable write (fsync) and the bytes, separately; a later write of the
+    same run after 2 more messages (per-message JSON cached); loading the file; a durable run's per-step cost.
+    """
+    import dataclasses
+    import shutil
+    import tempfile
+
+    from handrail.core.files import atomic_write
+    from handrail.dataclasses.breakpoints import HITLBreakpointException, ToolBreakpoint
+    from handrail.dataclasses.snapshot import MessageCache, decode_snapshot, encode_snapshot
+    from handrail.human_in_the_loop import BreakpointConfirmationStrategy
+
+    out: dict[str, Any] = {"api": "Agent.to_dict/from_dict; Agent.run pausing in BreakpointConfirmationStrategy"}
+    agent20 = Agent(chat_generator=FakeChatGenerator(steps=1), tools=_mk20(), system_prompt="You are helpful.")
+    js = json.dumps(agent20.to_dict())
+    out["agent_to_dict_20_tools"] = {
+        "to_dict": timed(bench_sync(agent20.to_dict, 5, 200), "ms"),
+        "to_dict_plus_json_dumps": timed(bench_sync(lambda: json.dumps(agent20.to_dict()), 5, 200), "ms"),
+        "bytes": len(js.encode()),
+    }
+    out["agent_from_dict_20_tools"] = timed(bench_sync(lambda: Agent.from_dict(json.loads(js)), 3, 50), "ms")
+
+    hist = [ChatMessage.from_user(t) if r == "user" else ChatMessage.from_assistant(t) for r, t in make_history()]
+    plain = json.dumps([m.to_dict() for m in hist])
+    out["messages_2000_to_dict_json"] = {
+        "time": timed(bench_sync(lambda: json.dumps([m.to_dict() for m in hist]), 3, 30), "ms"),
+        "bytes": len(plain.encode()),
+    }
+
+    folder = tempfile.mkdtemp(prefix="handrail-w4-")
+    try:
+        # (a) a real pause: the fake model asks for ping(x), whose strategy pauses the run; the snapshot
+        # (2,000 history messages + the question + the reply with the call) is encoded and written (fsync).
+        strategy = BreakpointConfirmationStrategy(os.path.join(folder, "pauses"))
+        agent = mk_agent(ping, 1, confirmation_strategies={"ping": strategy})
+        question = hist + user_msgs()
+
+        def pause() -> HITLBreakpointException:
+            try:
+                agent.run(messages=question)
+            except HITLBreakpointException as exc:
+                os.unlink(str(exc.snapshot_file_path))
+                return exc
+            raise AssertionError("the run did not pause")
+
+        snap = pause().snapshot
+        assert snap is not None and len(snap.messages) == len(hist) + 2
+        data = encode_snapshot(snap)
+        if decode_snapshot(data, source="w4") != snap:
+            raise AssertionError("the snapshot does not round-trip")
+        target = os.path.join(folder, "snapshot.json")
+        warm = MessageCache()
+        encode_snapshot(snap, warm)
+
+        def later() -> Callable[[], Any]:
+            # the same run, one step later: the model's reply with a call and its result are new
+            call = ToolCall(tool_name="ping", arguments={"x": "a"}, id=f"call_1_{len(warm)}")
+            result = ChatMessage.from_tool("pong", snap.messages[-1].tool_calls[0])
+            reply = ChatMessage.from_assistant(tool_calls=[call])
+            grown = dataclasses.replace(snap, messages=[*snap.messages, result, reply])
+            return lambda: encode_snapshot(grown, warm)
+
+        out["pause_2000_messages"] = {
+            "messages": len(snap.messages),
+            "bytes": len(data),
+            "run_until_pause_incl_snapshot_write": timed(bench_sync(pause, 3, 30), "ms"),
+            "encode_snapshot": timed(bench_sync(lambda: encode_snapshot(snap), 3, 30), "ms"),
+            "durable_write_fsync": timed(bench_sync(lambda: atomic_write(target, data), 3, 30), "ms"),
+            "encode_snapshot_cached_nothing_new": timed(bench_sync(lambda: encode_snapshot(snap, warm), 3, 30), "ms"),
+            "later_pause_2_new_messages_encode": timed(_per_round(later, 3, 30), "ms"),
+            "load_decode_snapshot": timed(bench_sync(lambda: decode_snapshot(data, source="w4"), 3, 30), "ms"),
+            "target": "encode_snapshot <= 3 ms (Haystack 3.4.1: 53 ms State JSON, 294 ms at a breakpoint)",
+        }
+
+        # (b) a durable run (a snapshot directory is given) writes the ledger before and after each call,
+        # reusing the run's message cache; compared with the same run without a directory.
+        steps = 10
+        never = ToolBreakpoint(tool_name="ping", visit_count=10**6, snapshot_file_path=os.path.join(folder, "runs"))
+        runner = mk_agent(ping, steps)
+        check(runner.run(messages=question, break_point=never), steps, 1)
+        durable = bench_sync(lambda: runner.run(messages=question, break_point=never), 2, 20)
+        plain_run = bench_sync(lambda: runner.run(messages=question), 2, 20)
+        out["durable_run_2000_history"] = {
+            "steps": steps,
+            "writes_per_step": 2,
+            "durable_per_step": timed(durable, "ms", per=steps),
+            "plain_per_step": timed(plain_run, "ms", per=steps),
+        }
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
 
 
 def w5() -> dict[str, Any]:
@@ -409,7 +530,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "w4": w4,
     "w5": w5,
 }
-STUBS = {"w1_scaling", "w2", "w3", "w4", "w5"}
+STUBS = {"w1_scaling", "w2", "w3", "w5"}
 
 
 def versions() -> dict[str, str]:
