@@ -218,3 +218,11 @@ def test_raise_mode_reports_a_failing_tool() -> None:
     tool = Tool(name="t", description="", parameters=NO_ARGS, function=lambda: BrokenStr())
     with pytest.raises(StringConversionError, match="BrokenStr"):
         ToolInvoker(tools=[tool]).run(one_call(tool))
+
+
+def test_a_generated_id_never_takes_an_id_the_model_gave_later_in_the_step() -> None:
+    from handrail.components.tools._step import repair_call_ids
+
+    calls = [ToolCall(tool_name="a", arguments={}, id=None), ToolCall(tool_name="b", arguments={}, id="call_1")]
+    fixed = repair_call_ids(calls, set())
+    assert [c.id for c in fixed] == ["call_1#2", "call_1"]

@@ -69,7 +69,7 @@ def test_snapshot_file_path_is_stored_as_a_string(tmp_path: Path) -> None:
     assert Breakpoint(snapshot_file_path="runs").snapshot_file_path == "runs"
 
 
-@pytest.mark.parametrize("value", [b"/tmp", 5, ["a"]])
+@pytest.mark.parametrize("value", [b"/tmp", 5, ["a"], "", "  "])
 def test_snapshot_file_path_must_be_a_path(value: Any) -> None:
     with pytest.raises(ConfigurationError, match="snapshot_file_path"):
         Breakpoint(snapshot_file_path=value)

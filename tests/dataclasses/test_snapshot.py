@@ -555,7 +555,11 @@ snapshots = st.builds(
         AgentBreakpoint,
         texts,
         st.one_of(
-            st.builds(Breakpoint, visit_count=st.integers(0, 9), snapshot_file_path=st.one_of(st.none(), texts)),
+            st.builds(
+                Breakpoint,
+                visit_count=st.integers(0, 9),
+                snapshot_file_path=st.one_of(st.none(), texts.filter(lambda t: bool(t.strip()))),
+            ),
             st.builds(ToolBreakpoint, tool_name=st.one_of(st.none(), texts), visit_count=st.integers(0, 9)),
         ),
     ),
@@ -643,3 +647,13 @@ def test_the_v1_fixture_survives_a_rewrite_unchanged(tmp_path: Path) -> None:
     copy_path = tmp_path / "copy.json"
     write_snapshot(snap, copy_path)
     assert json.loads(copy_path.read_bytes()) == json.loads(FIXTURE.read_bytes())
+
+
+def test_a_key_given_twice_in_a_file_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    write_snapshot(tool_pause(), target)
+    text = target.read_text(encoding="utf-8")
+    doubled = text.replace('"status":"paused"', '"status":"paused","status":"done"', 1)
+    assert doubled != text
+    with pytest.raises(SnapshotError, match="status"):
+        decode_snapshot(doubled.encode(), source="s.json")

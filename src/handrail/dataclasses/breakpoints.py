@@ -38,8 +38,10 @@ def _directory(value: str | os.PathLike[str] | None) -> str | None:
         return None
     if isinstance(value, str | os.PathLike):
         path = os.fspath(value)
-        if isinstance(path, str):
+        if isinstance(path, str) and path.strip():
             return path
+        if isinstance(path, str):
+            raise ConfigurationError("snapshot_file_path is empty; give a directory, or None to write no file.")
     raise ConfigurationError(f"snapshot_file_path must be a directory path (str or os.PathLike), got {value!r}.")
 
 

@@ -245,6 +245,16 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict; a key given twice is refused (a hand-edited file must not be read two ways)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = sorted({k for k, _ in pairs if k in seen or seen.add(k)})  # type: ignore[func-returns-value]
+        raise ValueError(f"the keys {twice} appear twice in one object")
+    return out
+
+
 def decode_snapshot(data: bytes, *, source: str, allowed_modules: Iterable[str] = ()) -> AgentSnapshot:
     """Read a snapshot from the content of a snapshot file.
 
@@ -261,7 +271,9 @@ def decode_snapshot(data: bytes, *, source: str, allowed_modules: Iterable[str] 
             that is missing, unknown or invalid, or the unknown schema version.
     """
     try:
-        parsed = json.loads(data, parse_constant=_refuse_constant)
+        parsed = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    except UnicodeDecodeError as exc:
+        raise SnapshotError(f"Snapshot file {source} is truncated or not valid JSON (not UTF-8 text: {exc})") from None
     except (ValueError, RecursionError) as exc:
         raise SnapshotError(f"Snapshot file {source} is truncated or not valid JSON: {exc}") from None
     try:
@@ -335,7 +347,7 @@ def snapshot_file_name(break_point: AgentBreakpoint, visit: int) -> str:
         ``"[<agent_name>_]<component>_<visit>_<YYYY_MM_DD_HH_MM_SS>_<8 hex>.json"`` (UTC time; characters of
         the agent name other than letters, digits, ``_``, ``.`` and ``-`` become ``_``).
     """
-    agent = _UNSAFE.sub("_", break_point.agent_name).lstrip(".")
+    agent = _UNSAFE.sub("_", break_point.agent_name).lstrip(".")[:80]  # file names have a length limit
     prefix = f"{agent}_" if agent else ""
     stamp = utc_now().strftime("%Y_%m_%d_%H_%M_%S")
     return f"{prefix}{break_point.break_point.component_name}_{visit}_{stamp}_{uuid.uuid4().hex[:8]}.json"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import dataclasses
 import json
 import os
@@ -241,3 +242,107 @@ async def test_cancelling_a_run_async_leaves_the_ledger_consistent(tmp_path: Pat
     data = json.loads(files[0].read_text())
     assert data["ledger"]["s1"]["status"] == "running"
     assert data["status"] == "running"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+
+
+def test_a_state_value_of_an_int_enum_from_user_code_resumes(tmp_path: Path) -> None:
+    agent = _agent([STEP], tmp_path, state_schema={"level": {"type": Level}})
+    with pytest.raises(HITLBreakpointException) as info:
+        agent.run([user("pay")], level=Level.LOW)
+    decided = dataclasses.replace(
+        info.value.snapshot,
+        tool_execution_decisions=[ToolExecutionDecision("transfer", False, "c1"),
+                                  ToolExecutionDecision("transfer", False, "c3")],
+    )  # fmt: skip
+    result = _agent([asst("ok")], tmp_path, state_schema={"level": {"type": Level}}).run([], snapshot=decided)
+    assert result["level"] is Level.LOW
+
+
+def test_an_edit_naming_an_unknown_parameter_is_refused(tmp_path: Path) -> None:
+    snap = load_snapshot(_pause(tmp_path).snapshot_file_path)
+    decisions = [ToolExecutionDecision("transfer", True, "c1", final_tool_params={"amount": 5, "evil": True}),
+                 ToolExecutionDecision("transfer", True, "c3")]  # fmt: skip
+    with pytest.raises(ConfigurationError, match="evil"):
+        _agent([asst("x")], tmp_path).run([], snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))
+    assert LOG == [("lookup", "bob")]
+
+
+def test_a_decision_for_a_call_that_already_ran_is_refused(tmp_path: Path) -> None:
+    snap = load_snapshot(_pause(tmp_path).snapshot_file_path)
+    bad = dataclasses.replace(snap, tool_execution_decisions=[ToolExecutionDecision("lookup", False, "c2")])
+    with pytest.raises(ConfigurationError, match="'c2'.*already ran"):
+        _agent([asst("x")], tmp_path).run([], snapshot=bad)
+
+
+def test_decisions_of_the_wrong_type_are_named(tmp_path: Path) -> None:
+    snap = load_snapshot(_pause(tmp_path).snapshot_file_path)
+    bad = dataclasses.replace(snap, tool_execution_decisions=[{"tool_name": "transfer", "execute": True}])
+    with pytest.raises(TypeError, match="tool_execution_decisions"):
+        _agent([asst("x")], tmp_path).run([], snapshot=bad)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d.update(messages=[]),
+        lambda d: d["state"].update(step_count="many"),
+        lambda d: d["messages"].pop(),
+    ],
+)
+def test_a_hand_edited_snapshot_that_contradicts_itself_is_refused(tmp_path: Path, edit: Any) -> None:
+    from handrail.errors import SnapshotError
+
+    path = Path(_pause(tmp_path).snapshot_file_path)
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(SnapshotError):
+        _agent([asst("x")], tmp_path).run([], snapshot=load_snapshot(path))
+    assert LOG == [("lookup", "bob")]
+
+
+def test_a_snapshot_directory_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ConfigurationError, match="snapshot directory"):
+        _agent([STEP], blocker).run([user("pay")])
+
+
+async def test_a_sync_tool_still_running_when_run_async_is_cancelled_records_its_result(tmp_path: Path) -> None:
+    import threading
+
+    release = threading.Event()
+    started = threading.Event()
+
+    def blocking(name: str) -> str:
+        """Block until released.
+
+        Args:
+            name: The name.
+        """
+        started.set()
+        release.wait(10)
+        return f"{name} done"
+
+    strategy = BreakpointConfirmationStrategy(str(tmp_path))
+    agent = Agent(
+        chat_generator=ScriptedChatGenerator([asst(calls=[("b1", "blocking", {"name": "a"})]), asst("x")]),
+        tools=[create_tool_from_function(blocking), create_tool_from_function(transfer)],
+        confirmation_strategies={"transfer": strategy},
+    )  # fmt: skip
+    task = asyncio.create_task(agent.run_async([user("go")]))
+    await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    release.set()
+    files = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
+    for _ in range(200):  # the worker thread finishes on its own after the cancellation
+        if json.loads(files[0].read_text())["ledger"]["b1"]["status"] == "done":
+            break
+        await asyncio.sleep(0.05)
+    entry = json.loads(files[0].read_text())["ledger"]["b1"]
+    assert entry["status"] == "done" and entry["result"]["text"] == "a done"

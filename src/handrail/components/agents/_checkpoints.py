@@ -32,7 +32,7 @@ from handrail.dataclasses.breakpoints import (
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, snapshot_file_name, write_snapshot
 from handrail.dataclasses.state import State
-from handrail.errors import SnapshotUnavailableError
+from handrail.errors import ConfigurationError, SnapshotUnavailableError
 
 __all__ = ["Checkpoints", "Finish", "Pause"]
 
@@ -186,7 +186,12 @@ class Checkpoints:
 
     def _claim_new_file(self, break_point: AgentBreakpoint, visit: int) -> Path:
         assert self.directory is not None
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"The snapshot directory {self.directory} cannot be created or used: {exc.strerror or exc}."
+            ) from exc
         path = self.directory / snapshot_file_name(break_point, visit)
         lock = FileLock(lock_path_for(path), timeout=0)
         if not lock.acquire():  # a fresh random name: only a clash of 32 random bits gets here

@@ -98,7 +98,14 @@ def _validator(inv: Invocation) -> Any:
         changed = sorted(k for k, v in inv.injected.items() if k in params and params[k] != v)
         if changed:
             return f"{changed} come from the agent's State and cannot be edited."
-        return inv.tool.arguments_error({k: v for k, v in params.items() if k not in inv.injected})
+        edited = {k: v for k, v in params.items() if k not in inv.injected}
+        schema = inv.tool.parameters
+        known = schema.get("properties")
+        if isinstance(known, dict) and schema.get("additionalProperties") in (None, False):
+            unknown = sorted(k for k in edited if k not in known)
+            if unknown:
+                return f"{unknown} are not parameters of '{inv.tool.name}' (its parameters: {sorted(known)})"
+        return inv.tool.arguments_error(edited)
 
     return validate
 

@@ -24,12 +24,13 @@ from handrail.errors import (
     ConfigurationTypeError,
     DecisionConflictError,
     SnapshotDriftError,
+    SnapshotError,
     SnapshotUnavailableError,
 )
 from handrail.tools.tool import Tool
 
-__all__ = ["check_break_point", "check_decisions", "check_drift", "claim_snapshot", "fingerprint_of",
-           "pausing_directory"]  # fmt: skip
+__all__ = ["check_break_point", "check_consistency", "check_decision_types", "check_decisions", "check_drift",
+           "claim_snapshot", "fingerprint_of", "pausing_directory"]  # fmt: skip
 
 
 def fingerprint_of(tools: list[Tool], agent: Any) -> dict[str, Any]:
@@ -58,10 +59,10 @@ def check_drift(recorded: Mapping[str, Any], current: Mapping[str, Any], name: s
         SnapshotDriftError: The fingerprints differ and ``allow_drift`` is False; the message holds a
             unified diff (``-`` the snapshot's definition, ``+`` the agent's now).
     """
-    if allow_drift or not recorded or dict(recorded) == dict(current):
+    if allow_drift or dict(recorded) == dict(current):
         return
-    before = json.dumps(recorded, indent=2, sort_keys=True, default=str).splitlines()
-    after = json.dumps(current, indent=2, sort_keys=True, default=str).splitlines()
+    before = json.dumps(recorded, indent=2, sort_keys=True, default=str, ensure_ascii=False).splitlines()
+    after = json.dumps(current, indent=2, sort_keys=True, default=str, ensure_ascii=False).splitlines()
     diff = "\n".join(difflib.unified_diff(before, after, "snapshot", "agent now", lineterm="", n=2))
     raise SnapshotDriftError(
         f"The agent changed since snapshot {name} was taken; resuming could run calls against a different "
@@ -118,7 +119,7 @@ def pausing_directory(strategies: Mapping[Any, Any] | None, break_point: AgentBr
 
 def _modules(value: Any, out: set[str], depth: int = 0) -> None:
     """Top-level packages of the classes inside ``value`` (trusted already: the caller loaded them)."""
-    if depth > 50 or value is None or isinstance(value, str | int | float | bool | bytes):
+    if depth > 50 or value is None or type(value) in (str, int, float, bool, bytes):
         return
     if isinstance(value, Mapping):
         for k, v in value.items():
@@ -221,6 +222,7 @@ def check_decisions(snapshot: AgentSnapshot) -> None:
             decisions for one call, or decisions on a snapshot that is not paused at a tool step.
     """
     decisions = snapshot.tool_execution_decisions
+    check_decision_types(decisions)
     if not decisions:
         return
     calls = snapshot.pending_tool_calls
@@ -246,3 +248,48 @@ def check_decisions(snapshot: AgentSnapshot) -> None:
         if d.tool_call_id in seen:
             raise ConfigurationError(f"Two decisions were given for call '{d.tool_call_id}'; give exactly one.")
         seen.add(d.tool_call_id)
+        entry = snapshot.ledger.get(d.tool_call_id)
+        if entry is not None and entry.status in ("running", "done", "failed") and entry.decision != d:
+            raise ConfigurationError(
+                f"Call '{d.tool_call_id}' to '{d.tool_name}' already ran or started (ledger status "
+                f"'{entry.status}'); a decision can only answer a call that waits for one."
+            )
+
+
+def check_decision_types(decisions: Any) -> None:
+    """Raise ConfigurationTypeError unless ``decisions`` is a list of ToolExecutionDecision."""
+    if not isinstance(decisions, list) or not all(isinstance(d, ToolExecutionDecision) for d in decisions):
+        shown = type(decisions).__name__ if not isinstance(decisions, list) else "a list holding other objects"
+        raise ConfigurationTypeError(f"tool_execution_decisions must be a list of ToolExecutionDecision, got {shown}.")
+
+
+def check_consistency(snapshot: AgentSnapshot) -> None:
+    """Refuse a snapshot whose parts contradict each other (e.g. a hand-edited file), before anything runs.
+
+    Raises:
+        SnapshotError: Named part and what is wrong.
+    """
+    where = f"Snapshot '{snapshot.snapshot_id or 'in memory'}'"
+    if not snapshot.messages:
+        raise SnapshotError(f"{where} holds no messages; there is nothing to resume.")
+    for key in ("step_count",):
+        value = snapshot.state.get(key, 0)
+        if type(value) is not int or value < 0:
+            raise SnapshotError(f"{where}: state[{key!r}] must be a non-negative int, got {value!r}.")
+    for key in ("token_usage", "tool_call_counts"):
+        if not isinstance(snapshot.state.get(key, {}), dict):
+            raise SnapshotError(f"{where}: state[{key!r}] must be a dict, got {snapshot.state.get(key)!r}.")
+    if snapshot.position == "tool_invoker":
+        last = snapshot.messages[-1]
+        if last.role.value != "assistant" or not last.tool_calls:
+            raise SnapshotError(
+                f"{where} is paused at a tool step, but its last message is not an assistant message with tool calls."
+            )
+    ids = {c.id for c in snapshot.pending_tool_calls}
+    open_elsewhere = sorted(
+        k for k, e in snapshot.ledger.items() if k not in ids and e.status in ("pending", "approved", "running")
+    )
+    if open_elsewhere:
+        raise SnapshotError(
+            f"{where}: its ledger has unfinished calls {open_elsewhere} that are not calls of the paused step."
+        )

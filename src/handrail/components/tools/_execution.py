@@ -46,9 +46,10 @@ async def _call_async(inv: Invocation) -> Outcome:
         return False, exc
 
 
-def _observed_sync(observer: CallObserver) -> Callable[[Invocation], Outcome]:
+def _observed_sync(observer: CallObserver, *, start: bool = True) -> Callable[[Invocation], Outcome]:
     def call(inv: Invocation) -> Outcome:
-        observer.started(inv)
+        if start:
+            observer.started(inv)
         outcome = _call_sync(inv)
         observer.finished(inv, outcome)
         return outcome
@@ -73,6 +74,10 @@ async def _observed_async(observer: CallObserver | None, inv: Invocation) -> Out
     if observer is None:
         return await _call_async(inv)
     observer.started(inv)
+    if inv.tool.async_function is None and inv.tool.function is not None:
+        # The worker thread records the outcome itself: a cancelled run leaves its thread running to the end,
+        # and what it did must still reach the ledger.
+        return await to_thread(_observed_sync(observer, start=False), inv)
     outcome = await _call_async(inv)
     observer.finished(inv, outcome)
     return outcome

@@ -74,6 +74,7 @@ def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
             return calls
     out: list[ToolCall] = []
     suffixes: dict[str, int] = {}
+    claimed = {c.id for c in calls if c.id and c.id not in seen}  # the model's own ids keep priority
     for position, call in enumerate(calls, start=1):
         cid = call.id
         if cid and cid not in seen:
@@ -82,7 +83,7 @@ def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
             continue
         base = cid or f"call_{position}"
         candidate, n = base, suffixes.get(base, 1)
-        while candidate in seen:
+        while candidate in seen or (candidate != cid and candidate in claimed):
             n += 1
             candidate = f"{base}#{n}"
         suffixes[base] = n
