@@ -24,6 +24,7 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
         ├── ScriptExhaustedError             a ScriptedChatGenerator was called more often than scripted
         ├── GenerationError                  a chat model (server or embedded) failed to give a usable reply
         ├── SnapshotUnavailableError         a snapshot is being resumed elsewhere, already resumed, or finished
+        ├── StoreError                       a store is unreachable, holds a corrupt row, or has a newer schema
         └── UnknownOutcomeError              a resumed call was found running: its outcome is unknown
 
 Control-flow signals (a breakpoint hit, an approval needed) are not errors and do
@@ -49,6 +50,7 @@ __all__ = [
     "SnapshotError",
     "SnapshotUnavailableError",
     "StateError",
+    "StoreError",
     "StringConversionError",
     "ToolInvocationError",
     "ToolNotFoundException",
@@ -209,3 +211,11 @@ class UnknownOutcomeError(RunError):
         super().__init__(message)
         self.tool_name = tool_name
         self.tool_call_id = tool_call_id
+
+
+class StoreError(RunError):
+    """A store (chat messages, memories, snapshots) failed.
+
+    Its database is unreachable, a row is corrupt, or its schema was written by a newer handrail. The message
+    names the store and the key; nothing was half-written.
+    """

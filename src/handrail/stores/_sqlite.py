@@ -1,0 +1,157 @@
+"""SQLite plumbing shared by the embedded stores: connections in WAL mode, transactions, versioned migrations.
+
+One database file may hold several stores (chat messages, memories, snapshots); each store keeps its own
+schema version in the table ``handrail_schema``. Several processes on one machine may share the file:
+WAL mode lets readers run beside one writer, and writers wait up to ``busy_timeout`` for each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from handrail.errors import StoreError
+
+_SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS handrail_schema (store TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+
+__all__ = ["SQLiteDatabase"]
+
+_BUSY_TIMEOUT_MS = 10_000
+
+
+class SQLiteDatabase:
+    """A SQLite file used by one store.
+
+    Args:
+        path: The database file (created with its parent folder on first use); ``":memory:"`` for a private
+            in-process database (one connection shared by all threads).
+        store: The store's name, used in error messages and as its key in ``handrail_schema``.
+        migrations: SQL scripts; script ``i`` brings the store's schema from version ``i`` to ``i + 1``. They run
+            once, in order, on first use, inside one transaction each.
+
+    Raises (on first use):
+        StoreError: The file cannot be opened, is not a database, or holds a newer schema version of this store.
+    """
+
+    def __init__(self, path: str | Path, *, store: str, migrations: Sequence[str]) -> None:
+        self.path = str(path)
+        self.store = store
+        self.migrations = tuple(migrations)
+        self._local = threading.local()
+        self._shared: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+        self._migrated = False
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"{self.store}: cannot open the SQLite database {self.path}: {exc}") from exc
+        return conn
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (autocommit mode; use :meth:`transaction` to group statements)."""
+        if self.path == ":memory:":
+            with self._lock:
+                if self._shared is None:
+                    self._shared = self._open()
+                conn = self._shared
+        else:
+            local: sqlite3.Connection | None = getattr(self._local, "conn", None)
+            if local is None:
+                local = self._local.conn = self._open()
+            conn = local
+        if not self._migrated:
+            self._migrate(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """A transaction: ``BEGIN IMMEDIATE`` (takes the write lock at once) or a deferred read transaction.
+
+        Everything inside commits together or not at all. A SQLite error at BEGIN or COMMIT becomes a StoreError
+        naming the store; one raised inside the block propagates as is (after the rollback), so the store can name
+        the key it was working on.
+        """
+        conn = self.connection()
+        with self._lock if self.path == ":memory:" else contextlib.nullcontext():
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.store}: cannot start a transaction on {self.path}: {exc}") from exc
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"{self.store}: cannot commit to {self.path}: {exc}") from exc
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if self._migrated:
+                return
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(_SCHEMA_TABLE)
+                row = conn.execute("SELECT version FROM handrail_schema WHERE store = ?", (self.store,)).fetchone()
+                version = int(row[0]) if row else 0
+                if version > len(self.migrations):
+                    conn.execute("ROLLBACK")
+                    raise StoreError(
+                        f"{self.store}: {self.path} holds schema version {version}, written by a newer handrail "
+                        f"(this one knows up to {len(self.migrations)}). Upgrade handrail or use another file."
+                    )
+                for script in self.migrations[version:]:
+                    for statement in _statements(script):
+                        conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO handrail_schema (store, version) VALUES (?, ?) "
+                    "ON CONFLICT(store) DO UPDATE SET version = excluded.version",
+                    (self.store, len(self.migrations)),
+                )
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise StoreError(f"{self.store}: cannot prepare the schema in {self.path}: {exc}") from exc
+            self._migrated = True
+
+    def close(self) -> None:
+        """Close this thread's connection (and the shared one of a ``:memory:`` database)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements (``sqlite3.complete_statement`` keeps triggers whole)."""
+    out: list[str] = []
+    current = ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                out.append(current.strip())
+            current = ""
+    if current.strip():
+        out.append(current.strip())
+    return out
