@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from handrail.components.agents import Agent
-from handrail.errors import ConfigurationError, ConfigurationTypeError, HandrailError, NotSupportedYetError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, HandrailError
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import Toolset
 
@@ -148,44 +148,48 @@ class TestConstruction:
         Agent(chat_generator=scripted("x"), streaming_callback=cb)
 
 
-# --------------------------------------------------------------------------- not supported yet
+# --------------------------------------------------------------------------- stores and pause parameters
 
 
-LATER_INIT: dict[str, Any] = {
+STORE_INIT: dict[str, Any] = {
     "chat_message_store": object(),
     "memory_store": object(),
 }
 
-LATER_RUN: dict[str, Any] = {
+STORE_RUN: dict[str, Any] = {
     "chat_message_store_kwargs": {"chat_history_id": "1"},
     "memory_store_kwargs": {"user_id": "u"},
 }
 
 
-class TestNotSupportedYet:
-    @pytest.mark.parametrize("name", sorted(LATER_INIT))
-    def test_init_parameter(self, name: str) -> None:
-        with pytest.raises(NotSupportedYetError, match=name) as info:
-            Agent(chat_generator=scripted("x"), **{name: LATER_INIT[name]})
-        assert isinstance(info.value, ValueError)
+class TestStoreAndPauseParameters:
+    @pytest.mark.parametrize("name", sorted(STORE_INIT))
+    def test_an_object_that_is_not_a_store_is_refused(self, name: str) -> None:
+        with pytest.raises(ConfigurationTypeError, match=name) as info:
+            Agent(chat_generator=scripted("x"), **{name: STORE_INIT[name]})
+        assert isinstance(info.value, TypeError)
         assert isinstance(info.value, HandrailError)
-        assert info.value.parameter == name
 
-    @pytest.mark.parametrize("name", sorted(LATER_RUN))
-    def test_run_parameter(self, name: str) -> None:
+    @pytest.mark.parametrize("name", sorted(STORE_RUN))
+    def test_store_kwargs_without_the_store_are_refused(self, name: str) -> None:
         gen = scripted("x")
         agent = Agent(chat_generator=gen)
-        with pytest.raises(NotSupportedYetError, match=name):
-            agent.run([user("hi")], **{name: LATER_RUN[name]})
+        with pytest.raises(ConfigurationError, match=name):
+            agent.run([user("hi")], **{name: STORE_RUN[name]})
         assert gen.calls == []
 
-    @pytest.mark.parametrize("name", sorted(LATER_RUN))
-    async def test_run_async_parameter(self, name: str) -> None:
+    @pytest.mark.parametrize("name", sorted(STORE_RUN))
+    async def test_store_kwargs_without_the_store_are_refused_async(self, name: str) -> None:
         gen = scripted("x")
         agent = Agent(chat_generator=gen)
-        with pytest.raises(NotSupportedYetError, match=name):
-            await agent.run_async([user("hi")], **{name: LATER_RUN[name]})
+        with pytest.raises(ConfigurationError, match=name):
+            await agent.run_async([user("hi")], **{name: STORE_RUN[name]})
         assert gen.calls == []
+
+    @pytest.mark.parametrize("name", sorted(STORE_RUN))
+    def test_store_kwargs_without_ids_do_nothing(self, name: str) -> None:
+        agent = Agent(chat_generator=scripted("x"))
+        assert agent.run([user("hi")], **{name: {}})["exit_reason"] == "text"
 
     @pytest.mark.parametrize("name", ["break_point", "snapshot"])
     def test_pause_parameters_of_the_wrong_type_are_named(self, name: str) -> None:
@@ -198,11 +202,11 @@ class TestNotSupportedYet:
         agent = Agent(chat_generator=scripted("x"))
         assert agent.run([user("hi")], allow_drift=False)["exit_reason"] == "text"
 
-    def test_later_init_attribute_assigned_after_construction_is_refused_at_run(self) -> None:
+    def test_a_store_assigned_after_construction_is_checked_at_run(self) -> None:
         gen = scripted("x")
         agent = Agent(chat_generator=gen)
         agent.memory_store = object()
-        with pytest.raises(NotSupportedYetError):
+        with pytest.raises(ConfigurationTypeError, match="memory_store"):
             agent.run([user("hi")])
         assert gen.calls == []
 

@@ -329,3 +329,24 @@ def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init
             f"should have one system message, first.",
             stacklevel=5,
         )
+
+
+def check_stores(chat_message_store: Any, memory_store: Any) -> None:
+    """The stores must have the methods the Agent calls (duck typing, like chat generators).
+
+    Raises:
+        ConfigurationTypeError: A store lacks a method, named.
+    """
+    needs = (
+        ("chat_message_store", chat_message_store, ("write_messages", "retrieve_messages")),
+        ("memory_store", memory_store, ("add_memories", "search_memories")),
+    )
+    for name, store, methods in needs:
+        if store is None:
+            continue
+        missing = [m for m in methods if not callable(getattr(store, m, None))]
+        if missing:
+            raise ConfigurationTypeError(
+                f"{name} must be a {'ChatMessageStore' if name == 'chat_message_store' else 'MemoryStore'} "
+                f"(handrail.stores); {type(store).__name__} has no {missing}."
+            )

@@ -84,6 +84,8 @@ class RunPlan:
     """Breakpoints, pauses and the durable record, when the run has any."""
     resume_at: Position | None = None
     """Where a resumed run re-enters its first step (None for a fresh run)."""
+    stores: Any = None
+    """The chat / memory stores this run writes after it completes (a ``StoreUse``), or None."""
 
 
 def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:

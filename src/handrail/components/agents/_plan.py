@@ -19,19 +19,22 @@ from handrail.components.agents._machine import RunPlan
 from handrail.components.agents._prompt import render_user_prompt, template_variables
 from handrail.components.agents._resume import (
     check_break_point,
+    check_consistency,
+    check_decision_types,
     check_decisions,
     check_drift,
     claim_snapshot,
     fingerprint_of,
     pausing_directory,
 )
+from handrail.components.agents._stores import StoreUse, add_memory_section, check_store_kwargs, with_ids
 from handrail.components.tools._step import ToolStepOptions
 from handrail.dataclasses.breakpoints import AgentBreakpoint
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
-from handrail.errors import ConfigurationError, ConfigurationTypeError, NotSupportedYetError
+from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -55,8 +58,8 @@ class RunRequest:
     snapshot: Any = None
     allow_drift: bool = False
     unknown_outcome: Any = None
-    later: dict[str, Any] | None = None
-    """Parameters whose feature is not built yet (refused when set)."""
+    chat_message_store_kwargs: Any = None
+    memory_store_kwargs: Any = None
 
 
 @dataclass(slots=True)
@@ -77,13 +80,11 @@ def start_run(agent: Any, req: RunRequest) -> tuple[RunPlan, State, ModelCall]:
         ConfigurationError / ConfigurationTypeError: Bad arguments (named), before anything runs.
         SnapshotUnavailableError, SnapshotDriftError, DecisionConflictError: A snapshot that cannot be resumed.
     """
-    for name, value in (req.later or {}).items():
-        if value is not None:
-            raise NotSupportedYetError(name)
     if req.snapshot is None:
         return _build(agent, req, None)
     if not isinstance(req.snapshot, AgentSnapshot):
         raise ConfigurationTypeError(f"snapshot must be an AgentSnapshot, got {type(req.snapshot).__name__}.")
+    check_decision_types(req.snapshot.tool_execution_decisions)
     snapshot, lock = claim_snapshot(req.snapshot)
     try:
         plan, state, model = _build(agent, req, snapshot)
@@ -102,11 +103,14 @@ def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> tuple
     agent._check()
     callback = req.streaming_callback or agent.streaming_callback
     cfg.check_callback(callback, sync_run=req.sync_run, where="run-time" if req.streaming_callback else "init")
+    stores = _store_use(agent, req, snapshot)
     if snapshot is not None:
         history, kwargs = _resume_input(snapshot, req), {}
     else:
         history = cfg.check_messages(req.messages)
         kwargs = _prompt_and_state_args(agent, history, req.kwargs)
+        if stores.active:
+            history = with_ids(history)
     if req.generation_kwargs is not None and not isinstance(req.generation_kwargs, dict):
         raise ConfigurationTypeError(
             f"generation_kwargs must be a dict or None, got {type(req.generation_kwargs).__name__}."
@@ -117,11 +121,14 @@ def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> tuple
     directory = pausing_directory(agent.confirmation_strategies, break_point)
     fingerprint = fingerprint_of(tools.flat, agent) if (snapshot or break_point or directory) else {}
     if snapshot is not None:
+        check_consistency(snapshot)
         check_drift(snapshot.fingerprint, fingerprint, f"'{snapshot.snapshot_id or 'in memory'}'", req.allow_drift)
         check_decisions(snapshot)
     _warm_and_warn(agent, req, tools)
     if snapshot is None:
         cfg.with_system_prompt(history, req.system_prompt, agent.system_prompt)
+        if stores.active:
+            _load_from_stores(stores, history)
     state = _initial_state(agent, history, kwargs, tools.names, snapshot)
     ledger = None
     if snapshot is not None or directory is not None:
@@ -132,7 +139,8 @@ def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> tuple
     if ledger is not None or break_point is not None:
         checkpoints = Checkpoints(
             break_point=break_point, directory=directory, agent_name=_agent_name(break_point, snapshot),
-            fingerprint=fingerprint, metadata=_snapshot_metadata(agent, snapshot), ledger=ledger, resumed=snapshot,
+            fingerprint=fingerprint, metadata=_snapshot_metadata(agent, snapshot, stores), ledger=ledger,
+            resumed=snapshot,
         )  # fmt: skip
     plan = RunPlan(
         tools=tools.run_tools,
@@ -145,6 +153,7 @@ def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> tuple
         hooks=agent._hook_table,
         checkpoints=checkpoints,
         resume_at=snapshot.position if snapshot is not None else None,
+        stores=stores if stores.active else None,
     )
     return plan, state, model_call(agent, callback, req.generation_kwargs)
 
@@ -250,9 +259,47 @@ def _agent_name(break_point: AgentBreakpoint | None, snapshot: AgentSnapshot | N
     return snapshot.break_point.agent_name if snapshot is not None else ""
 
 
-def _snapshot_metadata(agent: Any, snapshot: AgentSnapshot | None) -> dict[str, Any]:
-    """The snapshot's metadata (on resume) updated with the pausing strategies' ``metadata``."""
+def _store_use(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> StoreUse:
+    """Which stores this run reads and writes (on resume: as recorded in the snapshot)."""
+    chat = check_store_kwargs(agent.chat_message_store, req.chat_message_store_kwargs, "chat_message_store_kwargs")
+    memory = check_store_kwargs(agent.memory_store, req.memory_store_kwargs, "memory_store_kwargs")
+    if snapshot is None:
+        return StoreUse(agent.chat_message_store, chat, agent.memory_store, memory)
+    recorded = snapshot.metadata.get("run") or {}
+    for name, given in (("chat_message_store_kwargs", chat), ("memory_store_kwargs", memory)):
+        if given is not None and given != recorded.get(name):
+            raise ConfigurationError(
+                f"{name} differ from those of the paused run ({recorded.get(name)!r}); leave them out when resuming: "
+                f"the snapshot records them."
+            )
+    use = StoreUse(agent.chat_message_store, recorded.get("chat_message_store_kwargs"), agent.memory_store,
+                   recorded.get("memory_store_kwargs"), int(recorded.get("new_from") or 0))  # fmt: skip
+    for store, kwargs, name in ((use.chat_store, use.chat_kwargs, "chat_message_store"),
+                                (use.memory_store, use.memory_kwargs, "memory_store")):  # fmt: skip
+        if kwargs is not None and store is None:
+            raise ConfigurationError(f"The paused run wrote to a {name}; give the Agent one to resume it.")
+    return use
+
+
+def _load_from_stores(stores: StoreUse, history: list[ChatMessage]) -> None:
+    """Insert the stored history after the system message, add the memory section, note where the run starts."""
+    at = 1 if history and history[0].role.value == "system" else 0
+    loaded = stores.load_history()
+    history[at:at] = loaded
+    stores.new_from = at + len(loaded)
+    section = stores.memory_text(history)
+    if section is not None:
+        had_system = at == 1
+        add_memory_section(history, section)
+        if not had_system:
+            stores.new_from += 1
+
+
+def _snapshot_metadata(agent: Any, snapshot: AgentSnapshot | None, stores: StoreUse) -> dict[str, Any]:
+    """The snapshot's metadata (on resume) updated with the pausing strategies' ``metadata`` and the run's stores."""
     metadata = dict(snapshot.metadata) if snapshot is not None else {}
+    if stores.active:
+        metadata["run"] = stores.to_metadata()
     for strategy in (agent.confirmation_strategies or {}).values():
         if getattr(strategy, "pauses_run", False) and getattr(strategy, "metadata", None):
             metadata.update(strategy.metadata)

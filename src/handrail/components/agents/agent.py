@@ -20,10 +20,10 @@ from handrail.core.serialization import (
     serialize_callable,
     serialize_type,
 )
+from handrail.core.threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
-from handrail.errors import NotSupportedYetError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
@@ -60,7 +60,6 @@ def _hook_table(hooks: Any) -> HookTable:
     return HookTable(**{point: tuple(items) for point, items in normalized.items() if items})
 
 
-_LATER_INIT = ("chat_message_store", "memory_store")
 _RUN_PARAMETERS = frozenset(
     {"messages", "streaming_callback", "generation_kwargs", "break_point", "snapshot", "system_prompt", "tools",
      "confirmation_strategy_context", "chat_message_store_kwargs", "memory_store_kwargs", "allow_drift",
@@ -94,8 +93,10 @@ class Agent:
         tool_invoker_kwargs: ``convert_result_to_json_string``, ``enable_streaming_callback_passthrough``,
             ``max_workers`` (must equal ``tool_concurrency_limit`` when given).
         tool_concurrency_limit: At most this many tools of one step run at once.
-        chat_message_store: Not supported yet (stores issue).
-        memory_store: Not supported yet (stores issue).
+        chat_message_store: A ChatMessageStore (``handrail.stores``): with ``chat_message_store_kwargs`` a run
+            loads the stored history before its loop and writes the new exchange after it completes.
+        memory_store: A MemoryStore: with ``memory_store_kwargs`` a run adds the memories found to the system
+            message (a delimited long-term-context section) and stores its messages after it completes.
         hooks: ``{point: [hook, ...]}`` with points before_run, before_llm, before_tool, after_tool, on_exit,
             after_run (see :mod:`handrail.hooks`); hooks at one point run in list order.
         user_prompt: A Jinja2 template rendered from the run's keyword arguments into one user message
@@ -161,9 +162,7 @@ class Agent:
         super().__setattr__(name, value)
 
     def _check(self) -> None:
-        for name in _LATER_INIT:
-            if getattr(self, name) is not None:
-                raise NotSupportedYetError(name)
+        cfg.check_stores(self.chat_message_store, self.memory_store)
         cfg.check_types(self)
         cfg.check_generator(self.chat_generator, self.tools)
         cfg.check_schema(self.state_schema)
@@ -249,8 +248,14 @@ class Agent:
             tools: This run's tools: objects, names of configured tools, or a Toolset.
             confirmation_strategy_context: Passed to every confirmation strategy by identity (a lock, a
                 websocket, a queue); never copied or serialized.
-            chat_message_store_kwargs: Not supported yet.
-            memory_store_kwargs: Not supported yet.
+            chat_message_store_kwargs: ``{"chat_history_id": str, "last_k": int | None}``: the stored history of
+                that chat (its last ``last_k`` rounds) goes before ``messages``; the new exchange is written after
+                the run completes (a run that pauses or fails writes nothing). Without a chat_history_id nothing
+                happens. Recorded in snapshots: leave it out when resuming.
+            memory_store_kwargs: ``{"user_id" | "run_id" | "agent_id": str, "search_criteria": {"query", "filters",
+                "top_k", "include_memory_metadata"}}``: memories found (for the explicit query, else the last user
+                message) go into the system message; the run's non-system messages are stored after it completes.
+                Without an id nothing happens.
             allow_drift: Resume even though the agent's definition (tools, prompts, exit conditions, state
                 schema) changed since the snapshot was taken.
             unknown_outcome: For a resumed call found ``running`` (its process died mid-call): None raises
@@ -278,13 +283,15 @@ class Agent:
         plan, state, model = start_run(self, RunRequest(
             messages, True, streaming_callback, generation_kwargs, system_prompt, tools, kwargs,
             confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
-            {"chat_message_store_kwargs": chat_message_store_kwargs, "memory_store_kwargs": memory_store_kwargs},
+            chat_message_store_kwargs, memory_store_kwargs,
         ))  # fmt: skip
         try:
             run_machine_sync(agent_machine(plan, state), model)
         finally:
             if plan.checkpoints is not None:
                 plan.checkpoints.close()
+        if plan.stores is not None:
+            plan.stores.write_after(state.data["messages"])
         return self._result(state)
 
     async def run_async(
@@ -308,13 +315,15 @@ class Agent:
         plan, state, model = start_run(self, RunRequest(
             messages, False, streaming_callback, generation_kwargs, system_prompt, tools, kwargs,
             confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
-            {"chat_message_store_kwargs": chat_message_store_kwargs, "memory_store_kwargs": memory_store_kwargs},
+            chat_message_store_kwargs, memory_store_kwargs,
         ))  # fmt: skip
         try:
             await run_machine_async(agent_machine(plan, state), model)
         finally:
             if plan.checkpoints is not None:
                 plan.checkpoints.close()
+        if plan.stores is not None:
+            await to_thread(plan.stores.write_after, state.data["messages"])
         return self._result(state)
 
     def to_dict(self) -> dict[str, Any]:
@@ -345,6 +354,8 @@ class Agent:
                 "tool_concurrency_limit": self.tool_concurrency_limit,
                 "confirmation_strategies": cfg.serialize_strategies(self.confirmation_strategies),
                 "hooks": serialize_hooks(self.hooks),
+                "chat_message_store": object_to_dict(self.chat_message_store) if self.chat_message_store else None,
+                "memory_store": object_to_dict(self.memory_store) if self.memory_store else None,
                 "user_prompt": self.user_prompt,
                 "required_variables": self.required_variables,
             },
@@ -367,4 +378,7 @@ class Agent:
             params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
         params["confirmation_strategies"] = cfg.deserialize_strategies(params.get("confirmation_strategies"))
         params["hooks"] = deserialize_hooks(params.get("hooks"))
+        for name in ("chat_message_store", "memory_store"):
+            if params.get(name) is not None:
+                params[name] = object_from_dict(params[name])
         return cls(**params)
