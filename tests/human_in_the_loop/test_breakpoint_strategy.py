@@ -96,7 +96,7 @@ def test_from_dict_refuses_bad_data(data: dict[str, Any], fragment: str) -> None
 @pytest.mark.parametrize(
     ("path", "metadata", "error"),
     [
-        (None, None, ConfigurationTypeError),
+        (None, None, ConfigurationError),
         (3, None, ConfigurationTypeError),
         ("", None, ConfigurationError),
         ("   ", None, ConfigurationError),
@@ -112,3 +112,19 @@ def test_bad_arguments_are_refused(path: Any, metadata: Any, error: type[Excepti
 
 def test_repr_names_the_directory() -> None:
     assert "snapshot_file_path='approvals'" in repr(BreakpointConfirmationStrategy("approvals"))
+
+
+def test_a_store_instead_of_a_directory(tmp_path: Path) -> None:
+    from handrail.stores import SQLiteSnapshotStore
+
+    url = f"sqlite:///{tmp_path}/approvals.db"
+    by_url = BreakpointConfirmationStrategy(snapshot_store=url)
+    assert by_url.snapshot_file_path is None
+    assert BreakpointConfirmationStrategy.from_dict(by_url.to_dict()).snapshot_store == url
+    store = SQLiteSnapshotStore(tmp_path / "a.db")
+    again = BreakpointConfirmationStrategy.from_dict(BreakpointConfirmationStrategy(snapshot_store=store).to_dict())
+    assert isinstance(again.snapshot_store, SQLiteSnapshotStore)
+    with pytest.raises(ConfigurationError, match="exactly one"):
+        BreakpointConfirmationStrategy(tmp_path, snapshot_store=url)
+    with pytest.raises(ConfigurationTypeError, match="SnapshotStore"):
+        BreakpointConfirmationStrategy(snapshot_store=object())

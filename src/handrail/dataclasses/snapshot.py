@@ -136,8 +136,15 @@ class AgentSnapshot:
 
     @property
     def snapshot_id(self) -> str | None:
-        """The file stem of :attr:`location` (the id the approvals CLI shows), or None."""
-        return Path(self.location).stem if self.location else None
+        """The snapshot's id in its store (the id the approvals CLI shows), or None.
+
+        A file's stem, or what follows ``#`` in a database location (``sqlite:////d/x.db#<id>``).
+        """
+        if not self.location:
+            return None
+        if "://" in self.location and "#" in self.location:
+            return self.location.rpartition("#")[2]
+        return Path(self.location).stem
 
     @property
     def step_count(self) -> int:

@@ -35,12 +35,16 @@ class BreakpointConfirmationStrategy:
     Args:
         snapshot_file_path: The DIRECTORY the Agent writes snapshot files into (str or PathLike;
             stored as str). Not created here.
+        snapshot_store: Instead of a directory: a SnapshotStore (``handrail.stores``), or a URL that
+            ``handrail.stores.open_snapshot_store`` understands (``sqlite:///approvals.db``,
+            ``postgresql://...``), so several processes share the approvals.
         metadata: Free JSON data copied into every snapshot this strategy causes (e.g.
             ``{"agent_file": "/abs/path/agent.yaml"}``, which ``handrail resume`` reads).
 
     Raises:
         ConfigurationTypeError: When ``snapshot_file_path`` is not a str/PathLike or ``metadata`` not a dict.
-        ConfigurationError: When ``snapshot_file_path`` is empty or ``metadata`` is not JSON-compatible.
+        ConfigurationError: When both or neither of ``snapshot_file_path`` / ``snapshot_store`` are given, the path
+            is empty, or ``metadata`` is not JSON-compatible.
 
     Example:
         >>> strategy = BreakpointConfirmationStrategy("approvals", metadata={"ticket": 7})
@@ -55,23 +59,47 @@ class BreakpointConfirmationStrategy:
     pauses_run: ClassVar[bool] = True
     """Tells the Agent that this strategy pauses the run (it never returns a decision)."""
 
-    def __init__(self, snapshot_file_path: str | os.PathLike[str], *, metadata: dict[str, Any] | None = None) -> None:
-        if not isinstance(snapshot_file_path, str | os.PathLike):
-            raise ConfigurationTypeError(
-                f"snapshot_file_path must be a directory path (str or PathLike), "
-                f"got {type(snapshot_file_path).__name__}."
+    def __init__(
+        self,
+        snapshot_file_path: str | os.PathLike[str] | None = None,
+        *,
+        snapshot_store: Any = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        if (snapshot_file_path is None) == (snapshot_store is None):
+            raise ConfigurationError(
+                "BreakpointConfirmationStrategy needs exactly one of snapshot_file_path (a directory) and "
+                "snapshot_store (a SnapshotStore, or a URL such as 'sqlite:///approvals.db' or 'postgresql://...')."
             )
-        path = os.fspath(snapshot_file_path)
-        if not isinstance(path, str) or not path.strip():
-            raise ConfigurationError(f"snapshot_file_path must be a non-empty directory path, got {path!r}.")
+        path: str | None = None
+        if snapshot_file_path is not None:
+            if not isinstance(snapshot_file_path, str | os.PathLike):
+                raise ConfigurationTypeError(
+                    f"snapshot_file_path must be a directory path (str or PathLike), "
+                    f"got {type(snapshot_file_path).__name__}."
+                )
+            path = os.fspath(snapshot_file_path)
+            if not isinstance(path, str) or not path.strip():
+                raise ConfigurationError(f"snapshot_file_path must be a non-empty directory path, got {path!r}.")
+        if snapshot_store is not None and not isinstance(snapshot_store, str):
+            missing = [
+                m for m in ("create", "replace", "claim", "load") if not callable(getattr(snapshot_store, m, None))
+            ]
+            if missing:
+                raise ConfigurationTypeError(
+                    f"snapshot_store must be a SnapshotStore (handrail.stores) or a URL; "
+                    f"{type(snapshot_store).__name__} has no {missing}."
+                )
         if metadata is not None and not isinstance(metadata, dict):
             raise ConfigurationTypeError(f"metadata must be a dict or None, got {type(metadata).__name__}.")
         try:
             json.dumps(metadata, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"metadata must be JSON-compatible (it is written to snapshots): {exc}") from exc
-        self.snapshot_file_path: str = path
-        """The directory snapshot files are written into."""
+        self.snapshot_file_path: str | None = path
+        """The directory snapshot files are written into (None when a snapshot_store is given)."""
+        self.snapshot_store: Any = snapshot_store
+        """The SnapshotStore (or store URL) snapshots are written into, or None for a directory."""
         self.metadata: dict[str, Any] = copy.deepcopy(metadata) if metadata is not None else {}
         """Free JSON data copied into each snapshot's ``metadata``."""
 
@@ -148,31 +176,49 @@ class BreakpointConfirmationStrategy:
         """Serialize to the envelope.
 
         Returns:
-            ``{"type": <class path>, "init_parameters": {"snapshot_file_path": str, "metadata": dict}}``.
+            ``{"type": <class path>, "init_parameters": {"snapshot_file_path": str | None, "metadata": dict}}``,
+            plus ``"snapshot_store"`` (a URL or the store's own envelope) when one is set.
+
+        Raises:
+            SerializationError: A snapshot_store object without ``to_dict``.
         """
-        return {
-            "type": qualified_name(self),
-            "init_parameters": {
-                "snapshot_file_path": self.snapshot_file_path,
-                "metadata": copy.deepcopy(self.metadata),
-            },
-        }
+        store = self.snapshot_store
+        if store is not None and not isinstance(store, str):
+            if not callable(getattr(store, "to_dict", None)):
+                raise SerializationError(f"The snapshot_store {type(store).__name__} has no to_dict().")
+            store = store.to_dict()
+        params: dict[str, Any] = {"snapshot_file_path": self.snapshot_file_path}
+        if store is not None:
+            params["snapshot_store"] = store
+        params["metadata"] = copy.deepcopy(self.metadata)
+        return {"type": qualified_name(self), "init_parameters": params}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BreakpointConfirmationStrategy:
         """Rebuild from :meth:`to_dict` output (``data`` is not modified).
 
         Raises:
-            SerializationError: When ``init_parameters`` or its ``snapshot_file_path`` is missing, or
-                an unknown parameter is present.
+            SerializationError: When ``init_parameters`` is missing or an unknown parameter is present.
         """
         params = data.get("init_parameters") if isinstance(data, Mapping) else None
-        if not isinstance(params, Mapping) or "snapshot_file_path" not in params:
-            raise SerializationError(f"{cls.__name__} data needs init_parameters.snapshot_file_path: {data!r:.200}")
-        unknown = sorted(set(params) - {"snapshot_file_path", "metadata"})
+        if not isinstance(params, Mapping) or not ({"snapshot_file_path", "snapshot_store"} & set(params)):
+            raise SerializationError(
+                f"{cls.__name__} data needs init_parameters.snapshot_file_path or snapshot_store: {data!r:.200}"
+            )
+        unknown = sorted(set(params) - {"snapshot_file_path", "snapshot_store", "metadata"})
         if unknown:
             raise SerializationError(f"Cannot rebuild {cls.__name__}: unknown init parameters {unknown}.")
-        return cls(params["snapshot_file_path"], metadata=copy.deepcopy(params.get("metadata")))
+        store = params.get("snapshot_store")
+        if isinstance(store, Mapping):
+            from handrail.core.serialization import object_from_dict
+
+            store = object_from_dict(dict(store))
+        return cls(
+            params.get("snapshot_file_path"), snapshot_store=store, metadata=copy.deepcopy(params.get("metadata"))
+        )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(snapshot_file_path={self.snapshot_file_path!r}, metadata={self.metadata!r})"
+        where = f"snapshot_file_path={self.snapshot_file_path!r}"
+        if self.snapshot_store is not None:
+            where = f"snapshot_store={self.snapshot_store!r}"
+        return f"{type(self).__name__}({where})"

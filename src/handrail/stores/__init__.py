@@ -56,5 +56,24 @@ if _typing.TYPE_CHECKING:
         ensure_message_id,
     )
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ChatMessageStore",
+    "FileSnapshotStore",
+    "InMemoryChatMessageStore",
+    "InMemoryMemoryStore",
+    "Lease",
+    "MESSAGE_ID_KEY",
+    "MemoryStore",
+    "PendingApproval",
+    "PostgresChatMessageStore",
+    "PostgresMemoryStore",
+    "PostgresSnapshotStore",
+    "SQLiteChatMessageStore",
+    "SQLiteMemoryStore",
+    "SQLiteSnapshotStore",
+    "SnapshotStore",
+    "ensure_message_id",
+    "open_snapshot_store",
+    "store_for_location",
+]
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

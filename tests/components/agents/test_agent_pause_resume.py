@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import enum
 import dataclasses
+import enum
 import json
 import os
 import stat
@@ -116,7 +116,7 @@ def test_calls_without_a_decision_pause_again_in_a_new_file(tmp_path: Path) -> N
     assert again.value.tool_call_ids == ["c3"]
     assert again.value.snapshot_file_path != exc.snapshot_file_path
     old = json.loads(Path(exc.snapshot_file_path).read_text())
-    assert old["status"] == "resumed" and old["continued_in"] == Path(again.value.snapshot_file_path).name
+    assert old["status"] == "resumed" and old["continued_in"] == Path(again.value.snapshot_file_path).stem
     assert LOG == [("lookup", "bob"), ("transfer", 10, "c1")]
     final = _agent([asst("done")], tmp_path).run(
         [], snapshot=dataclasses.replace(load_snapshot(again.value.snapshot_file_path),
@@ -273,7 +273,7 @@ def test_an_edit_naming_an_unknown_parameter_is_refused(tmp_path: Path) -> None:
 def test_a_decision_for_a_call_that_already_ran_is_refused(tmp_path: Path) -> None:
     snap = load_snapshot(_pause(tmp_path).snapshot_file_path)
     bad = dataclasses.replace(snap, tool_execution_decisions=[ToolExecutionDecision("lookup", False, "c2")])
-    with pytest.raises(ConfigurationError, match="'c2'.*already ran"):
+    with pytest.raises(ConfigurationError, match=r"'c2'.*already ran"):
         _agent([asst("x")], tmp_path).run([], snapshot=bad)
 
 

@@ -1,27 +1,25 @@
-"""Breakpoints, approval pauses and the durable snapshot file of one run (DESIGN.md §3.10).
+"""Breakpoints, approval pauses and the durable snapshot record of one run (DESIGN.md §3.10).
 
 The step machine asks :class:`Checkpoints` whether a breakpoint fires and builds snapshots from it
 (pure); the drivers execute the :class:`Pause` and :class:`Finish` effects, and the ledger calls
-:meth:`Checkpoints.write_running` before and after each tool call of a durable run (file I/O).
+:meth:`Checkpoints.write_running` before and after each tool call of a durable run (store I/O).
 
-A durable run keeps one *current file*: the snapshot it was resumed from, or a file it creates in
-its snapshot directory at its first tool call. Every write replaces that file atomically. At a pause
-the file is written once more and renamed to a fresh name (unique per pause); when it was the
-snapshot this run resumed, a record is left under the old name saying where the run continued
-(status ``resumed``). A finished run marks its file ``done``. The file's lock is held from the first
-write (or the resume) until the run ends, so no other process resumes a run that is still going.
+A durable run writes to a snapshot store (a directory of files, SQLite or PostgreSQL) and keeps one
+*current record*: the snapshot it was resumed from, or one it creates at its first tool call (or
+pause). Every write replaces that record atomically. When the run resumed a record and pauses again,
+the pause goes under a new id (unique per pause) and the old record says where the run continued
+(status ``resumed``). A finished run marks its record ``done``. The record's claim is held from its
+creation (or the resume) until the run ends, so no other process resumes a run that is still going.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 from handrail.components.agents._ledger import Ledger
-from handrail.core.files import FileLock, lock_path_for
 from handrail.core.typed_json import decode_value, encode_value
 from handrail.dataclasses.breakpoints import (
     AgentBreakpoint,
@@ -30,9 +28,9 @@ from handrail.dataclasses.breakpoints import (
     ToolBreakpoint,
 )
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
-from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, snapshot_file_name, write_snapshot
+from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, snapshot_file_name
 from handrail.dataclasses.state import State
-from handrail.errors import ConfigurationError, SnapshotUnavailableError
+from handrail.errors import ConfigurationError
 
 __all__ = ["Checkpoints", "Finish", "Pause"]
 
@@ -54,29 +52,31 @@ class Checkpoints:
 
     Args:
         break_point: The debugging breakpoint of this run, or None.
-        directory: Where snapshot files go (a breakpoint's or a pausing strategy's directory), or None.
+        store: The snapshot store of a durable run (from a pausing strategy or a breakpoint's directory, or
+            the store a resumed snapshot came from), or None.
         agent_name: The label put into snapshots and file names ("" for none).
         fingerprint: The agent definition's fingerprint, recorded in every snapshot.
         metadata: Free JSON recorded in every snapshot (e.g. the agent file of a CLI run).
         ledger: The run's ledger, when calls are recorded (durable runs, pausing strategies, resumes).
-        resumed: The snapshot this run resumes (its ``location`` is the current file), or None.
-        lock: The lock held on the resumed file, or None.
+        resumed: The snapshot this run resumes (its ``location`` names the current record), or None.
+        owns_store: True when the run opened ``store`` itself (it is closed when the run ends).
     """
 
     def __init__(
         self,
         *,
         break_point: AgentBreakpoint | None,
-        directory: Path | None,
+        store: Any,
         agent_name: str,
         fingerprint: dict[str, Any],
         metadata: dict[str, Any],
         ledger: Ledger | None,
         resumed: AgentSnapshot | None = None,
-        lock: FileLock | None = None,
+        owns_store: bool = False,
     ) -> None:
         self.break_point = break_point
-        self.directory = directory
+        self.store = store
+        self.owns_store = owns_store
         self.agent_name = agent_name
         self.fingerprint = fingerprint
         self.metadata = metadata
@@ -86,9 +86,9 @@ class Checkpoints:
         self.visits.setdefault("tool_invoker", 0)
         self.tool_visits: dict[str, int] = dict(resumed.tool_visits) if resumed else {}
         self.cache = MessageCache()
-        self.resumed_path = Path(resumed.location) if resumed is not None and resumed.location else None
-        self.current: Path | None = self.resumed_path
-        self.lock = lock
+        self.resumed_id = resumed.snapshot_id if resumed is not None and resumed.location and store else None
+        self.current: str | None = self.resumed_id
+        self.lease: Any = None
         self.last: AgentSnapshot | None = resumed
         self.step: _Step | None = None
         if ledger is not None and self.durable:
@@ -96,8 +96,8 @@ class Checkpoints:
 
     @property
     def durable(self) -> bool:
-        """True when this run writes its ledger to a file."""
-        return self.current is not None or self.directory is not None
+        """True when this run writes its ledger to a snapshot store."""
+        return self.store is not None
 
     # -- breakpoints (pure) ----------------------------------------------------------------------
 
@@ -175,54 +175,59 @@ class Checkpoints:
 
     def tool_break_point(self, tool_name: str | None) -> AgentBreakpoint:
         """The breakpoint recorded for a pause (or a durable write) at the current tool step."""
-        where = str(self.directory) if self.directory else None
+        where = getattr(self.store, "directory", None)
+        where = str(where) if where is not None else None
         visit = self.visits["tool_invoker"] if tool_name is None else self.tool_visits.get(tool_name, 0)
         return AgentBreakpoint(self.agent_name, ToolBreakpoint("tool_invoker", tool_name, visit, where))
 
-    # -- file I/O (drivers and the ledger call these) --------------------------------------------
+    # -- store I/O (drivers and the ledger call these) -------------------------------------------
 
-    def _write(self, snapshot: AgentSnapshot, path: Path) -> None:
-        self.last = write_snapshot(snapshot, path, self.cache)
+    def _record(self, snapshot_id: str, snapshot: AgentSnapshot) -> None:
+        assert self.store is not None
+        self.store.replace(snapshot_id, snapshot, self.cache)
+        self.last = dataclasses.replace(snapshot, location=self.store.locator(snapshot_id))
 
-    def _claim_new_file(self, break_point: AgentBreakpoint, visit: int) -> Path:
-        assert self.directory is not None
+    def _create(self, snapshot: AgentSnapshot, break_point: AgentBreakpoint, visit: int) -> str:
+        assert self.store is not None
+        snapshot_id: str
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            snapshot_id, lease = self.store.create(snapshot, snapshot_file_name(break_point, visit))
         except OSError as exc:
             raise ConfigurationError(
-                f"The snapshot directory {self.directory} cannot be created or used: {exc.strerror or exc}."
+                f"The snapshot directory of {self.store} cannot be created or used: {exc.strerror or exc}."
             ) from exc
-        path = self.directory / snapshot_file_name(break_point, visit)
-        lock = FileLock(lock_path_for(path), timeout=0)
-        if not lock.acquire():  # a fresh random name: only a clash of 32 random bits gets here
-            raise SnapshotUnavailableError(f"Snapshot file {path} is locked by another process.")
-        self.lock = lock
-        return path
+        self.lease = lease
+        self.last = dataclasses.replace(snapshot, location=self.store.locator(snapshot_id))
+        return snapshot_id
 
     def write_running(self) -> None:
         """Write the current tool step with the ledger as it is now (before / after a call)."""
         step = self.step
-        if step is None:
+        if step is None or self.store is None:
             return
         bp = self.tool_break_point(None)
         snap = self.snapshot("tool_invoker", None, bp, status="running")
         if self.current is None:
-            self.current = self._claim_new_file(bp, step.visits["tool_invoker"])
-        self._write(snap, self.current)
+            self.current = self._create(snap, bp, step.visits["tool_invoker"])
+        else:
+            self._record(self.current, snap)
 
     def pause(self, snapshot: AgentSnapshot, held: list[ToolCall]) -> BreakpointException:
-        """Write the pause snapshot (where a location is known) and return the exception to raise."""
-        path: Path | None = None
+        """Write the pause snapshot (where a store is known) and return the exception to raise."""
+        where: str | None = None
         inner = snapshot.break_point.break_point
-        if self.current is not None or self.directory is not None or inner.snapshot_file_path:
-            path = self._pause_file(snapshot)
-            snapshot = self.last if self.last is not None else snapshot
+        if self.store is None and inner.snapshot_file_path:
+            self.store = self._open(Path(str(inner.snapshot_file_path)))
+        if self.store is not None:
+            self._store_pause(snapshot)
+            assert self.last is not None
+            snapshot, where = self.last, self.last.location
         if held:
             names = [c.id or "" for c in held]
             return HITLBreakpointException(
                 f"Tool execution for '{held[0].tool_name}' requires user confirmation.",
                 snapshot=snapshot,
-                snapshot_file_path=str(path) if path else None,
+                snapshot_file_path=where,
                 break_point=snapshot.break_point,
                 tool_name=held[0].tool_name,
                 tool_call_id=names[0],
@@ -231,32 +236,29 @@ class Checkpoints:
         return BreakpointException(
             f"Breaking at component {inner.component_name} at visit count {inner.visit_count}",
             snapshot=snapshot,
-            snapshot_file_path=str(path) if path else None,
+            snapshot_file_path=where,
             break_point=snapshot.break_point,
         )
 
-    def _pause_file(self, snapshot: AgentSnapshot) -> Path:
-        inner = snapshot.break_point.break_point
-        visit = inner.visit_count
+    def _store_pause(self, snapshot: AgentSnapshot) -> None:
+        """Write a pause: a new record, or a new id for the record this run resumed, or a rewrite.
+
+        The record this run resumed keeps saying where the run went (``continue_in``); a record this run
+        created itself is rewritten in place (nobody else knows its id).
+        """
+        assert self.store is not None
+        visit = snapshot.break_point.break_point.visit_count
         if self.current is None:
-            if self.directory is None:
-                self.directory = Path(str(inner.snapshot_file_path))
-            self.current = self._claim_new_file(snapshot.break_point, visit)
-            self._write(snapshot, self.current)
-            return self.current
-        old = self.current
-        self._write(snapshot, old)
-        target = old.parent / snapshot_file_name(snapshot.break_point, visit)
-        os.replace(old, target)
-        self.last = dataclasses.replace(self.last or snapshot, location=str(target.resolve()))
-        self.current = target
-        if old == self.resumed_path:
-            tombstone = dataclasses.replace(snapshot, status="resumed", continued_in=target.name)
-            write_snapshot(tombstone, old, self.cache)
-        return target
+            self.current = self._create(snapshot, snapshot.break_point, visit)
+        elif self.current == self.resumed_id:
+            name = snapshot_file_name(snapshot.break_point, visit)
+            self.current = self.store.continue_in(self.current, snapshot, name, self.cache)
+            self.last = dataclasses.replace(snapshot, location=self.store.locator(self.current))
+        else:
+            self._record(self.current, snapshot)
 
     def finish(self, state: State) -> None:
-        """Mark the current file ``done`` with the run's outcome (no file: nothing to do)."""
+        """Mark the run's record ``done`` with its outcome (no record: nothing to do)."""
         if self.current is None or self.last is None:
             return
         messages = state.data["messages"]
@@ -271,13 +273,23 @@ class Checkpoints:
             final = dataclasses.replace(
                 final, ledger=self.ledger.snapshot_entries(), tool_execution_decisions=list(self.ledger.decisions)
             )
-        self._write(final, self.current)
+        self._record(self.current, final)
 
     def close(self) -> None:
-        """Release the lock on the current file (the run ended, paused or failed)."""
-        if self.lock is not None:
-            self.lock.release()
-            self.lock = None
+        """Release the claim on the run's record (the run ended, paused or failed); close a store it opened."""
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
+        if self.owns_store and self.store is not None:
+            close = getattr(self.store, "close", None)
+            if callable(close):
+                close()
+
+    def _open(self, directory: Path) -> Any:
+        from handrail.stores.snapshot_file import FileSnapshotStore
+
+        self.owns_store = True
+        return FileSnapshotStore(directory)
 
 
 @dataclass(slots=True)

@@ -25,7 +25,7 @@ from handrail.components.agents._resume import (
     check_drift,
     claim_snapshot,
     fingerprint_of,
-    pausing_directory,
+    pausing_store,
 )
 from handrail.components.agents._stores import StoreUse, add_memory_section, check_store_kwargs, with_ids
 from handrail.components.tools._step import ToolStepOptions
@@ -81,25 +81,27 @@ def start_run(agent: Any, req: RunRequest) -> tuple[RunPlan, State, ModelCall]:
         SnapshotUnavailableError, SnapshotDriftError, DecisionConflictError: A snapshot that cannot be resumed.
     """
     if req.snapshot is None:
-        return _build(agent, req, None)
+        return _build(agent, req, None, None)
     if not isinstance(req.snapshot, AgentSnapshot):
         raise ConfigurationTypeError(f"snapshot must be an AgentSnapshot, got {type(req.snapshot).__name__}.")
     check_decision_types(req.snapshot.tool_execution_decisions)
-    snapshot, lock = claim_snapshot(req.snapshot)
+    snapshot, store, lease = claim_snapshot(req.snapshot)
     try:
-        plan, state, model = _build(agent, req, snapshot)
+        plan, state, model = _build(agent, req, snapshot, store)
     except BaseException:
-        if lock is not None:
-            lock.release()
+        if lease is not None:
+            lease.release()
+        if store is not None and callable(getattr(store, "close", None)):
+            store.close()
         raise
-    if plan.checkpoints is not None:
-        plan.checkpoints.lock = lock
-    elif lock is not None:  # pragma: no cover - a resumed run always has checkpoints
-        lock.release()
+    assert plan.checkpoints is not None  # a resumed run always has checkpoints
+    plan.checkpoints.lease = lease
     return plan, state, model
 
 
-def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> tuple[RunPlan, State, ModelCall]:
+def _build(
+    agent: Any, req: RunRequest, snapshot: AgentSnapshot | None, resumed_store: Any
+) -> tuple[RunPlan, State, ModelCall]:
     agent._check()
     callback = req.streaming_callback or agent.streaming_callback
     cfg.check_callback(callback, sync_run=req.sync_run, where="run-time" if req.streaming_callback else "init")
@@ -118,8 +120,12 @@ def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> tuple
     tools = _run_tools(agent, req)
     break_point = check_break_point(req.break_point, None if tools.has_toolset else tools.names)
     unknown_outcome = check_unknown_outcome(req.unknown_outcome)
-    directory = pausing_directory(agent.confirmation_strategies, break_point)
-    fingerprint = fingerprint_of(tools.flat, agent) if (snapshot or break_point or directory) else {}
+    if resumed_store is not None:
+        pausing_store(agent.confirmation_strategies, break_point)  # still refuses two different stores
+        store, owns_store = resumed_store, True
+    else:
+        store, owns_store = pausing_store(agent.confirmation_strategies, break_point)
+    fingerprint = fingerprint_of(tools.flat, agent) if (snapshot or break_point or store) else {}
     if snapshot is not None:
         check_consistency(snapshot)
         check_drift(snapshot.fingerprint, fingerprint, f"'{snapshot.snapshot_id or 'in memory'}'", req.allow_drift)
@@ -131,17 +137,19 @@ def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> tuple
             _load_from_stores(stores, history)
     state = _initial_state(agent, history, kwargs, tools.names, snapshot)
     ledger = None
-    if snapshot is not None or directory is not None:
+    if snapshot is not None or store is not None:
         ledger = Ledger(snapshot.ledger if snapshot else None,
                         snapshot.tool_execution_decisions if snapshot else (), unknown_outcome)  # fmt: skip
     approvals, options = _step_options(agent, callback, req.context, ledger)
     checkpoints = None
     if ledger is not None or break_point is not None:
         checkpoints = Checkpoints(
-            break_point=break_point, directory=directory, agent_name=_agent_name(break_point, snapshot),
+            break_point=break_point, store=store, agent_name=_agent_name(break_point, snapshot),
             fingerprint=fingerprint, metadata=_snapshot_metadata(agent, snapshot, stores), ledger=ledger,
-            resumed=snapshot,
+            resumed=snapshot, owns_store=owns_store,
         )  # fmt: skip
+    elif owns_store and store is not None:  # pragma: no cover - a store always comes with a ledger
+        store.close()
     plan = RunPlan(
         tools=tools.run_tools,
         static_tools=None if tools.has_toolset else tools.flat,

@@ -12,13 +12,12 @@ import json
 from collections.abc import Iterable, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from handrail.core.files import FileLock, lock_path_for
 from handrail.core.serialization import serialize_type
 from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint, ToolBreakpoint
 from handrail.dataclasses.decisions import ToolExecutionDecision
-from handrail.dataclasses.snapshot import AgentSnapshot, load_snapshot
+from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import (
     ConfigurationError,
     ConfigurationTypeError,
@@ -29,8 +28,11 @@ from handrail.errors import (
 )
 from handrail.tools.tool import Tool
 
+if TYPE_CHECKING:
+    from handrail.stores.types import Lease
+
 __all__ = ["check_break_point", "check_consistency", "check_decision_types", "check_decisions", "check_drift",
-           "claim_snapshot", "fingerprint_of", "pausing_directory"]  # fmt: skip
+           "claim_snapshot", "fingerprint_of", "pausing_store"]  # fmt: skip
 
 
 def fingerprint_of(tools: list[Tool], agent: Any) -> dict[str, Any]:
@@ -98,23 +100,41 @@ def check_break_point(break_point: Any, tool_names: set[str] | None) -> AgentBre
     return break_point
 
 
-def pausing_directory(strategies: Mapping[Any, Any] | None, break_point: AgentBreakpoint | None) -> Path | None:
-    """The one snapshot directory of a run: its pausing strategies' and its breakpoint's.
+def pausing_store(strategies: Mapping[Any, Any] | None, break_point: AgentBreakpoint | None) -> tuple[Any, bool]:
+    """The one snapshot store of a run.
+
+    Named by its pausing strategies (a store, a store URL or a directory) and its breakpoint's directory.
+
+    Returns:
+        ``(store or None, True when the run opened it and must close it)``.
 
     Raises:
-        ConfigurationError: Two different directories are named (a run writes one directory).
+        ConfigurationError: Two different stores or directories are named (a run writes to one store).
     """
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, Any]] = {}
     for key, strategy in (strategies or {}).items():
-        if getattr(strategy, "pauses_run", False):
-            found.setdefault(str(Path(str(strategy.snapshot_file_path)).resolve()), f"the strategy for {key!r}")
+        if not getattr(strategy, "pauses_run", False):
+            continue
+        store = getattr(strategy, "snapshot_store", None)
+        if store is not None and not isinstance(store, str):
+            found.setdefault(f"object {id(store)}", (f"the strategy for {key!r}", store))
+        else:
+            where = store if isinstance(store, str) else str(Path(str(strategy.snapshot_file_path)).resolve())
+            found.setdefault(where, (f"the strategy for {key!r}", where))
     if break_point is not None and break_point.break_point.snapshot_file_path:
         where = str(Path(str(break_point.break_point.snapshot_file_path)).resolve())
-        found.setdefault(where, "the break_point")
+        found.setdefault(where, ("the break_point", where))
     if len(found) > 1:
-        listed = "; ".join(f"{who}: {path}" for path, who in found.items())
-        raise ConfigurationError(f"One run writes its snapshots to one directory, but several are named: {listed}.")
-    return Path(next(iter(found))) if found else None
+        listed = "; ".join(f"{who}: {name}" for name, (who, _) in found.items())
+        raise ConfigurationError(f"One run writes its snapshots to one store, but several are named: {listed}.")
+    if not found:
+        return None, False
+    _, target = next(iter(found.values()))
+    if not isinstance(target, str):
+        return target, False
+    from handrail.stores._snapshot_locations import open_snapshot_store
+
+    return open_snapshot_store(target), True
 
 
 def _modules(value: Any, out: set[str], depth: int = 0) -> None:
@@ -147,41 +167,46 @@ def trusted_modules(snapshot: AgentSnapshot, extra: Iterable[str] = ()) -> tuple
     return tuple(sorted(found))
 
 
-def claim_snapshot(snapshot: AgentSnapshot, extra_modules: Iterable[str] = ()) -> tuple[AgentSnapshot, FileLock | None]:
-    """Lock a snapshot's file for this run and read it again (the file, not the object, is the truth).
+def claim_snapshot(
+    snapshot: AgentSnapshot, extra_modules: Iterable[str] = ()
+) -> tuple[AgentSnapshot, Any, Lease | None]:
+    """Claim a snapshot's record for this run and read it again (the store, not the object, is the truth).
 
-    The caller's ``tool_execution_decisions`` are added to those recorded in the file.
+    The caller's ``tool_execution_decisions`` are added to those recorded in the store.
 
     Returns:
-        ``(the snapshot to resume, the lock held until the run ends)``; ``(snapshot, None)`` for a snapshot
-        that has no file.
+        ``(the snapshot to resume, its store, the claim held until the run ends)``; ``(snapshot, None, None)``
+        for a snapshot that has no record.
 
     Raises:
         SnapshotUnavailableError: Another process is resuming it, its run finished, or it was resumed already.
-        DecisionConflictError: The caller's decision for a call differs from the one recorded in the file.
+        DecisionConflictError: The caller's decision for a call differs from the one recorded in the store.
     """
     if snapshot.location is None:
-        return snapshot, None
-    path = Path(snapshot.location)
-    name = f"'{path.stem}' ({path})"
-    lock = FileLock(lock_path_for(path), timeout=0)
-    if not lock.acquire():
-        raise SnapshotUnavailableError(f"Snapshot {name} is being resumed by another process.")
+        return snapshot, None, None
+    from handrail.stores._snapshot_locations import store_for_location
+
+    store, snapshot_id = store_for_location(snapshot.location, allowed_modules=trusted_modules(snapshot, extra_modules))
+    name = f"'{snapshot_id}' ({snapshot.location})"
+    lease = store.claim(snapshot_id)
     try:
-        on_disk = load_snapshot(path, allowed_modules=trusted_modules(snapshot, extra_modules))
-        if on_disk.status == "done":
-            reason = (on_disk.outcome or {}).get("exit_reason")
+        stored = store.load(snapshot_id)
+        if stored.status == "done":
+            reason = (stored.outcome or {}).get("exit_reason")
             raise SnapshotUnavailableError(
                 f"Snapshot {name} belongs to a run that already finished (exit reason {reason!r}); it is not run again."
             )
-        if on_disk.status == "resumed":
+        if stored.status == "resumed":
             raise SnapshotUnavailableError(
-                f"Snapshot {name} was already resumed; its run continued in snapshot '{on_disk.continued_in}'."
+                f"Snapshot {name} was already resumed; its run continued in snapshot '{stored.continued_in}'."
             )
-        decisions = merge_decisions(on_disk.tool_execution_decisions, snapshot.tool_execution_decisions, name)
-        return dataclasses.replace(on_disk, tool_execution_decisions=decisions), lock
+        decisions = merge_decisions(stored.tool_execution_decisions, snapshot.tool_execution_decisions, name)
+        return dataclasses.replace(stored, tool_execution_decisions=decisions), store, lease
     except BaseException:
-        lock.release()
+        lease.release()
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
         raise
 
 

@@ -1,0 +1,279 @@
+"""What a snapshot store backend supplies, and the claim (lease) bookkeeping shared by all backends.
+
+A backend (a directory of files, a SQLite file, a PostgreSQL database) supplies: an exclusive claim per
+snapshot id that dies with its process (:meth:`SnapshotRecords._try_claim`), a write scope for one record
+that also excludes claims held elsewhere (:meth:`SnapshotRecords._scope`), and reads and writes of one
+record's bytes inside it. The bytes are exactly what :func:`~handrail.dataclasses.snapshot.encode_snapshot`
+writes, so a record is a self-contained snapshot file wherever it lives.
+
+Who may write what:
+
+* ``record_decision`` never runs while a claim is held (by anyone, this store object included): it waits up
+  to ``lock_timeout`` seconds for the claim, then raises SnapshotUnavailableError.
+* ``replace``, ``continue_in``, ``update_ledger`` and ``mark_done`` are meant for the claim's holder: through
+  the store object that holds the claim they write at once; through any other they first wait (up to
+  ``lock_timeout``) for the claim like a decision does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from handrail.core.serialization import default_from_dict, default_to_dict, init_parameters
+from handrail.dataclasses.snapshot import AgentSnapshot
+from handrail.errors import ConfigurationError, SnapshotError, SnapshotUnavailableError, StoreError
+from handrail.stores._snapshot_common import check_snapshot_id
+
+__all__ = ["OnSnapshotError", "Release", "SnapshotLease", "SnapshotRecords"]
+
+OnSnapshotError = Callable[[str, Exception], None]
+"""Called by ``list_pending`` / ``list_paused`` with the id of a record that cannot be read and the error."""
+
+Release = Callable[[], None]
+Mode = Literal["new", "holder", "decide"]
+_KNOWN_SHOWN = 5
+
+
+class SnapshotLease:
+    """The claim on one snapshot, held by one resumed run (a :class:`~handrail.stores.types.Lease`).
+
+    Released by :meth:`release` (or leaving a ``with`` block), or by the operating system / the database
+    server when the holding process dies.
+    """
+
+    def __init__(self, snapshot_id: str, store: str, release: Release, forget: Callable[[SnapshotLease], None]):
+        self.snapshot_id = snapshot_id
+        """The claimed snapshot's id."""
+        self.store = store
+        """The store, as its error messages name it."""
+        self._release: Release | None = release
+        self._forget = forget
+        self._lock = threading.Lock()
+
+    @property
+    def held(self) -> bool:
+        """True until the lease is released."""
+        return self._release is not None
+
+    def release(self) -> None:
+        """Give the claim up; calling it again does nothing."""
+        with self._lock:
+            release, self._release = self._release, None
+        if release is not None:
+            self._forget(self)
+            release()
+
+    def __enter__(self) -> SnapshotLease:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"SnapshotLease({self.snapshot_id!r}, store={self.store!r}, held={self.held})"
+
+
+def _warn(snapshot_id: str, exc: Exception) -> None:
+    warnings.warn(f"Skipping snapshot {snapshot_id}: {exc}", UserWarning, stacklevel=4)
+
+
+def _check_timeout(lock_timeout: Any) -> float:
+    if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, int | float) or not lock_timeout >= 0:
+        raise ConfigurationError(f"lock_timeout must be a number of seconds >= 0, got {lock_timeout!r}.")
+    return float(lock_timeout)
+
+
+class SnapshotRecords(ABC):
+    """The backend primitives of a snapshot store and the helpers over them (see the module docstring).
+
+    Args:
+        allowed_modules: Module prefixes whose classes state values in the records may name, besides handrail's.
+        lock_timeout: Seconds a decision (or a write through a store object that holds no claim) waits for a
+            claim held elsewhere before raising SnapshotUnavailableError.
+        on_error: Called by :meth:`list_pending` / :meth:`list_paused` with each record that cannot be read and
+            the error, which skip it; default: a ``UserWarning`` naming the store and the id.
+
+    Raises:
+        ConfigurationError: For a negative or non-numeric ``lock_timeout``.
+    """
+
+    def __init__(
+        self, *, allowed_modules: Iterable[str] = (), lock_timeout: float = 5.0, on_error: OnSnapshotError | None = None
+    ) -> None:
+        self.allowed_modules: tuple[str, ...] = tuple(allowed_modules)
+        """Module prefixes trusted for classes named inside the records."""
+        self.lock_timeout = _check_timeout(lock_timeout)
+        """Seconds to wait for a claim held elsewhere."""
+        self.on_error = on_error
+        """What :meth:`list_paused` does with an unreadable record (None: warn)."""
+        self._held: dict[str, SnapshotLease] = {}
+        self._held_lock = threading.Lock()
+
+    # -- backend primitives ------------------------------------------------------------------------
+
+    @abstractmethod
+    def __str__(self) -> str:
+        """The store as error messages name it, e.g. ``FileSnapshotStore('/abs/dir')``."""
+
+    @abstractmethod
+    def locator(self, snapshot_id: str) -> str:
+        """What ``AgentSnapshot.location`` holds for the snapshot."""
+
+    @abstractmethod
+    def _try_claim(self, snapshot_id: str) -> Release | None:
+        """Take the claim on ``snapshot_id`` without waiting: its release function, or None when held elsewhere."""
+
+    @abstractmethod
+    def _scope(self, snapshot_id: str | None) -> contextlib.AbstractContextManager[Any]:
+        """An atomic write scope (a transaction; for files: nothing) yielding the handle the reads/writes take.
+
+        With an id: the claim on it must be free, or become free within ``lock_timeout`` (else
+        SnapshotUnavailableError from :meth:`_being_resumed`), and stays excluded until the scope ends.
+        """
+
+    @abstractmethod
+    def _read(self, handle: Any, snapshot_id: str) -> bytes | None:
+        """The record's bytes, or None when there is none (``handle`` None: outside any scope)."""
+
+    def _exists(self, snapshot_id: str) -> bool:
+        """Whether a record exists (outside any scope)."""
+        return self._read(None, snapshot_id) is not None
+
+    @abstractmethod
+    def _insert(self, handle: Any, snapshot_id: str, snapshot: AgentSnapshot, data: bytes) -> bool:
+        """Add a record; False (and nothing written) when the id exists."""
+
+    @abstractmethod
+    def _update(self, handle: Any, snapshot_id: str, snapshot: AgentSnapshot, data: bytes) -> bool:
+        """Replace a record; False (and nothing written) when there is none."""
+
+    @abstractmethod
+    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes]]:
+        """``(id, bytes)`` of the records (a backend may yield records of any status; they are filtered)."""
+
+    @abstractmethod
+    def _some_ids(self) -> list[str]:
+        """A few known ids, newest first, for error messages."""
+
+    @abstractmethod
+    def _decode(self, snapshot_id: str, data: bytes) -> AgentSnapshot:
+        """The snapshot in a record (``location`` None); a corrupt record raises an error naming store and id."""
+
+    def _file_path(self, snapshot_id: str) -> Path | None:
+        """The record's file, for a directory store (``PendingApproval.path``)."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - a backend without connections has nothing to close
+        """Release what the store holds open (connections); it reopens on next use. Leases are not released."""
+
+    def _init_parameters(self) -> dict[str, Any]:
+        """The backend's own constructor arguments, as JSON data."""
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": <class path>, "init_parameters": {...}}`` (``on_error`` is not written)."""
+        params = {**self._init_parameters(), "lock_timeout": self.lock_timeout}
+        if self.allowed_modules:
+            params["allowed_modules"] = list(self.allowed_modules)
+        return default_to_dict(self, **params)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Rebuild a store from :meth:`to_dict` output.
+
+        Raises:
+            SerializationError: For data without ``init_parameters``, or unknown or missing parameters.
+        """
+        params = init_parameters(data, cls)
+        store: Self = default_from_dict(cls, {**data, "init_parameters": cls._read_parameters(params)})
+        return store
+
+    @classmethod
+    def _read_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
+        return params
+
+    # -- shared helpers ----------------------------------------------------------------------------
+
+    def _id(self, snapshot_id: Any) -> str:
+        checked = check_snapshot_id(snapshot_id)
+        return check_snapshot_id(checked.removesuffix(".json"))
+
+    def _unknown(self, snapshot_id: str) -> SnapshotError:
+        known = self._some_ids()[:_KNOWN_SHOWN]
+        listed = f"known ids include {known}" if known else "it holds no snapshots"
+        return SnapshotError(f"No snapshot {snapshot_id!r} in {self}; {listed}.")
+
+    def _being_resumed(self, snapshot_id: str) -> SnapshotUnavailableError:
+        waited = f" for {self.lock_timeout:g} s" if self.lock_timeout else ""
+        return SnapshotUnavailableError(
+            f"Snapshot {snapshot_id} is being resumed (its claim in {self} stayed held{waited}); "
+            "try again when that run has paused or finished."
+        )
+
+    def _holds(self, snapshot_id: str) -> bool:
+        with self._held_lock:
+            return snapshot_id in self._held
+
+    def _guarded(self, snapshot_id: str | None, mode: Mode) -> contextlib.AbstractContextManager[Any]:
+        if snapshot_id is None or mode == "new":
+            return self._scope(None)
+        if self._holds(snapshot_id):
+            if mode == "decide":
+                raise SnapshotUnavailableError(
+                    f"Snapshot {snapshot_id} is being resumed (this store object holds its claim); "
+                    "decisions are recorded while no run holds it."
+                )
+            return self._scope(None)
+        return self._scope(snapshot_id)
+
+    def _located(self, snapshot_id: str, snapshot: AgentSnapshot) -> AgentSnapshot:
+        snapshot.location = self.locator(snapshot_id)
+        return snapshot
+
+    def _read_snapshot(self, handle: Any, snapshot_id: str) -> AgentSnapshot:
+        data = self._read(handle, snapshot_id)
+        if data is None:
+            raise self._unknown(snapshot_id)
+        return self._located(snapshot_id, self._decode(snapshot_id, data))
+
+    def _lease(self, snapshot_id: str, release: Release) -> SnapshotLease:
+        def forget(lease: SnapshotLease) -> None:
+            with self._held_lock:
+                if self._held.get(snapshot_id) is lease:
+                    del self._held[snapshot_id]
+
+        lease = SnapshotLease(snapshot_id, str(self), release, forget)
+        with self._held_lock:
+            self._held[snapshot_id] = lease
+        return lease
+
+    def _claim_or_raise(self, snapshot_id: str, what: str) -> Release:
+        if self._holds(snapshot_id):
+            raise SnapshotUnavailableError(f"Snapshot {snapshot_id} is {what} (this store object holds its claim).")
+        release = self._try_claim(snapshot_id)
+        if release is None:
+            raise SnapshotUnavailableError(f"Snapshot {snapshot_id} is {what} (its claim in {self} is held).")
+        return release
+
+    def _paused(self) -> list[tuple[str, AgentSnapshot]]:
+        report = self.on_error if self.on_error is not None else _warn
+        found: list[tuple[str, AgentSnapshot]] = []
+        for snapshot_id, data in self._records(paused_only=True):
+            try:
+                snapshot = self._decode(snapshot_id, data)
+            except (ConfigurationError, StoreError, OSError) as exc:
+                report(snapshot_id if self.on_error is not None else f"{snapshot_id} in {self}", exc)
+                continue
+            if snapshot.status == "paused":
+                found.append((snapshot_id, self._located(snapshot_id, snapshot)))
+        found.sort(key=lambda item: (item[1].timestamp.timestamp(), item[0]))
+        return found

@@ -1,0 +1,282 @@
+"""A snapshot store in PostgreSQL (approvals shared by processes on many machines).
+
+Table ``handrail_snapshots``: one row per snapshot, ``snapshot_id`` (primary key), ``status``, ``created_at``
+(the snapshot's timestamp), ``updated_at``, ``continued_in`` and ``data`` (BYTEA): the snapshot's bytes exactly
+as :func:`~handrail.dataclasses.snapshot.encode_snapshot` writes them. Every change is one transaction.
+
+A claim is a session advisory lock (``pg_try_advisory_lock``) on a connection of its own, kept by the lease:
+the server releases it when the lease is released or the holding process's connection ends (the process
+died). A decision takes the same lock for its transaction (``pg_advisory_xact_lock``, waiting at most
+``lock_timeout``), so it never lands while a run holds the claim, and two decisions on one snapshot run one
+after the other: the second sees the first and is a no-op or a DecisionConflictError.
+
+Needs the ``postgres`` extra (psycopg 3 and psycopg-pool).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from handrail.core.secret import Secret, deserialize_secret
+from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot
+from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError, SnapshotError, StoreError
+from handrail.stores._postgres import PostgresDatabase, redact_dsn
+from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresSnapshotStore", "dsn_without_password"]
+
+_MIGRATIONS = [
+    """
+    CREATE TABLE IF NOT EXISTS handrail_snapshots (
+        snapshot_id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        continued_in TEXT,
+        data BYTEA NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS handrail_snapshots_by_status ON handrail_snapshots (status, created_at, snapshot_id);
+    """
+]
+_STORE = "PostgresSnapshotStore"
+_LOCK_SPACE = b"handrail_snapshots\x00"
+
+
+def _lock_key(snapshot_id: str) -> int:
+    """The advisory lock key of a snapshot id: a signed 64-bit hash (blake2b)."""
+    digest = hashlib.blake2b(_LOCK_SPACE + snapshot_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def dsn_without_password(dsn: str) -> str:
+    """The DSN as a ``postgresql://`` URL without any password.
+
+    Connecting with it again takes the password from ``PGPASSWORD`` or ``~/.pgpass``.
+
+    Args:
+        dsn: A libpq URL (``postgresql://user:pw@host:5432/db?sslmode=require``) or key/value string
+            (``host=... dbname=... password=...``).
+
+    Returns:
+        E.g. ``postgresql://user@host:5432/db?sslmode=require``; a key/value string becomes
+        ``postgresql://?host=...&dbname=...``.
+
+    Example:
+        >>> dsn_without_password("postgresql://ann:s3cret@db.example:5432/app?password=x&sslmode=require")
+        'postgresql://ann@db.example:5432/app?sslmode=require'
+        >>> dsn_without_password("host=db dbname=app password=x")
+        'postgresql://?host=db&dbname=app'
+    """
+    if re.match(r"^postgres(ql)?://", dsn):
+        rest = dsn.split("://", 1)[1]
+        rest = re.sub(r"^([^/@?#]*?):[^@/?#]*@", r"\1@", rest)
+        rest = re.sub(r"([?&])password=[^&#]*&?", r"\1", rest).rstrip("?&")
+        return f"postgresql://{rest}"
+    pairs = re.findall(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", dsn)
+    kept = [(k, v.strip("'")) for k, v in pairs if k != "password"]
+    return "postgresql://?" + urlencode(kept)
+
+
+class PostgresSnapshotStore(SnapshotStoreBase):
+    """Snapshots as rows of a PostgreSQL table (see the module docstring).
+
+    Args:
+        dsn: The database: a libpq URL or key/value string, or a :class:`~handrail.core.secret.Secret` that
+            resolves to one (use ``Secret.from_env_var("HANDRAIL_POSTGRES_DSN")`` so a password is never
+            serialized).
+        allowed_modules: Module prefixes whose classes state values in the records may name, besides handrail's.
+        lock_timeout: Seconds a decision waits for a claim held elsewhere before raising
+            SnapshotUnavailableError.
+        on_error: Called by ``list_pending`` / ``list_paused`` with the id of each unreadable row and the error
+            (the row is skipped); default: a ``UserWarning`` naming the store and the id.
+        min_size: Pooled connections kept open.
+        max_size: At most this many pooled connections (each held lease uses one more, of its own).
+        timeout: Seconds to wait for a connection before failing.
+
+    Raises:
+        ConfigurationError: psycopg is not installed, or a bad ``lock_timeout``.
+        ConfigurationTypeError: ``dsn`` is neither a str nor a Secret, or the Secret resolves to nothing.
+        StoreError (on first use): The server is unreachable (the message names the store and the DSN without
+            its password), or holds a newer schema of this store.
+    """
+
+    def __init__(
+        self,
+        dsn: str | Secret,
+        *,
+        allowed_modules: Iterable[str] = (),
+        lock_timeout: float = 5.0,
+        on_error: OnSnapshotError | None = None,
+        min_size: int = 1,
+        max_size: int = 4,
+        timeout: float = 10.0,
+    ) -> None:
+        super().__init__(allowed_modules=allowed_modules, lock_timeout=lock_timeout, on_error=on_error)
+        self.dsn = dsn
+        """The DSN as given (a str or a Secret)."""
+        if isinstance(dsn, Secret):
+            resolved = dsn.resolve_value()
+            if not resolved:
+                raise ConfigurationError(f"{_STORE}: the DSN secret resolved to nothing.")
+        elif isinstance(dsn, str) and dsn:
+            resolved = dsn
+        else:
+            raise ConfigurationTypeError(f"dsn must be a non-empty str or a Secret, got {type(dsn).__name__}.")
+        self._dsn = resolved
+        self._pool_options: dict[str, Any] = {"min_size": min_size, "max_size": max_size, "timeout": timeout}
+        self._db = PostgresDatabase(
+            resolved, store=_STORE, migrations=_MIGRATIONS, min_size=min_size, max_size=max_size, timeout=timeout
+        )
+        self._url = dsn_without_password(resolved)
+
+    def __str__(self) -> str:
+        return f"{_STORE}('{redact_dsn(self._dsn)}')"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _init_parameters(self) -> dict[str, Any]:
+        """The DSN (a Secret as its variable names), the pool options.
+
+        Raises:
+            SerializationError: The DSN is a str holding a password: it would be written in plain text. Pass
+                ``dsn=Secret.from_env_var(...)`` instead.
+        """
+        if isinstance(self.dsn, Secret):
+            dsn: Any = self.dsn.to_dict()
+        elif redact_dsn(self.dsn) != self.dsn:
+            raise SerializationError(
+                f"{self}: the DSN holds a password, which would be written in plain text. Pass "
+                "dsn=Secret.from_env_var('NAME') so only the variable name is written."
+            )
+        else:
+            dsn = self.dsn
+        return {"dsn": dsn, **self._pool_options}
+
+    @classmethod
+    def _read_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(params.get("dsn"), dict):
+            params["dsn"] = deserialize_secret(params["dsn"])
+        return params
+
+    def locator(self, snapshot_id: str) -> str:
+        """``postgresql://user@host:port/db#<id>``: the DSN without its password, then the id."""
+        return f"{self._url}#{self._id(snapshot_id)}"
+
+    def close(self) -> None:
+        """Close the connection pool (it reopens on next use). Held leases keep their own connections."""
+        self._db.close()
+
+    # -- claims ------------------------------------------------------------------------------------
+
+    def _try_claim(self, snapshot_id: str) -> Release | None:
+        import psycopg
+
+        self._db.pool()  # the schema exists, and an unreachable server is a StoreError naming the store
+        try:
+            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=max(1, int(self._db.timeout)))
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"{self}: cannot open a connection for the claim on snapshot {snapshot_id}: {exc}"
+            ) from exc
+        try:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (_lock_key(snapshot_id),)).fetchone()
+        except psycopg.Error as exc:
+            conn.close()
+            raise StoreError(f"{self}: cannot claim snapshot {snapshot_id}: {exc}") from exc
+        if not (row and row[0]):
+            conn.close()
+            return None
+
+        def release() -> None:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(snapshot_id),))
+            conn.close()
+
+        return release
+
+    # -- records -----------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _scope(self, snapshot_id: str | None) -> Iterator[psycopg.Connection[Any]]:
+        import psycopg
+
+        with self._db.transaction() as conn:
+            if snapshot_id is not None:
+                key = _lock_key(snapshot_id)
+                if self.lock_timeout <= 0:
+                    row = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (key,)).fetchone()
+                    if not (row and row[0]):
+                        raise self._being_resumed(snapshot_id)
+                else:
+                    wait = f"{max(1, int(self.lock_timeout * 1000))}ms"
+                    conn.execute("SELECT set_config('lock_timeout', %s, true)", (wait,))
+                    try:
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+                    except psycopg.errors.LockNotAvailable:
+                        raise self._being_resumed(snapshot_id) from None
+                    conn.execute("SELECT set_config('lock_timeout', '0', true)")
+            yield conn
+
+    def _execute(self, conn: psycopg.Connection[Any] | None, sql: str, params: tuple[Any, ...]) -> Any:
+        if conn is not None:
+            return conn.execute(sql, params)
+        with self._db.connection() as own:
+            return own.execute(sql, params).fetchall()
+
+    def _read(self, handle: Any, snapshot_id: str) -> bytes | None:
+        sql = "SELECT data FROM handrail_snapshots WHERE snapshot_id = %s"
+        if handle is not None:
+            row = handle.execute(sql + " FOR UPDATE", (snapshot_id,)).fetchone()
+        else:
+            rows = self._execute(None, sql, (snapshot_id,))
+            row = rows[0] if rows else None
+        return None if row is None else bytes(row[0])
+
+    def _exists(self, snapshot_id: str) -> bool:
+        return bool(self._execute(None, "SELECT 1 FROM handrail_snapshots WHERE snapshot_id = %s", (snapshot_id,)))
+
+    def _insert(self, handle: Any, snapshot_id: str, snapshot: AgentSnapshot, data: bytes) -> bool:
+        cursor = handle.execute(
+            "INSERT INTO handrail_snapshots (snapshot_id, status, created_at, updated_at, continued_in, data) "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (snapshot_id) DO NOTHING",
+            (snapshot_id, snapshot.status, snapshot.timestamp, datetime.now(UTC), snapshot.continued_in, data),
+        )
+        return bool(cursor.rowcount == 1)
+
+    def _update(self, handle: Any, snapshot_id: str, snapshot: AgentSnapshot, data: bytes) -> bool:
+        cursor = handle.execute(
+            "UPDATE handrail_snapshots SET status = %s, created_at = %s, updated_at = %s, continued_in = %s, "
+            "data = %s WHERE snapshot_id = %s",
+            (snapshot.status, snapshot.timestamp, datetime.now(UTC), snapshot.continued_in, data, snapshot_id),
+        )
+        return bool(cursor.rowcount == 1)
+
+    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes]]:
+        where = " WHERE status = 'paused'" if paused_only else ""
+        rows = self._execute(
+            None, f"SELECT snapshot_id, data FROM handrail_snapshots{where} ORDER BY created_at, snapshot_id", ()
+        )
+        for snapshot_id, data in rows:
+            yield str(snapshot_id), bytes(data)
+
+    def _some_ids(self) -> list[str]:
+        rows = self._execute(
+            None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
+        )
+        return [str(row[0]) for row in rows]
+
+    def _decode(self, snapshot_id: str, data: bytes) -> AgentSnapshot:
+        try:
+            return decode_snapshot(data, source=self.locator(snapshot_id), allowed_modules=self.allowed_modules)
+        except SnapshotError as exc:
+            raise StoreError(f"{self}: the record of snapshot {snapshot_id} cannot be read: {exc}") from exc

@@ -1,0 +1,199 @@
+"""A snapshot store in a SQLite file (the embedded default for approvals shared by processes of one machine).
+
+Table ``handrail_snapshots``: one row per snapshot, ``snapshot_id`` (primary key), ``status``, ``created_at``
+(the snapshot's timestamp, Unix seconds), ``updated_at``, ``continued_in`` and ``data``: the snapshot's bytes
+exactly as :func:`~handrail.dataclasses.snapshot.encode_snapshot` writes them (a self-contained snapshot
+file). Every change is one ``BEGIN IMMEDIATE`` transaction, so a decision is an atomic compare-and-set across
+processes. A claim is an exclusive ``flock`` on ``<db>.locks/<id>.lock`` beside the database (released
+when the process dies); for a ``":memory:"`` database, claims live in this store object.
+
+Example:
+    >>> from handrail.dataclasses import AgentBreakpoint, AgentSnapshot, Breakpoint, ChatMessage
+    >>> store = SQLiteSnapshotStore(":memory:")
+    >>> snap = AgentSnapshot(messages=[ChatMessage.from_user("Hi")], state={}, component_visits={},
+    ...                      break_point=AgentBreakpoint("helper", Breakpoint()), position="chat_generator")
+    >>> snapshot_id = store.save(snap)
+    >>> store.load(snapshot_id) == snap, store.locator(snapshot_id) == f"sqlite:///:memory:#{snapshot_id}"
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from handrail.core.files import FileLock
+from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot
+from handrail.errors import SnapshotError, StoreError
+from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
+from handrail.stores._sqlite import SQLiteDatabase
+
+__all__ = ["SQLiteSnapshotStore"]
+
+_MIGRATIONS = [
+    """
+    CREATE TABLE handrail_snapshots (
+        snapshot_id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        continued_in TEXT,
+        data BLOB NOT NULL
+    );
+    CREATE INDEX handrail_snapshots_by_status ON handrail_snapshots (status, created_at, snapshot_id);
+    """
+]
+_STORE = "SQLiteSnapshotStore"
+
+
+class SQLiteSnapshotStore(SnapshotStoreBase):
+    """Snapshots as rows of a SQLite database file (see the module docstring).
+
+    Args:
+        path: The database file (created with its folder on first use; it may hold other stores' tables too),
+            or ``":memory:"`` for a private in-process database.
+        allowed_modules: Module prefixes whose classes state values in the records may name, besides handrail's.
+        lock_timeout: Seconds a decision waits for a claim held elsewhere before raising
+            SnapshotUnavailableError.
+        on_error: Called by ``list_pending`` / ``list_paused`` with the id of each unreadable row and the error
+            (the row is skipped); default: a ``UserWarning`` naming the store and the id.
+
+    Raises:
+        ConfigurationError: For a negative or non-numeric ``lock_timeout``.
+        StoreError (on first use): The file cannot be opened, is not a database, or holds a newer schema.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        allowed_modules: Iterable[str] = (),
+        lock_timeout: float = 5.0,
+        on_error: OnSnapshotError | None = None,
+    ) -> None:
+        super().__init__(allowed_modules=allowed_modules, lock_timeout=lock_timeout, on_error=on_error)
+        raw = os.fspath(path)
+        self.path = raw if raw == ":memory:" else os.path.abspath(raw)
+        """The database file (absolute), or ``":memory:"``."""
+        self._db = SQLiteDatabase(self.path, store=_STORE, migrations=_MIGRATIONS)
+        self._memory_claims: set[str] = set()
+        self._memory_lock = threading.Lock()
+
+    def __str__(self) -> str:
+        return f"{_STORE}('{self.path}')"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _init_parameters(self) -> dict[str, Any]:
+        return {"path": self.path}
+
+    def locator(self, snapshot_id: str) -> str:
+        """``sqlite:///<absolute path>#<id>`` (so ``sqlite:////abs/dir/db.sqlite#<id>``)."""
+        return f"sqlite:///{self.path}#{self._id(snapshot_id)}"
+
+    def close(self) -> None:
+        """Close this thread's connection (it reopens on next use)."""
+        self._db.close()
+
+    # -- claims ------------------------------------------------------------------------------------
+
+    def _lock_path(self, snapshot_id: str) -> Path:
+        folder = Path(f"{self.path}.locks")
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return folder / f"{snapshot_id}.lock"
+
+    def _try_claim(self, snapshot_id: str) -> Release | None:
+        if self.path == ":memory:":
+            with self._memory_lock:
+                if snapshot_id in self._memory_claims:
+                    return None
+                self._memory_claims.add(snapshot_id)
+            return lambda: self._memory_claims.discard(snapshot_id)
+        lock = FileLock(self._lock_path(snapshot_id), timeout=0)
+        return lock.release if lock.acquire() else None
+
+    def _wait_for_claim(self, snapshot_id: str) -> Release | None:
+        if self.path != ":memory:":
+            lock = FileLock(self._lock_path(snapshot_id), timeout=self.lock_timeout)
+            return lock.release if lock.acquire() else None
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            release = self._try_claim(snapshot_id)
+            if release is not None or time.monotonic() >= deadline:
+                return release
+            time.sleep(0.01)
+
+    # -- records -----------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _scope(self, snapshot_id: str | None) -> Iterator[sqlite3.Connection]:
+        release = None
+        if snapshot_id is not None:
+            release = self._wait_for_claim(snapshot_id)
+            if release is None:
+                raise self._being_resumed(snapshot_id)
+        try:
+            with self._db.transaction() as conn:
+                yield conn
+        finally:
+            if release is not None:
+                release()
+
+    def _run(self, conn: sqlite3.Connection | None, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
+        try:
+            return (conn or self._db.connection()).execute(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self}: {exc} (snapshot {params[0] if params else '-'})") from exc
+
+    def _read(self, handle: Any, snapshot_id: str) -> bytes | None:
+        row = self._run(handle, "SELECT data FROM handrail_snapshots WHERE snapshot_id = ?", (snapshot_id,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def _exists(self, snapshot_id: str) -> bool:
+        sql = "SELECT 1 FROM handrail_snapshots WHERE snapshot_id = ?"
+        return self._run(None, sql, (snapshot_id,)).fetchone() is not None
+
+    def _insert(self, handle: Any, snapshot_id: str, snapshot: AgentSnapshot, data: bytes) -> bool:
+        cursor = self._run(
+            handle,
+            "INSERT INTO handrail_snapshots (snapshot_id, status, created_at, updated_at, continued_in, data) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (snapshot_id) DO NOTHING",
+            (snapshot_id, snapshot.status, snapshot.timestamp.timestamp(), time.time(), snapshot.continued_in, data),
+        )
+        return cursor.rowcount == 1
+
+    def _update(self, handle: Any, snapshot_id: str, snapshot: AgentSnapshot, data: bytes) -> bool:
+        cursor = self._run(
+            handle,
+            "UPDATE handrail_snapshots SET status = ?, created_at = ?, updated_at = ?, continued_in = ?, data = ? "
+            "WHERE snapshot_id = ?",
+            (snapshot.status, snapshot.timestamp.timestamp(), time.time(), snapshot.continued_in, data, snapshot_id),
+        )
+        return cursor.rowcount == 1
+
+    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes]]:
+        where = " WHERE status = 'paused'" if paused_only else ""
+        rows = self._run(
+            None, f"SELECT snapshot_id, data FROM handrail_snapshots{where} ORDER BY created_at, snapshot_id", ()
+        ).fetchall()
+        for snapshot_id, data in rows:
+            yield str(snapshot_id), bytes(data)
+
+    def _some_ids(self) -> list[str]:
+        rows = self._run(
+            None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
+        ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def _decode(self, snapshot_id: str, data: bytes) -> AgentSnapshot:
+        try:
+            return decode_snapshot(data, source=self.locator(snapshot_id), allowed_modules=self.allowed_modules)
+        except SnapshotError as exc:
+            raise StoreError(f"{self}: the record of snapshot {snapshot_id} cannot be read: {exc}") from exc
