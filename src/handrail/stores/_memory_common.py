@@ -31,6 +31,7 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "Condition",
     "NewMemory",
+    "Scope",
     "build_memory_message",
     "check_memory_id",
     "check_scope",
@@ -87,14 +88,31 @@ class NewMemory:
     """``metadata`` as JSON text."""
 
 
-def check_scope(user_id: Any, run_id: Any, agent_id: Any, *, required: bool, operation: str) -> None:
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The ids a memory belongs to, or that a search or delete is limited to (``None``: any)."""
+
+    user_id: str | None
+    run_id: str | None
+    agent_id: str | None
+
+    def items(self) -> tuple[tuple[str, str | None], ...]:
+        """``(column, id)`` pairs: ``user_id``, ``run_id``, ``agent_id``."""
+        return (("user_id", self.user_id), ("run_id", self.run_id), ("agent_id", self.agent_id))
+
+
+def check_scope(user_id: Any, run_id: Any, agent_id: Any, *, required: bool, operation: str) -> Scope:
     """Check the scope ids: each is None or a non-empty string; with ``required``, at least one is given.
+
+    Returns:
+        The scope.
 
     Raises:
         ConfigurationTypeError: An id is not a string.
         ConfigurationError: An id is empty, or none is given when one is required.
     """
-    for key, value in (("user_id", user_id), ("run_id", run_id), ("agent_id", agent_id)):
+    scope = Scope(user_id, run_id, agent_id)
+    for key, value in scope.items():
         if value is None:
             continue
         if not isinstance(value, str):
@@ -103,6 +121,7 @@ def check_scope(user_id: Any, run_id: Any, agent_id: Any, *, required: bool, ope
             raise ConfigurationError(f"{operation}: {key} must not be empty (leave it None instead).")
     if required and user_id is None and run_id is None and agent_id is None:
         raise ConfigurationError(f"{operation} needs at least one of user_id, run_id or agent_id.")
+    return scope
 
 
 def check_top_k(top_k: Any) -> int:

@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
 
-from handrail.core.secret import Secret, deserialize_secret
+from handrail.core.secret import Secret
 from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot
-from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError, SnapshotError, StoreError
-from handrail.stores._postgres import PostgresDatabase, redact_dsn
+from handrail.errors import SnapshotError, StoreError
+from handrail.stores._postgres import PostgresDatabase, dsn_without_password, read_dsn_parameter, redact_dsn
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 
 if TYPE_CHECKING:
@@ -57,35 +55,6 @@ def _lock_key(snapshot_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def dsn_without_password(dsn: str) -> str:
-    """The DSN as a ``postgresql://`` URL without any password.
-
-    Connecting with it again takes the password from ``PGPASSWORD`` or ``~/.pgpass``.
-
-    Args:
-        dsn: A libpq URL (``postgresql://user:pw@host:5432/db?sslmode=require``) or key/value string
-            (``host=... dbname=... password=...``).
-
-    Returns:
-        E.g. ``postgresql://user@host:5432/db?sslmode=require``; a key/value string becomes
-        ``postgresql://?host=...&dbname=...``.
-
-    Example:
-        >>> dsn_without_password("postgresql://ann:s3cret@db.example:5432/app?password=x&sslmode=require")
-        'postgresql://ann@db.example:5432/app?sslmode=require'
-        >>> dsn_without_password("host=db dbname=app password=x")
-        'postgresql://?host=db&dbname=app'
-    """
-    if re.match(r"^postgres(ql)?://", dsn):
-        rest = dsn.split("://", 1)[1]
-        rest = re.sub(r"^([^/@?#]*?):[^@/?#]*@", r"\1@", rest)
-        rest = re.sub(r"([?&])password=[^&#]*&?", r"\1", rest).rstrip("?&")
-        return f"postgresql://{rest}"
-    pairs = re.findall(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", dsn)
-    kept = [(k, v.strip("'")) for k, v in pairs if k != "password"]
-    return "postgresql://?" + urlencode(kept)
-
-
 class PostgresSnapshotStore(SnapshotStoreBase):
     """Snapshots as rows of a PostgreSQL table (see the module docstring).
 
@@ -103,8 +72,9 @@ class PostgresSnapshotStore(SnapshotStoreBase):
         timeout: Seconds to wait for a connection before failing.
 
     Raises:
-        ConfigurationError: psycopg is not installed, or a bad ``lock_timeout``.
-        ConfigurationTypeError: ``dsn`` is neither a str nor a Secret, or the Secret resolves to nothing.
+        ConfigurationError: psycopg is not installed, the DSN is empty or its Secret's variable is not set, or a
+            bad ``lock_timeout``.
+        ConfigurationTypeError: ``dsn`` is neither a str nor a Secret.
         StoreError (on first use): The server is unreachable (the message names the store and the DSN without
             its password), or holds a newer schema of this store.
     """
@@ -123,20 +93,11 @@ class PostgresSnapshotStore(SnapshotStoreBase):
         super().__init__(allowed_modules=allowed_modules, lock_timeout=lock_timeout, on_error=on_error)
         self.dsn = dsn
         """The DSN as given (a str or a Secret)."""
-        if isinstance(dsn, Secret):
-            resolved = dsn.resolve_value()
-            if not resolved:
-                raise ConfigurationError(f"{_STORE}: the DSN secret resolved to nothing.")
-        elif isinstance(dsn, str) and dsn:
-            resolved = dsn
-        else:
-            raise ConfigurationTypeError(f"dsn must be a non-empty str or a Secret, got {type(dsn).__name__}.")
-        self._dsn = resolved
-        self._pool_options: dict[str, Any] = {"min_size": min_size, "max_size": max_size, "timeout": timeout}
         self._db = PostgresDatabase(
-            resolved, store=_STORE, migrations=_MIGRATIONS, min_size=min_size, max_size=max_size, timeout=timeout
+            dsn, store=_STORE, migrations=_MIGRATIONS, min_size=min_size, max_size=max_size, timeout=timeout
         )
-        self._url = dsn_without_password(resolved)
+        self._dsn = self._db.dsn
+        self._url = dsn_without_password(self._dsn)
 
     def __str__(self) -> str:
         return f"{_STORE}('{redact_dsn(self._dsn)}')"
@@ -151,22 +112,11 @@ class PostgresSnapshotStore(SnapshotStoreBase):
             SerializationError: The DSN is a str holding a password: it would be written in plain text. Pass
                 ``dsn=Secret.from_env_var(...)`` instead.
         """
-        if isinstance(self.dsn, Secret):
-            dsn: Any = self.dsn.to_dict()
-        elif redact_dsn(self.dsn) != self.dsn:
-            raise SerializationError(
-                f"{self}: the DSN holds a password, which would be written in plain text. Pass "
-                "dsn=Secret.from_env_var('NAME') so only the variable name is written."
-            )
-        else:
-            dsn = self.dsn
-        return {"dsn": dsn, **self._pool_options}
+        return self._db.init_parameters()
 
     @classmethod
     def _read_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
-        if isinstance(params.get("dsn"), dict):
-            params["dsn"] = deserialize_secret(params["dsn"])
-        return params
+        return read_dsn_parameter(params)
 
     def locator(self, snapshot_id: str) -> str:
         """``postgresql://user@host:port/db#<id>``: the DSN without its password, then the id."""
