@@ -25,8 +25,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from handrail.cli import main
+from handrail.cli._common import printable
+from handrail.core.files import FileLock, lock_path_for
 from handrail.dataclasses import ChatMessage, ToolCall
-from handrail.dataclasses.snapshot import load_snapshot, write_snapshot
+from handrail.dataclasses.snapshot import LedgerEntry, load_snapshot, write_snapshot
 from tests.human_in_the_loop.test_snapshots import paused_snapshot
 from tests.specs.test_agent_spec import scripted_generator_yaml
 
@@ -69,7 +71,9 @@ def snapdir(tmp_path: Path) -> Path:
 def test_help_documents_the_commands_and_exit_codes() -> None:
     top = cli("--help")
     assert top.exit_code == 0
-    for word in ("approvals", "resume", "4 paused for approval", "2 bad usage"):
+    words = ("approvals", "resume", "4 paused for approval", "2 bad usage", "5 the snapshot is being resumed",
+             "(--unknown-outcome)", "(--allow-drift)", "permission denied")  # fmt: skip
+    for word in words:
         assert word in top.output
     assert "--pause-for-approval" in cli("run", "--help").output
     group = cli("approvals", "--help")
@@ -98,6 +102,7 @@ def test_list_as_json(snapdir: Path) -> None:
     assert data["pending"][0]["arguments"] == {"amount": 5}
     assert data["pending"][0]["path"] == str(snapdir / "s1.json")
     assert data["ready_to_resume"] == []
+    assert data["interrupted"] == []
 
 
 def test_list_reports_a_corrupt_file_and_goes_on(snapdir: Path) -> None:
@@ -126,9 +131,11 @@ def test_show_lists_every_call_of_the_step_with_its_status(snapdir: Path) -> Non
     assert "c1  transfer" in out and "pending · awaiting a decision" in out
     assert "c3  lookup" in out and "done · result: found" in out
     assert "Move money." in out  # the tool's description, from the fingerprint
+    assert "model calls so far: 1" in out and "steps:" not in out
     data = last_json(cli("approvals", "show", "s1.json", "--dir", snapdir, "--json"))
     assert [(c["id"], c["status"]) for c in data["calls"]] == [("c1", "pending"), ("c2", "pending"), ("c3", "done")]
     assert data["descriptions"]["transfer"] == "Move money."
+    assert (data["status"], data["file_status"], data["model_calls"], data["hint"]) == ("paused", "paused", 1, None)
 
 
 @pytest.mark.parametrize("command", ["show", "approve", "reject"])
@@ -157,7 +164,7 @@ def test_approve_and_reject_record_who_decided(snapdir: Path, monkeypatch: pytes
     first = cli("approvals", "approve", "s1", "--dir", snapdir, "--call", "c1")
     assert first.exit_code == 0, first.output
     assert "Approved call c1 (transfer) in snapshot s1, decided by osuser." in first.output
-    assert "Still awaiting a decision: c2 (transfer)" in first.output
+    assert "Still awaiting a decision: c2 (transfer). Resuming now would pause the run again at it." in first.output
     second = cli("approvals", "reject", "s1", "--dir", snapdir, "--feedback", "Only once.", "--by", "dana")
     assert second.exit_code == 0, second.output  # the only call left: no --call needed
     assert "Rejected call c2" in second.output and "decided by dana" in second.output
@@ -253,6 +260,210 @@ def test_resume_refuses_a_finished_snapshot(snapdir: Path) -> None:
     result = cli("resume", "old", "--dir", snapdir)
     assert result.exit_code == 2
     assert "Snapshot old was already resumed; it continued in s9.json." in result.output
+
+
+def test_an_empty_by_is_refused(snapdir: Path) -> None:
+    before = (snapdir / "s1.json").read_bytes()
+    for by in ("", "  "):
+        result = cli("approvals", "approve", "s1", "--dir", snapdir, "--call", "c1", "--by", by)
+        assert result.exit_code == 2, result.output
+        assert "--by is empty" in result.output
+    assert (snapdir / "s1.json").read_bytes() == before
+
+
+def test_a_snapshot_that_cannot_be_read_is_a_usage_error(snapdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from handrail.dataclasses import snapshot
+
+    def denied(path: Any, **_: Any) -> Any:  # as for another user's file (mode 0600); chmod does not bind root
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(snapshot, "load_snapshot", denied)
+    result = cli("approvals", "show", "s1", "--dir", snapdir)
+    assert result.exit_code == 2, result.output
+    assert "error: Permission denied: " in result.output and "s1.json" in result.output
+    no_traceback(result)
+
+
+# ----------------------------------------------------------------------------- interrupted and busy snapshots
+
+
+def running_snapshot(folder: Path, name: str, *, crashed_call: bool) -> Path:
+    """A snapshot whose file says 'running' (a resume took it); with ``crashed_call``, c1 was running too."""
+    ledger = dict(paused_snapshot().ledger)
+    if crashed_call:
+        ledger["c1"] = LedgerEntry("c1", "transfer", "running", {"amount": 5})
+    path = folder / f"{name}.json"
+    write_snapshot(paused_snapshot(status="running", ledger=ledger), path)
+    return path
+
+
+@pytest.fixture
+def held(snapdir: Path) -> Any:
+    """A snapshot 'busy' whose lock this test holds, as a resume in another process would."""
+    path = running_snapshot(snapdir, "busy", crashed_call=False)
+    lock = FileLock(lock_path_for(path), timeout=0)
+    assert lock.acquire()
+    yield path
+    lock.release()
+
+
+def test_list_shows_interrupted_runs_with_the_resume_command(snapdir: Path, held: Path) -> None:
+    running_snapshot(snapdir, "crashed", crashed_call=True)
+    running_snapshot(snapdir, "failed", crashed_call=False)
+    result = cli("approvals", "list", "--dir", snapdir)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "s1  paused" in out
+    assert "Interrupted (status 'running' in the file, but no process is running them" in out
+    assert "crashed  interrupted · last saved" in out
+    assert 'c1  transfer({"amount": 5})  running when it stopped: outcome unknown' in out
+    assert f"handrail resume crashed --dir {snapdir} --unknown-outcome retry|fail" in out
+    assert "failed  interrupted" in out
+    assert f"Continue it with: handrail resume failed --dir {snapdir}\n" in out  # no call was running
+    assert "busy" not in out  # being resumed right now: neither paused nor interrupted
+    data = last_json(cli("approvals", "list", "--dir", snapdir, "--json"))
+    assert [p["snapshot_id"] for p in data["pending"]] == ["s1", "s1"]
+    crashed, failed = data["interrupted"]
+    assert (crashed["snapshot_id"], crashed["status"], crashed["file_status"]) == ("crashed", "interrupted", "running")
+    assert crashed["running_calls"] == [{"tool_call_id": "c1", "tool_name": "transfer", "arguments": {"amount": 5}}]
+    assert "--unknown-outcome retry|fail" in crashed["hint"] and crashed["path"] == str(snapdir / "crashed.json")
+    assert failed["running_calls"] == [] and "--unknown-outcome" not in failed["hint"]
+
+
+def test_only_interrupted_runs(tmp_path: Path) -> None:
+    running_snapshot(tmp_path, "crashed", crashed_call=True)
+    result = cli("approvals", "list", "--dir", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "No paused runs" in result.output and "crashed  interrupted" in result.output
+
+
+def test_show_says_interrupted_or_being_resumed(snapdir: Path, held: Path) -> None:
+    running_snapshot(snapdir, "crashed", crashed_call=True)
+    shown = cli("approvals", "show", "crashed", "--dir", snapdir)
+    assert shown.exit_code == 0, shown.output
+    assert "status: interrupted (the file says 'running', but no process holds it)" in shown.output
+    assert "status: running" not in shown.output
+    assert "c1  transfer" in shown.output and "running · its process stopped mid-call: outcome unknown" in shown.output
+    assert "--unknown-outcome retry|fail" in shown.output
+    data = last_json(cli("approvals", "show", "crashed", "--dir", snapdir, "--json"))
+    assert (data["status"], data["file_status"]) == ("interrupted", "running")
+    assert "--unknown-outcome" in data["hint"]
+    busy = cli("approvals", "show", "busy", "--dir", snapdir)
+    assert busy.exit_code == 0, busy.output
+    assert "status: running (another process is resuming it now)" in busy.output
+
+
+def test_a_decision_on_an_interrupted_snapshot_says_what_is_the_case(snapdir: Path) -> None:
+    path = running_snapshot(snapdir, "crashed", crashed_call=False)
+    before = path.read_bytes()
+    result = cli("approvals", "approve", "crashed", "--dir", snapdir, "--call", "c2")
+    assert result.exit_code == 2, result.output
+    assert "Snapshot crashed was interrupted: its file says 'running' but no process holds it" in result.output
+    assert f"Continue it with: handrail resume crashed --dir {snapdir}" in result.output
+    assert "is being resumed" not in result.output
+    assert path.read_bytes() == before
+    no_traceback(result)
+
+
+def test_a_snapshot_being_resumed_exits_with_code_5(snapdir: Path, held: Path) -> None:
+    for args in (["approvals", "approve", "busy", "--call", "c1"], ["approvals", "reject", "busy", "--feedback", "x"],
+                 ["resume", "busy"]):  # fmt: skip
+        result = cli(*args, "--dir", snapdir)
+        assert result.exit_code == 5, result.output
+        assert "Snapshot busy is being resumed by another process right now" in result.output
+        no_traceback(result)
+
+
+def test_a_paused_snapshot_claimed_while_deciding_exits_with_code_5(
+    snapdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import functools
+
+    from handrail.human_in_the_loop import snapshots
+
+    monkeypatch.setattr(snapshots, "record_decision", functools.partial(snapshots.record_decision, lock_timeout=0.05))
+    lock = FileLock(lock_path_for(snapdir / "s1.json"), timeout=0)
+    assert lock.acquire()  # a resume has claimed s1 and not yet marked it running
+    try:
+        result = cli("approvals", "approve", "s1", "--dir", snapdir, "--call", "c1")
+    finally:
+        lock.release()
+    assert result.exit_code == 5, result.output
+    assert "s1 is being resumed" in result.output
+    no_traceback(result)
+
+
+# ----------------------------------------------------------------------------- control characters
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("plain text, spaces kept", "plain text, spaces kept"),
+        ("für", "für"),
+        ("c1\x1b[31m", "c1\\x1b[31m"),
+        ("a\rb\x07c", "a\\rb\\x07c"),
+        ("two\nlines\tand tab", "two\\nlines\\tand tab"),
+        ("c1\x9b31m\x7f", "c1\\x9b31m\\x7f"),
+        ("abc\u202edcba\u2028", "abc\\u202edcba\\u2028"),
+        ("\x00", "\\x00"),
+    ],
+)
+def test_printable_escapes_control_characters(text: str, shown: str) -> None:
+    assert printable(text) == shown
+
+
+def test_printable_can_keep_lines() -> None:
+    assert printable("one\n\ttwo\x1b[2J\r", keep_newlines=True) == "one\n\ttwo\\x1b[2J\\r"
+
+
+EVIL_ID = "c1\x1b[31m"
+EVIL_ARGS = {"note": "hi\x9b2J\rthere"}
+
+
+def evil_snapshot(folder: Path) -> Path:
+    calls = [ToolCall("transfer", EVIL_ARGS, EVIL_ID), ToolCall("transfer", {"amount": 7}, "c2\x07")]
+    base = paused_snapshot()
+    messages = [*base.messages[:-1], ChatMessage.from_assistant(tool_calls=calls)]
+    ledger = {c.id: LedgerEntry(c.id, "transfer", "pending", c.arguments) for c in calls if c.id}
+    path = folder / "evil.json"
+    write_snapshot(dataclasses.replace(base, messages=messages, ledger=ledger), path)
+    return path
+
+
+def no_controls(text: str) -> None:
+    assert not any(ch in text for ch in "\x1b\x9b\x07\r"), repr(text)
+
+
+def test_model_chosen_strings_are_escaped_in_list_show_and_errors(tmp_path: Path) -> None:
+    evil_snapshot(tmp_path)
+    listed = cli("approvals", "list", "--dir", tmp_path)
+    assert listed.exit_code == 0, listed.output
+    no_controls(listed.output)
+    assert "c1\\x1b[31m  transfer" in listed.output and "hi\\x9b2J\\rthere" in listed.output
+    shown = cli("approvals", "show", "evil", "--dir", tmp_path)
+    assert shown.exit_code == 0, shown.output
+    no_controls(shown.output)
+    assert "c1\\x1b[31m  transfer" in shown.output and "c2\\x07  transfer" in shown.output
+    which = cli("approvals", "approve", "evil", "--dir", tmp_path)  # two wait: names both in the error
+    assert which.exit_code == 2
+    no_controls(which.output)
+    assert "c1\\x1b[31m (transfer), c2\\x07 (transfer)" in which.output
+    unknown = cli("approvals", "approve", "evil", "--dir", tmp_path, "--call", "x\x1b]0;pwned\x07")
+    assert unknown.exit_code == 2
+    no_controls(unknown.output)
+    assert "Call 'x\\x1b]0;pwned\\x07' is not a call" in unknown.output
+    data = cli("approvals", "list", "--dir", tmp_path, "--json")
+    assert "\x9b" not in data.stdout and "\\u009b" in data.stdout  # still valid JSON, same data
+    assert last_json(data)["pending"][0]["arguments"] == EVIL_ARGS
+    decided = cli("approvals", "reject", "evil", "--dir", tmp_path, "--call", EVIL_ID, "--feedback", "no\x1b[2J",
+                  "--by", "eve\x1b[0m")  # fmt: skip
+    assert decided.exit_code == 0, decided.output
+    no_controls(decided.output)
+    assert "Rejected call c1\\x1b[31m (transfer)" in decided.output and "decided by eve\\x1b[0m" in decided.output
+    after = cli("approvals", "show", "evil", "--dir", tmp_path)
+    no_controls(after.output)
+    assert "feedback: no\\x1b[2J" in after.output
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -427,3 +638,93 @@ def test_resume_uses_the_model_the_paused_run_was_given(tmp_path: Path, log: Pat
     errors = [line for line in resumed.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "127.0.0.1:9" in errors[0]
     no_traceback(resumed)
+
+
+def test_a_resume_that_failed_is_listed_as_interrupted_and_resumes(tmp_path: Path, log: Path) -> None:
+    agent, folder, paused = pause(tmp_path, [PAY])
+    sid = paused["snapshot_id"]
+    assert cli("approvals", "approve", sid, "--dir", folder).exit_code == 0
+    agent_yaml(agent, [])  # the model call after the transfer fails: the script is exhausted
+    failed = cli("resume", sid, "--dir", folder)
+    assert failed.exit_code == 1, failed.output
+    assert transfers(log) == ["5"]
+    assert load_snapshot(folder / f"{sid}.json").status == "running"  # as a crash or an error leaves it
+    listed = cli("approvals", "list", "--dir", folder)
+    assert listed.exit_code == 0, listed.output
+    assert f"{sid}  interrupted" in listed.output
+    assert f"Continue it with: handrail resume {sid} --dir {folder}" in listed.output
+    assert "--unknown-outcome" not in listed.output  # the transfer finished and is recorded
+    refused = cli("approvals", "approve", sid, "--dir", folder)
+    assert refused.exit_code == 2 and f"Snapshot {sid} was interrupted" in refused.output
+    agent_yaml(agent, [DONE])
+    resumed = cli("resume", sid, "--dir", folder)
+    assert resumed.exit_code == 0, resumed.output
+    note = f"Snapshot {sid} was interrupted (its run stopped without pausing or finishing); continuing it."
+    assert note in resumed.output
+    assert "The rent is paid." in resumed.output
+    assert transfers(log) == ["5"]  # recorded: not run again
+    data = last_json(cli("approvals", "list", "--dir", folder, "--json"))
+    assert data == {"pending": [], "ready_to_resume": [], "interrupted": []}
+
+
+def test_a_call_found_running_is_named_with_cli_flags(tmp_path: Path, log: Path) -> None:
+    agent, folder, paused = pause(tmp_path, [PAY])
+    sid = paused["snapshot_id"]
+    assert cli("approvals", "approve", sid, "--dir", folder).exit_code == 0
+    path = folder / f"{sid}.json"
+    snapshot = load_snapshot(path)  # as if the process died during the transfer
+    entry = dataclasses.replace(snapshot.ledger["c1"], status="running")
+    write_snapshot(dataclasses.replace(snapshot, status="running", ledger={"c1": entry}), path)
+    listed = cli("approvals", "list", "--dir", folder)
+    assert f"handrail resume {sid} --dir {folder} --unknown-outcome retry|fail" in listed.output
+    agent_yaml(agent, [DONE])
+    refused = cli("resume", sid, "--dir", folder)
+    assert refused.exit_code == 2, refused.output
+    errors = [line for line in refused.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, refused.output
+    assert "Call 'c1' to tool 'transfer' was running when its process stopped" in errors[0]
+    assert "--unknown-outcome retry" in errors[0] and "--unknown-outcome fail" in errors[0]
+    assert "unknown_outcome=" not in refused.output and "ToolCallId" not in refused.output
+    no_traceback(refused)
+    assert transfers(log) == []
+    resumed = cli("resume", sid, "--dir", folder, "--unknown-outcome", "fail")
+    assert resumed.exit_code == 0, resumed.output
+    assert transfers(log) == []  # recorded as failed, not run
+
+
+def test_drift_is_reported_with_the_cli_flag_and_a_readable_diff(tmp_path: Path, log: Path) -> None:
+    agent, folder, paused = pause(tmp_path, [PAY])
+    sid = paused["snapshot_id"]
+    assert cli("approvals", "approve", sid, "--dir", folder).exit_code == 0
+    agent_yaml(agent, [DONE])
+    agent.write_text(agent.read_text(encoding="utf-8") + "system_prompt: Zahle die Miete für Jörg.\n", encoding="utf-8")
+    refused = cli("resume", sid, "--dir", folder)
+    assert refused.exit_code == 2, refused.output
+    out = refused.output
+    assert "error: The agent changed since snapshot" in out and "Resume with --allow-drift" in out
+    assert "allow_drift" not in out and "Pass --allow-drift" not in out
+    assert '+  "system_prompt": "Zahle die Miete für Jörg.",' in out and "\\u00fc" not in out
+    assert '-  "system_prompt": null,' in out
+    no_traceback(refused)
+    assert transfers(log) == []
+    resumed = cli("resume", sid, "--dir", folder, "--allow-drift")
+    assert resumed.exit_code == 0, resumed.output
+    assert transfers(log) == ["5"]
+
+
+def test_run_output_escapes_what_the_model_chose(tmp_path: Path, log: Path) -> None:
+    evil = ChatMessage.from_assistant(tool_calls=[ToolCall("transfer", {"amount": 5}, EVIL_ID)])
+    agent = agent_yaml(tmp_path / "agent.yaml", [evil])
+    folder = tmp_path / "d"
+    result = cli("run", "--pause-for-approval", folder, agent, "Pay the rent.")
+    assert result.exit_code == 4, result.output
+    no_controls(result.output)
+    assert 'c1\\x1b[31m  transfer({"amount": 5})' in result.output
+    (file,) = folder.glob("*.json")
+    assert cli("approvals", "approve", file.stem, "--dir", folder).exit_code == 0
+    agent_yaml(agent, [ChatMessage.from_assistant("Paid.\x1b]0;owned\x07\nBye\x9b2J")])
+    resumed = cli("resume", file.stem, "--dir", folder)
+    assert resumed.exit_code == 0, resumed.output
+    no_controls(resumed.output)
+    assert "Paid.\\x1b]0;owned\\x07\nBye\\x9b2J" in resumed.output  # the answer keeps its lines
+    assert transfers(log) == ["5"]

@@ -1,10 +1,17 @@
 """The ``handrail`` command: run an agent file, decide paused tool calls, resume, print the agent file schema.
 
-Exit codes: 0 the agent answered (or a command succeeded); 1 the run failed (model or tool
-error, a snapshot being resumed elsewhere); 2 bad usage or bad input (a bad agent file, an
-unknown or finished snapshot, a refused decision); 3 the run ended without an answer (step limit,
-length, content filter); 4 the run paused for approval (``--pause-for-approval`` / ``resume``: the
-snapshot id is printed).
+Exit codes (also in ``handrail --help`` and the README):
+
+* 0: the agent answered, or a command succeeded;
+* 1: the run failed (a model or tool error, an I/O error);
+* 2: bad usage or input: a bad agent file; an unknown or finished snapshot; a decision for an
+  interrupted snapshot (it takes none: resume it); a refused decision; an empty ``--by``; the agent
+  changed since the pause (``--allow-drift``); a call whose outcome is unknown (``--unknown-outcome``);
+  a file or directory you may not read or write;
+* 3: the run ended without an answer (step limit, length, content filter);
+* 4: the run paused for approval (``--pause-for-approval`` / ``resume``: the snapshot id is printed);
+* 5: the snapshot is in use: another process is resuming it now; try again when that run has paused or
+  finished.
 """
 
 from __future__ import annotations
@@ -20,8 +27,16 @@ from handrail.cli._run import resume, run
 __all__ = ["main"]
 
 _EPILOG = (
-    "Exit codes: 0 answered / done; 1 the run failed; 2 bad usage or input; "
-    "3 the run ended without an answer; 4 paused for approval (see 'handrail approvals --help')."
+    "\b\nExit codes:\n"
+    "  0 answered / done\n"
+    "  1 the run failed (a model or tool error, an I/O error)\n"
+    "  2 bad usage or input: a bad agent file; an unknown or finished\n"
+    "    snapshot; a decision for an interrupted snapshot (resume it instead); a\n"
+    "    refused decision; the agent changed since the pause (--allow-drift); a\n"
+    "    call's outcome is unknown (--unknown-outcome); permission denied\n"
+    "  3 the run ended without an answer (step limit, length, content filter)\n"
+    "  4 paused for approval (see 'handrail approvals --help')\n"
+    "  5 the snapshot is being resumed by another process: try again later"
 )
 
 

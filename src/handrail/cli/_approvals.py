@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +12,17 @@ import click
 from handrail.cli._common import (
     age,
     call_line,
+    echo_json,
     errors_as_exit_codes,
+    fail_busy,
     fail_usage,
     find_snapshot,
+    printable,
     quote,
+    resume_hint,
+    running_calls,
     snapshot_dir,
+    snapshot_state,
 )
 
 __all__ = ["approvals"]
@@ -24,6 +31,8 @@ _DIR = click.option("--dir", "directory", required=True, type=click.Path(path_ty
                     help="The snapshot directory (the one given to --pause-for-approval).")  # fmt: skip
 _ALLOW = click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
                       help="Trust classes under this module prefix inside snapshot files (repeatable).")  # fmt: skip
+
+_CAUSE = "a run or resume crashed, failed with an error or was cancelled"
 
 
 def _consoles(as_json: bool = False) -> tuple[Any, Any]:
@@ -42,13 +51,49 @@ def approvals() -> None:
     """
 
 
+def _scan(
+    folder: Path, allow_modules: tuple[str, ...], skipped: Callable[[Path, Exception], None]
+) -> tuple[list[Any], list[Any]]:
+    """``(paused, interrupted)`` snapshots of ``folder``, each oldest first; unreadable files are reported and skipped.
+
+    Interrupted: status ``running`` while no process holds the file's lock.
+    """
+    from handrail.dataclasses.snapshot import load_snapshot
+    from handrail.errors import ConfigurationError
+    from handrail.human_in_the_loop.snapshots import snapshot_files
+
+    paused, interrupted = [], []
+    for path in snapshot_files(folder):
+        try:
+            snapshot = load_snapshot(path, allowed_modules=allow_modules)
+        except FileNotFoundError:  # renamed by a run pausing again while we list
+            continue
+        except (ConfigurationError, OSError) as exc:
+            skipped(path, exc)
+            continue
+        if snapshot.status == "paused":
+            paused.append(snapshot)
+        elif snapshot_state(snapshot) == "interrupted":
+            interrupted.append(snapshot)
+
+    def oldest_first(snapshot: Any) -> tuple[float, str]:
+        return snapshot.timestamp.timestamp(), str(snapshot.snapshot_id)
+
+    return sorted(paused, key=oldest_first), sorted(interrupted, key=oldest_first)
+
+
 @approvals.command("list")
 @_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @_ALLOW
 def list_command(directory: Path, as_json: bool, allow_modules: tuple[str, ...]) -> None:
-    """List the calls waiting for a decision, oldest first (finished runs are not listed)."""
-    from handrail.human_in_the_loop.snapshots import awaiting_decision, list_paused
+    """List the calls waiting for a decision, oldest first, then the interrupted runs.
+
+    Interrupted runs have status 'running' in their file while no process is running them (a resume that
+    crashed, failed or was cancelled); each comes with the 'handrail resume' command that continues it.
+    Finished runs are not listed.
+    """
+    from handrail.human_in_the_loop.snapshots import awaiting_decision
 
     out, warn = _consoles(as_json)
     folder = snapshot_dir(out, directory)
@@ -56,19 +101,18 @@ def list_command(directory: Path, as_json: bool, allow_modules: tuple[str, ...])
     def skipped(path: Path, exc: Exception) -> None:
         from rich.text import Text
 
-        warn.print(Text(f"warning: skipped {path.name}: {exc}", style="yellow"))
+        warn.print(Text(printable(f"warning: skipped {path.name}: {exc}"), style="yellow"))
 
     with errors_as_exit_codes(out):
-        paused = list_paused(folder, allowed_modules=allow_modules, on_error=skipped)
+        paused, interrupted = _scan(folder, allow_modules, skipped)
     rows = [(s, awaiting_decision(s)) for s in paused]
     if as_json:
-        click.echo(json.dumps(_list_json(rows), ensure_ascii=False))
+        echo_json(_list_json(rows, interrupted, folder))
         return
     if not paused:
-        out.print(f"No paused runs in {folder}.", markup=False)
-        return
+        out.print(f"No paused runs in {printable(folder)}.", markup=False)
     for snapshot, waiting in rows:
-        header = f"{snapshot.snapshot_id}  paused {age(snapshot.timestamp)} ago"
+        header = f"{printable(snapshot.snapshot_id)}  paused {age(snapshot.timestamp)} ago"
         if waiting:
             out.print(header, style="bold", markup=False)
             for call in waiting:
@@ -76,9 +120,20 @@ def list_command(directory: Path, as_json: bool, allow_modules: tuple[str, ...])
         else:
             out.print(header + f" · nothing to decide: handrail resume {quote(str(snapshot.snapshot_id))} "
                                f"--dir {quote(folder)}", markup=False)  # fmt: skip
+    if interrupted:
+        out.print(f"Interrupted (status 'running' in the file, but no process is running them: {_CAUSE}):",
+                  style="bold yellow", markup=False)  # fmt: skip
+    for snapshot in interrupted:
+        out.print(f"{printable(snapshot.snapshot_id)}  interrupted · last saved {age(snapshot.timestamp)} ago",
+                  style="bold", markup=False)  # fmt: skip
+        for entry in running_calls(snapshot):
+            line = call_line(entry.tool_call_id, entry.tool_name, entry.arguments)
+            line.append("  running when it stopped: outcome unknown", style="yellow")
+            out.print(line)
+        out.print(f"  {resume_hint(snapshot, folder)}", style="dim", markup=False)
 
 
-def _list_json(rows: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
+def _list_json(rows: list[tuple[Any, list[Any]]], interrupted: list[Any], folder: Path) -> dict[str, Any]:
     pending = [
         {"snapshot_id": s.snapshot_id, "tool_call_id": c.id, "tool_name": c.tool_name, "arguments": c.arguments,
          "created_at": s.timestamp.isoformat(), "path": s.location}
@@ -86,11 +141,22 @@ def _list_json(rows: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
     ]  # fmt: skip
     ready = [{"snapshot_id": s.snapshot_id, "created_at": s.timestamp.isoformat(), "path": s.location}
              for s, waiting in rows if not waiting]  # fmt: skip
-    return {"pending": pending, "ready_to_resume": ready}
+    stopped = [
+        {"snapshot_id": s.snapshot_id, "status": "interrupted", "file_status": s.status,
+         "created_at": s.timestamp.isoformat(), "path": s.location,
+         "running_calls": [{"tool_call_id": e.tool_call_id, "tool_name": e.tool_name, "arguments": e.arguments}
+                           for e in running_calls(s)],
+         "hint": resume_hint(s, folder)}
+        for s in interrupted
+    ]  # fmt: skip
+    return {"pending": pending, "ready_to_resume": ready, "interrupted": stopped}
 
 
-def _call_status(snapshot: Any, call: Any) -> tuple[str, list[str]]:
-    """``(status, details)`` of one call of the paused step: the ledger's status, who decided, the result."""
+def _call_status(snapshot: Any, call: Any, state: str) -> tuple[str, list[str]]:
+    """``(status, details)`` of one call of the paused step: the ledger's status, who decided, the result.
+
+    Details are escaped for the terminal (:func:`printable`).
+    """
     entry = snapshot.ledger.get(call.id or "")
     decision = next((d for d in snapshot.tool_execution_decisions if d.tool_call_id == call.id), None)
     if decision is None and entry is not None:
@@ -99,17 +165,26 @@ def _call_status(snapshot: Any, call: Any) -> tuple[str, list[str]]:
     if status == "pending" and decision is not None:
         status = "approved" if decision.execute else "rejected"
     details = ["awaiting a decision"] if status == "pending" else []
+    if status == "running" and state == "interrupted":
+        details.append("its process stopped mid-call: outcome unknown")
     if decision is not None:
-        details.append(f"by {decision.decided_by or 'unknown'}")
+        details.append(f"by {printable(decision.decided_by or 'unknown')}")
         if decision.execute and decision.final_tool_params is not None:
-            details.append(f"arguments edited to {json.dumps(decision.final_tool_params, ensure_ascii=False)}")
+            edited = json.dumps(decision.final_tool_params, ensure_ascii=False)
+            details.append(f"arguments edited to {printable(edited)}")
         if decision.feedback:
-            details.append(f"feedback: {decision.feedback}")
+            details.append(f"feedback: {printable(decision.feedback)}")
     text = (entry.result or {}).get("text") if entry is not None else None
     if text is not None:
-        shown = str(text).replace("\n", " ")
-        details.append(f"result: {shown[:160]}{' …' if len(shown) > 160 else ''}")
+        shown = str(text)
+        details.append(f"result: {printable(shown[:160])}{' …' if len(shown) > 160 else ''}")
     return status, details
+
+
+_STATES = {
+    "interrupted": "interrupted (the file says 'running', but no process holds it)",
+    "running": "running (another process is resuming it now)",
+}
 
 
 @approvals.command("show")
@@ -124,38 +199,46 @@ def show(snapshot_id: str, directory: Path, as_json: bool, allow_modules: tuple[
     out, _ = _consoles(as_json)
     folder = snapshot_dir(out, directory)
     path = find_snapshot(out, folder, snapshot_id)
-    with errors_as_exit_codes(out):
+    with errors_as_exit_codes(out, snapshot=path):
         snapshot = load_snapshot(path, allowed_modules=allow_modules)
+    state = snapshot_state(snapshot)
     descriptions = _descriptions(snapshot)
-    calls = [(c, *_call_status(snapshot, c)) for c in snapshot.pending_tool_calls]
+    calls = [(c, *_call_status(snapshot, c, state)) for c in snapshot.pending_tool_calls]
     question = next((m.text for m in snapshot.messages if m.role.value == "user" and m.text), None)
+    model_calls = snapshot.component_visits.get("chat_generator", 0)
     if as_json:
-        click.echo(json.dumps({
-            "snapshot_id": snapshot.snapshot_id, "path": snapshot.location, "status": snapshot.status,
-            "created_at": snapshot.timestamp.isoformat(), "position": snapshot.position,
-            "step_count": snapshot.step_count, "agent_file": snapshot.metadata.get("agent_file"),
-            "question": question, "continued_in": snapshot.continued_in, "outcome": snapshot.outcome,
+        echo_json({
+            "snapshot_id": snapshot.snapshot_id, "path": snapshot.location, "status": state,
+            "file_status": snapshot.status, "created_at": snapshot.timestamp.isoformat(),
+            "position": snapshot.position, "model_calls": model_calls, "step_count": snapshot.step_count,
+            "agent_file": snapshot.metadata.get("agent_file"), "question": question,
+            "continued_in": snapshot.continued_in, "outcome": snapshot.outcome,
             "calls": [{**c.to_dict(), "status": status, "details": details} for c, status, details in calls],
             "descriptions": descriptions,
-        }, ensure_ascii=False, default=str))  # fmt: skip
+            "hint": resume_hint(snapshot, folder) if state == "interrupted" else None,
+        })  # fmt: skip
         return
-    out.print(f"Snapshot {snapshot.snapshot_id}", style="bold", markup=False)
-    facts = [f"status: {snapshot.status}", f"paused {age(snapshot.timestamp)} ago", f"steps: {snapshot.step_count}"]
+    out.print(f"Snapshot {printable(snapshot.snapshot_id)}", style="bold", markup=False)
+    when = "paused" if snapshot.status == "paused" else "last saved"
+    facts = [f"status: {_STATES.get(state, state)}", f"{when} {age(snapshot.timestamp)} ago",
+             f"model calls so far: {model_calls}"]  # fmt: skip
     out.print("  " + " · ".join(facts), markup=False)
     for label, value in (("file", snapshot.location), ("agent file", snapshot.metadata.get("agent_file")),
                          ("question", question), ("continued in", snapshot.continued_in)):  # fmt: skip
         if value:
-            out.print(f"  {label}: {value}", markup=False)
+            out.print(f"  {label}: {printable(value)}", markup=False)
+    if state == "interrupted":
+        out.print(f"  {resume_hint(snapshot, folder)}", style="yellow", markup=False)
     if not calls:
         out.print("  Paused before the model call: no tool calls to decide.", markup=False)
     for call, status, details in calls:
         line = call_line(call.id, call.tool_name, call.arguments)
-        line.append(f"  {status}", style="yellow" if status == "pending" else "green")
+        line.append(f"  {status}", style="yellow" if status in ("pending", "running") else "green")
         if details:
             line.append(" · " + " · ".join(details), style="dim")
         out.print(line)
         if status == "pending" and descriptions.get(call.tool_name):
-            out.print(f"      {descriptions[call.tool_name]}", style="dim", markup=False)
+            out.print(f"      {printable(descriptions[call.tool_name])}", style="dim", markup=False)
 
 
 def _descriptions(snapshot: Any) -> dict[str, str]:
@@ -166,25 +249,28 @@ def _descriptions(snapshot: Any) -> dict[str, str]:
     return get_tool_calls_and_descriptions_from_snapshot(snapshot, breakpoint_tool_only=False)[1]
 
 
-def _choose_call(out: Any, snapshot: Any, call_id: str | None) -> Any:
+def _calls_text(calls: list[Any]) -> str:
+    return ", ".join(f"{printable(c.id)} ({printable(c.tool_name)})" for c in calls)
+
+
+def _choose_call(out: Any, snapshot: Any, call_id: str | None, folder: Path) -> Any:
     """The call to decide: the one named, else the only one waiting; exits with a usage error otherwise."""
     from handrail.human_in_the_loop.snapshots import awaiting_decision
 
     waiting = awaiting_decision(snapshot)
+    name = printable(snapshot.snapshot_id)
     if call_id is None:
         if len(waiting) == 1:
             return waiting[0]
         if not waiting:
-            fail_usage(out, f"No call of snapshot {snapshot.snapshot_id} awaits a decision; resume it with "
-                            f"'handrail resume {snapshot.snapshot_id}'.")  # fmt: skip
-        ids = ", ".join(f"{c.id} ({c.tool_name})" for c in waiting)
-        fail_usage(out, f"Snapshot {snapshot.snapshot_id} has {len(waiting)} calls awaiting a decision: {ids}; "
+            fail_usage(out, f"No call of snapshot {name} awaits a decision; resume it with "
+                            f"'handrail resume {quote(str(snapshot.snapshot_id))} --dir {quote(folder)}'.")  # fmt: skip
+        fail_usage(out, f"Snapshot {name} has {len(waiting)} calls awaiting a decision: {_calls_text(waiting)}; "
                         f"choose one with --call.")  # fmt: skip
     match = next((c for c in snapshot.pending_tool_calls if c.id == call_id), None)
     if match is None:
-        ids = ", ".join(f"{c.id} ({c.tool_name})" for c in waiting) or "none"
-        fail_usage(out, f"Call '{call_id}' is not a call of snapshot {snapshot.snapshot_id}; "
-                        f"calls awaiting a decision: {ids}.")  # fmt: skip
+        fail_usage(out, f"Call '{printable(call_id)}' is not a call of snapshot {name}; "
+                        f"calls awaiting a decision: {_calls_text(waiting) or 'none'}.")  # fmt: skip
     return match
 
 
@@ -202,6 +288,26 @@ def _parse_edit(out: Any, text: str | None) -> dict[str, Any] | None:
     return value
 
 
+def _check_open(out: Any, snapshot: Any, folder: Path) -> None:
+    """Exit unless decisions can be recorded in ``snapshot`` now, saying what is the case instead."""
+    from handrail.human_in_the_loop.snapshots import unavailable_reason
+
+    name = printable(snapshot.snapshot_id)
+    state = snapshot_state(snapshot)
+    if state == "interrupted":
+        fail_usage(out, f"Snapshot {name} was interrupted: its file says 'running' but no process holds it "
+                        f"({_CAUSE}), so decisions can no longer be recorded in it. {resume_hint(snapshot, folder)} "
+                        f"Calls still without a decision then pause the run again under a new snapshot id, where "
+                        f"you decide them.")  # fmt: skip
+    if state == "running":
+        fail_busy(out, f"Snapshot {name} is being resumed by another process right now; decisions are recorded "
+                       f"while no run holds it. When the run pauses again, decide in its new snapshot "
+                       f"(handrail approvals list --dir {quote(folder)}).")  # fmt: skip
+    reason = unavailable_reason(snapshot)
+    if reason is not None:
+        fail_usage(out, f"{reason} Decisions can no longer be recorded in it.")
+
+
 def _decide(
     snapshot_id: str,
     directory: Path,
@@ -216,18 +322,16 @@ def _decide(
     """Record one decision and say what is left to do."""
     from handrail.dataclasses.decisions import ToolExecutionDecision
     from handrail.dataclasses.snapshot import load_snapshot
-    from handrail.human_in_the_loop.snapshots import awaiting_decision, record_decision, unavailable_reason
+    from handrail.human_in_the_loop.snapshots import awaiting_decision, record_decision
 
     out, _ = _consoles()
     folder = snapshot_dir(out, directory)
     path = find_snapshot(out, folder, snapshot_id)
     params = _parse_edit(out, edit)
-    with errors_as_exit_codes(out):
+    with errors_as_exit_codes(out, snapshot=path):
         snapshot = load_snapshot(path, allowed_modules=allow_modules)
-        reason = unavailable_reason(snapshot)
-        if reason is not None:
-            fail_usage(out, f"{reason} Decisions can no longer be recorded in it.")
-        call = _choose_call(out, snapshot, call_id)
+        _check_open(out, snapshot, folder)
+        call = _choose_call(out, snapshot, call_id, folder)
         decision = ToolExecutionDecision(call.tool_name, execute=execute, tool_call_id=call.id, feedback=feedback,
                                          final_tool_params=params)  # fmt: skip
         already = call.id not in {c.id for c in awaiting_decision(snapshot)}
@@ -235,24 +339,32 @@ def _decide(
     verb = "Approved" if execute else "Rejected"
     edited = " with edited arguments" if params is not None else ""
     recorded = next((d for d in updated.tool_execution_decisions if d.tool_call_id == call.id), decision)
+    named = f"call {printable(call.id)} ({printable(call.tool_name)})"
     if already:
-        out.print(f"That decision was already recorded for call {call.id} ({call.tool_name}); nothing changed.",
-                  markup=False)  # fmt: skip
+        out.print(f"That decision was already recorded for {named}; nothing changed.", markup=False)
     else:
-        out.print(f"{verb} call {call.id} ({call.tool_name}){edited} in snapshot {updated.snapshot_id}, "
-                  f"decided by {recorded.decided_by}.", markup=False)  # fmt: skip
+        out.print(f"{verb} {named}{edited} in snapshot {printable(updated.snapshot_id)}, "
+                  f"decided by {printable(recorded.decided_by)}.", markup=False)  # fmt: skip
     waiting = awaiting_decision(updated)
     where = f"{quote(str(updated.snapshot_id))} --dir {quote(folder)}"
     if waiting:
-        ids = ", ".join(f"{c.id} ({c.tool_name})" for c in waiting)
-        out.print(f"Still awaiting a decision: {ids}. Resuming now would pause again at them.", markup=False)
+        them = "it" if len(waiting) == 1 else "them"
+        out.print(f"Still awaiting a decision: {_calls_text(waiting)}. Resuming now would pause the run again at "
+                  f"{them}.", markup=False)  # fmt: skip
     else:
         out.print(f"Every call is decided. Continue the run with: handrail resume {where}", markup=False)
 
 
+def _check_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.UsageError("--by is empty; name who decides, or leave --by out to record the OS user.", ctx)
+    return value
+
+
 _CALL = click.option("--call", "call_id", metavar="CALL_ID",
                      help="The call to decide (needed when several calls of the step are waiting).")  # fmt: skip
-_BY = click.option("--by", metavar="NAME", help="Who decides (recorded; default: the OS user).")
+_BY = click.option("--by", metavar="NAME", callback=_check_by,
+                   help="Who decides (recorded; not empty; default: the OS user).")  # fmt: skip
 
 
 @approvals.command()

@@ -1,9 +1,15 @@
-"""Shared pieces of the ``handrail`` command: exit codes, error lines, the streaming printer, snapshot lookup."""
+"""Shared pieces of the ``handrail`` command: exit codes, error lines, the streaming printer, snapshot lookup.
+
+Every value a model, a tool or a snapshot file chose (call ids, tool names, arguments, results, feedback,
+answer text, file names) goes through :func:`printable` (or :func:`echo_json`) before it reaches the
+terminal, so an escape sequence in it is shown, never obeyed.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shlex
 import sys
 from collections.abc import Iterator
@@ -14,6 +20,7 @@ from typing import Any, NoReturn
 import click
 
 __all__ = [
+    "EXIT_BUSY",
     "EXIT_NO_ANSWER",
     "EXIT_OK",
     "EXIT_PAUSED",
@@ -22,19 +29,67 @@ __all__ = [
     "Printer",
     "age",
     "call_line",
+    "drift_message",
+    "echo_json",
     "error",
     "errors_as_exit_codes",
+    "fail_busy",
     "fail_usage",
     "find_snapshot",
+    "lock_held",
+    "printable",
     "quote",
+    "resume_hint",
+    "running_calls",
     "snapshot_dir",
+    "snapshot_state",
+    "unknown_outcome_message",
 ]
 
-EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_PAUSED = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_PAUSED, EXIT_BUSY = 0, 1, 2, 3, 4, 5
+
+# Characters a terminal may act on: C0 controls (ESC, CR, BEL, ...), DEL and C1 controls, line and paragraph
+# separators, and the bidirectional controls that reorder what is shown.
+_CONTROLS = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNSAFE = re.compile(f"[{_CONTROLS}]")
+_UNSAFE_BUT_LINES = re.compile(f"(?![\n\t])[{_CONTROLS}]")
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(value: object, *, keep_newlines: bool = False) -> str:
+    r"""``str(value)`` with every control character written as an escape (``\x1b``, ``\r``, ``\u202e``).
+
+    Use it for anything a model, a tool or a file chose before printing it. Spaces and other text stay
+    as they are.
+
+    Args:
+        value: What to show.
+        keep_newlines: Keep newlines and tabs (multi-line text such as an answer); else they are shown
+            as ``\n`` and ``\t`` so the value stays on one line.
+    """
+    text = str(value)
+    return (_UNSAFE_BUT_LINES if keep_newlines else _UNSAFE).sub(_escape, text)
+
+
+def echo_json(value: Any) -> None:
+    r"""Print ``value`` as one line of JSON (UTF-8, not ASCII-escaped) that is safe to show in a terminal.
+
+    ``json.dumps`` escapes C0 controls but not DEL, C1 or bidirectional controls; those are written as
+    ``\uXXXX`` escapes too, so the line is the same JSON data and holds no character a terminal acts on.
+    """
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    click.echo(_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 class Printer:
-    """Streams the answer text and shows each tool call with its result."""
+    """Streams the answer text and shows each tool call with its result (control characters escaped)."""
 
     def __init__(self, console: Any) -> None:
         self.console = console
@@ -44,7 +99,8 @@ class Printer:
         from rich.text import Text
 
         if chunk.content:
-            self.console.print(chunk.content, end="", markup=False, highlight=False, soft_wrap=True)
+            self.console.print(printable(chunk.content, keep_newlines=True), end="", markup=False, highlight=False,
+                               soft_wrap=True)  # fmt: skip
             self.in_text = True
         result = chunk.tool_call_result
         if result is not None:
@@ -53,10 +109,10 @@ class Printer:
             shown = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else str(args)
             text = result.result if len(result.result) <= 400 else result.result[:400] + " …"
             call = Text("→ ")
-            call.append(result.origin.tool_name, style="bold red" if result.error else "bold cyan")
-            call.append(f"({shown})")
+            call.append(printable(result.origin.tool_name), style="bold red" if result.error else "bold cyan")
+            call.append(f"({printable(shown)})")
             self.console.print(call)
-            self.console.print(Text("  " + text, style="dim"))
+            self.console.print(Text("  " + printable(text), style="dim"))
 
     def end_text(self) -> None:
         """End a line of streamed text, if one is open."""
@@ -66,11 +122,14 @@ class Printer:
 
 
 def error(out: Any, message: str) -> None:
-    """Print one error line; the message is plain text, never read as rich markup."""
+    """Print an error line; the message is plain text, never read as rich markup, its control characters escaped.
+
+    Newlines are kept (a drift error holds a diff).
+    """
     from rich.text import Text
 
     line = Text("error: ", style="bold red")
-    line.append(message)
+    line.append(printable(message, keep_newlines=True))
     out.print(line)
 
 
@@ -80,17 +139,80 @@ def fail_usage(out: Any, message: str) -> NoReturn:
     sys.exit(EXIT_USAGE)
 
 
-_HINTS = {
-    "UnknownOutcomeError": " Resume with --unknown-outcome retry (run it again, with the same call id) or "
-    "--unknown-outcome fail (record it as failed and go on).",
-    "SnapshotDriftError": " Resume with --allow-drift to continue anyway.",
-}
+def fail_busy(out: Any, message: str) -> NoReturn:
+    """Print one error line and exit with :data:`EXIT_BUSY` (another process is resuming the snapshot)."""
+    error(out, message)
+    sys.exit(EXIT_BUSY)
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _unescape_json_strings(text: str) -> str:
+    r"""Rewrite the JSON string literals in ``text`` without ``\uXXXX`` escapes of printable characters.
+
+    The drift diff is made of ``json.dumps`` lines, which escape every non-ASCII character (``"f\u00fcr"``);
+    shown here as ``"für"``. Quotes, backslashes and control characters stay escaped.
+    """
+
+    def plain(match: re.Match[str]) -> str:
+        try:
+            value = json.loads(match.group())
+        except ValueError:
+            return match.group()
+        return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else match.group()
+
+    return _JSON_STRING.sub(plain, text)
+
+
+def drift_message(exc: Exception) -> str:
+    """The CLI's wording of a SnapshotDriftError: the same facts and diff, with --allow-drift as the way on."""
+    text = str(exc)
+    head, marker, diff = text.partition("Changes:\n")
+    head = re.sub(r"\s*Pass allow_drift=True[^.]*\.", "", head).rstrip()
+    if not head.endswith("."):
+        head += "."
+    hint = " Resume with --allow-drift to continue anyway, or restore the agent file."
+    return f"{head}{hint}" + (f" Changes (- the snapshot, + the agent now):\n{_unescape_json_strings(diff)}"
+                              if marker else "")  # fmt: skip
+
+
+def unknown_outcome_message(exc: Any) -> str:
+    """The CLI's wording of an UnknownOutcomeError: the call named, --unknown-outcome as the way on."""
+    since = re.search(r"\(since [^)]*\)", str(exc))
+    when = f" {since.group()}" if since else ""
+    return (
+        f"Call '{exc.tool_call_id}' to tool '{exc.tool_name}' was running when its process stopped{when}; its "
+        f"outcome is unknown (it may or may not have taken effect). Resume again with --unknown-outcome retry "
+        f"(run it again, with the same call id) or --unknown-outcome fail (record it as failed and go on)."
+    )
+
+
+def _permission_message(exc: PermissionError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return (
+        f"Permission denied:{where}. Snapshot files are written with mode 0600 (only their owner reads them); "
+        f"run as the user who owns them, or fix the file's or directory's permissions."
+    )
 
 
 @contextlib.contextmanager
-def errors_as_exit_codes(out: Any, agent_file: Path | None = None) -> Iterator[None]:
-    """Turn expected failures into one error line and an exit code (see ``handrail --help``)."""
-    from handrail.errors import ConfigurationError, HandrailError
+def errors_as_exit_codes(out: Any, agent_file: Path | None = None, snapshot: Path | None = None) -> Iterator[None]:
+    """Turn expected failures into one error line and an exit code (see ``handrail --help``).
+
+    Args:
+        out: The console errors go to.
+        agent_file: The agent file, named in spec errors that do not name it.
+        snapshot: The snapshot file the command works on: a SnapshotUnavailableError exits with
+            :data:`EXIT_BUSY` while another process holds its lock, else with :data:`EXIT_USAGE`.
+    """
+    from handrail.errors import (
+        ConfigurationError,
+        HandrailError,
+        SnapshotDriftError,
+        SnapshotUnavailableError,
+        UnknownOutcomeError,
+    )
     from handrail.specs import SpecError
 
     try:
@@ -100,8 +222,18 @@ def errors_as_exit_codes(out: Any, agent_file: Path | None = None) -> Iterator[N
     except SpecError as exc:
         named = agent_file is None or str(exc).startswith(str(agent_file))
         fail_usage(out, str(exc) if named else f"{agent_file}: {exc}")
+    except SnapshotDriftError as exc:
+        fail_usage(out, drift_message(exc))
+    except UnknownOutcomeError as exc:
+        fail_usage(out, unknown_outcome_message(exc))
+    except SnapshotUnavailableError as exc:
+        if snapshot is None or lock_held(snapshot):
+            fail_busy(out, str(exc))
+        fail_usage(out, str(exc))
     except ConfigurationError as exc:
-        fail_usage(out, str(exc) + _HINTS.get(type(exc).__name__, ""))
+        fail_usage(out, str(exc))
+    except PermissionError as exc:
+        fail_usage(out, _permission_message(exc))
     except ImportError as exc:
         hint = (
             ""
@@ -112,7 +244,7 @@ def errors_as_exit_codes(out: Any, agent_file: Path | None = None) -> Iterator[N
         fail_usage(out, f"{exc}{hint}")
     except (HandrailError, OSError) as exc:
         text = f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc)
-        error(out, text + _HINTS.get(type(exc).__name__, ""))
+        error(out, text)
         sys.exit(EXIT_RUN_FAILED)
 
 
@@ -136,10 +268,66 @@ def find_snapshot(out: Any, folder: Path, snapshot_id: str) -> Path:
     files = snapshot_files(folder)
     match = next((p for p in files if p.stem == stem), None)
     if match is None:
-        ids = [p.stem for p in files]
+        ids = [printable(p.stem) for p in files]
         present = ", ".join(ids[:20]) + (f" (and {len(ids) - 20} more)" if len(ids) > 20 else "") if ids else "none"
         fail_usage(out, f"No snapshot '{stem}' in {folder}. Snapshots there: {present}.")
     return match
+
+
+def lock_held(path: Path | str) -> bool:
+    """Whether a process holds the lock of the snapshot file ``path`` now (a run resuming it, or a run going on).
+
+    The lock is tried once and released at once. No lock file means no holder (a run creates it before it
+    marks the snapshot ``running``). A lock file that cannot be opened counts as held: the cautious reading.
+    """
+    from handrail.core.files import FileLock, lock_path_for
+
+    lock_file = lock_path_for(path)
+    if not lock_file.exists():
+        return False
+    lock = FileLock(lock_file, timeout=0)
+    try:
+        acquired = lock.acquire()
+    except OSError:
+        return True
+    if acquired:
+        lock.release()
+    return not acquired
+
+
+def snapshot_state(snapshot: Any) -> str:
+    """The snapshot's status as the CLI reports it.
+
+    The file's status, except ``"running"`` while no process holds the file's lock, which is ``"interrupted"``
+    (a crashed or cancelled resume, a run that failed with an error).
+    """
+    if snapshot.status == "running" and snapshot.location is not None and not lock_held(snapshot.location):
+        return "interrupted"
+    return str(snapshot.status)
+
+
+def running_calls(snapshot: Any) -> list[Any]:
+    """The ledger entries marked ``running``: calls whose process stopped mid-call, outcome unknown."""
+    return [entry for entry in snapshot.ledger.values() if entry.status == "running"]
+
+
+def resume_hint(snapshot: Any, folder: Path) -> str:
+    """How to continue an interrupted snapshot: the resume command, with --unknown-outcome when a call was running.
+
+    Ids and names are escaped for the terminal (:func:`printable`).
+    """
+    where = f"{quote(str(snapshot.snapshot_id))} --dir {quote(folder)}"
+    running = running_calls(snapshot)
+    if not running:
+        return f"Continue it with: handrail resume {where}"
+    calls = ", ".join(f"{printable(entry.tool_call_id)} ({printable(entry.tool_name)})" for entry in running)
+    one = len(running) == 1
+    return (
+        f"{'Call' if one else 'Calls'} {calls} {'was' if one else 'were'} running when the run stopped; "
+        f"{'its' if one else 'their'} outcome is unknown. Continue it with: handrail resume {where} "
+        f"--unknown-outcome retry|fail (retry runs {'it' if one else 'them'} again with the same call id; "
+        f"fail records {'it' if one else 'them'} as failed)."
+    )
 
 
 def age(moment: datetime, now: datetime | None = None) -> str:
@@ -154,18 +342,21 @@ def age(moment: datetime, now: datetime | None = None) -> str:
 
 
 def call_line(call_id: str | None, tool_name: str, arguments: Any, limit: int = 300) -> Any:
-    """A rich Text ``"  c2  transfer({"amount": 5})"`` (arguments as JSON, cut at ``limit`` characters)."""
+    """A rich Text ``"  c2  transfer({"amount": 5})"`` (arguments as JSON, cut at ``limit`` characters).
+
+    Every part is passed through :func:`printable`: the model chose them.
+    """
     from rich.text import Text
 
     shown = json.dumps(arguments, ensure_ascii=False) if isinstance(arguments, dict) else str(arguments)
     if len(shown) > limit:
         shown = shown[:limit] + " …"
-    line = Text(f"  {call_id or '?'}  ")
-    line.append(tool_name, style="bold cyan")
-    line.append(f"({shown})")
+    line = Text(f"  {printable(call_id or '?')}  ")
+    line.append(printable(tool_name), style="bold cyan")
+    line.append(f"({printable(shown)})")
     return line
 
 
 def quote(value: str | Path) -> str:
-    """Quote a value for a shell command line shown to the user."""
-    return shlex.quote(str(value))
+    """Quote a value for a shell command line shown to the user (control characters escaped)."""
+    return printable(shlex.quote(str(value)))

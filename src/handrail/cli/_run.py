@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +14,15 @@ from handrail.cli._common import (
     EXIT_PAUSED,
     Printer,
     call_line,
+    echo_json,
     errors_as_exit_codes,
+    fail_busy,
     fail_usage,
     find_snapshot,
+    printable,
     quote,
     snapshot_dir,
+    snapshot_state,
 )
 
 __all__ = ["resume", "run", "spec_tools"]
@@ -145,14 +148,14 @@ def _message_json(result: dict[str, Any]) -> dict[str, Any]:
 def _report(out: Any, result: dict[str, Any], printer: Printer | None, as_json: bool) -> None:
     """Print the answer (unless it was streamed) and a summary line, or the JSON object."""
     if as_json:
-        click.echo(json.dumps(_message_json(result), ensure_ascii=False))
+        echo_json(_message_json(result))
         return
     if printer is not None and printer.in_text:
         out.print()
     elif result["exit_reason"] in _ANSWERED and result.get("last_message") is not None:
-        out.print(result["last_message"].text or "", markup=False)
-    counts = ", ".join(f"{k}×{v}" for k, v in result["tool_call_counts"].items() if v) or "none"
-    summary = f"exit: {result['exit_reason']} · steps: {result['step_count']} · tools: {counts}"
+        out.print(printable(result["last_message"].text or "", keep_newlines=True), markup=False)
+    counts = ", ".join(f"{printable(k)}×{v}" for k, v in result["tool_call_counts"].items() if v) or "none"
+    summary = f"exit: {printable(result['exit_reason'])} · steps: {result['step_count']} · tools: {counts}"
     out.print(summary, style="dim", markup=False)
 
 
@@ -160,7 +163,8 @@ def _finish(out: Any, agent: Any, result: dict[str, Any], printer: Printer | Non
     _report(out, result, printer, as_json)
     if result["exit_reason"] not in _ANSWERED and result["exit_reason"] not in {t.name for t in spec_tools(agent)}:
         if not as_json:
-            out.print(f"The run ended without an answer ({result['exit_reason']}).", style="yellow", markup=False)
+            out.print(f"The run ended without an answer ({printable(result['exit_reason'])}).", style="yellow",
+                      markup=False)  # fmt: skip
         sys.exit(EXIT_NO_ANSWER)
 
 
@@ -183,15 +187,16 @@ def _paused(out: Any, exc: Any, folder: Path, printer: Printer | None, as_json: 
     waiting = awaiting_decision(snapshot) if snapshot is not None else []
     snapshot_id = path.stem if path is not None else None
     if as_json:
-        click.echo(json.dumps({
+        echo_json({
             "answer": None, "exit_reason": "paused_for_approval", "snapshot_id": snapshot_id,
             "snapshot_file": str(path) if path is not None else None,
             "pending_tool_calls": [c.to_dict() for c in waiting],
             "step_count": snapshot.step_count if snapshot is not None else None,
             "messages": [m.to_dict() for m in snapshot.messages] if snapshot is not None else [],
-        }, ensure_ascii=False))  # fmt: skip
+        })  # fmt: skip
         return
-    out.print(f"Paused for approval: snapshot {snapshot_id} in {folder}", style="bold yellow", markup=False)
+    out.print(f"Paused for approval: snapshot {printable(snapshot_id)} in {printable(folder)}", style="bold yellow",
+              markup=False)  # fmt: skip
     for call in waiting:
         out.print(call_line(call.id, call.tool_name, call.arguments))
     where = f"{quote(snapshot_id or '?')} --dir {quote(folder)}"
@@ -281,10 +286,11 @@ def _resume_agent_file(out: Any, snapshot: Any, agent: Path | None) -> Path:
         return agent
     recorded = snapshot.metadata.get("agent_file")
     if not isinstance(recorded, str) or not recorded:
-        fail_usage(out, f"Snapshot {snapshot.snapshot_id} does not record its agent file; pass --agent AGENT.yaml.")
+        fail_usage(out, f"Snapshot {printable(snapshot.snapshot_id)} does not record its agent file; pass --agent "
+                        f"AGENT.yaml.")  # fmt: skip
     path = Path(recorded)
     if not path.is_file():
-        fail_usage(out, f"The agent file recorded in snapshot {snapshot.snapshot_id} is gone ({path}); "
+        fail_usage(out, f"The agent file recorded in snapshot {printable(snapshot.snapshot_id)} is gone ({path}); "
                         f"pass --agent AGENT.yaml.")  # fmt: skip
     return path
 
@@ -324,21 +330,29 @@ def resume(
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
     folder = snapshot_dir(out, directory)
     path = find_snapshot(out, folder, snapshot_id)
-    with errors_as_exit_codes(out, agent_option):
+    with errors_as_exit_codes(out, agent_option, snapshot=path):
         snapshot = load_snapshot(path, allowed_modules=allow_modules)
+        state = snapshot_state(snapshot)
+        if state == "running":
+            fail_busy(out, f"Snapshot {printable(snapshot.snapshot_id)} is being resumed by another process right "
+                           f"now; try again when that run has paused or finished.")  # fmt: skip
         reason = unavailable_reason(snapshot)
-        if reason is not None and snapshot.status != "running":
+        if reason is not None and state != "interrupted":
             fail_usage(out, reason)
         agent_file = _resume_agent_file(out, snapshot, agent_option)
-        if agent_option is None and not as_json:
-            out.print(f"Agent file: {agent_file} (recorded in the snapshot)", style="dim", markup=False)
+        if not as_json:
+            if state == "interrupted":
+                out.print(f"Snapshot {printable(snapshot.snapshot_id)} was interrupted (its run stopped without "
+                          f"pausing or finishing); continuing it.", style="yellow", markup=False)  # fmt: skip
+            if agent_option is None:
+                out.print(f"Agent file: {printable(agent_file)} (recorded in the snapshot)", style="dim", markup=False)
     models = _resume_models(snapshot.metadata, ModelChoice(model, openai_base_url, openai_model))
     options = BuildOptions("pause", allow_modules, max_steps, models, folder)
-    with errors_as_exit_codes(out, agent_file):
+    with errors_as_exit_codes(out, agent_file, snapshot=path):
         agent = _build(out, agent_file, options)
-        undecided = [c.id for c in awaiting_decision(snapshot)]
+        undecided = [printable(c.id) for c in awaiting_decision(snapshot)]
         if undecided and not as_json:
-            out.print(f"Calls without a decision ({', '.join(map(str, undecided))}) will pause the run again.",
+            out.print(f"Calls without a decision ({', '.join(undecided)}) will pause the run again.",
                       style="yellow", markup=False)  # fmt: skip
         printer = None if as_json else Printer(out)
         try:
