@@ -272,12 +272,12 @@ def test_an_empty_by_is_refused(snapdir: Path) -> None:
 
 
 def test_a_snapshot_that_cannot_be_read_is_a_usage_error(snapdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from handrail.dataclasses import snapshot
+    from handrail.stores import FileSnapshotStore
 
-    def denied(path: Any, **_: Any) -> Any:  # as for another user's file (mode 0600); chmod does not bind root
-        raise PermissionError(13, "Permission denied", str(path))
+    def denied(store: FileSnapshotStore, handle: Any, snapshot_id: str) -> Any:  # as for another user's file (0600)
+        raise PermissionError(13, "Permission denied", str(store.path_of(snapshot_id)))  # chmod does not bind root
 
-    monkeypatch.setattr(snapshot, "load_snapshot", denied)
+    monkeypatch.setattr(FileSnapshotStore, "_read", denied)
     result = cli("approvals", "show", "s1", "--dir", snapdir)
     assert result.exit_code == 2, result.output
     assert "error: Permission denied: " in result.output and "s1.json" in result.output
@@ -377,11 +377,9 @@ def test_a_snapshot_being_resumed_exits_with_code_5(snapdir: Path, held: Path) -
 def test_a_paused_snapshot_claimed_while_deciding_exits_with_code_5(
     snapdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import functools
+    from handrail.cli import _stores
 
-    from handrail.human_in_the_loop import snapshots
-
-    monkeypatch.setattr(snapshots, "record_decision", functools.partial(snapshots.record_decision, lock_timeout=0.05))
+    monkeypatch.setattr(_stores, "LOCK_TIMEOUT", 0.05)  # how long a decision waits for a claim held elsewhere
     lock = FileLock(lock_path_for(snapdir / "s1.json"), timeout=0)
     assert lock.acquire()  # a resume has claimed s1 and not yet marked it running
     try:

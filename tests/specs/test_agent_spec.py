@@ -245,12 +245,38 @@ def test_pause_gives_the_asking_tools_a_breakpoint_strategy(tmp_path: Path) -> N
     assert not folder.exists()  # created by the first pause, not by building
 
 
+def test_pause_into_a_snapshot_store(tmp_path: Path) -> None:
+    from handrail.human_in_the_loop import BreakpointConfirmationStrategy
+    from handrail.stores import SQLiteSnapshotStore
+
+    text = scripted_generator_yaml([]) + "\ntools: [calculator, search]\n"
+    text += "confirmation:\n  search: always\n  calculator: once\n"
+    spec = load_agent_spec(write(tmp_path, text))
+    store = SQLiteSnapshotStore(tmp_path / "a.db")
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    for given in (store, url):
+        agent = build_agent(spec, approve="pause", snapshot_store=given, snapshot_metadata={"agent_file": "/a.yaml"})
+        strategies = agent.confirmation_strategies
+        assert isinstance(strategies, dict)
+        for name in ("search", "calculator"):
+            strategy = strategies[name]
+            assert isinstance(strategy, BreakpointConfirmationStrategy)
+            assert strategy.snapshot_store is given and strategy.snapshot_file_path is None
+            assert strategy.metadata == {"agent_file": "/a.yaml"}
+    assert not (tmp_path / "a.db").exists() and not (tmp_path / "b.db").exists()  # opened on the first pause
+    store.close()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
         ({"approve": "pause"}, "needs snapshot_dir"),
         ({"approve": "ask", "snapshot_dir": "d"}, "apply to approve='pause'"),
         ({"approve": "all", "snapshot_metadata": {}}, "apply to approve='pause'"),
+        ({"approve": "none", "snapshot_store": "sqlite:///a.db"}, "apply to approve='pause'"),
+        ({"approve": "pause", "snapshot_dir": "d", "snapshot_store": "sqlite:///a.db"}, "not both"),
+        ({"approve": "pause", "snapshot_store": " "}, "snapshot_store is empty"),
+        ({"approve": "pause", "snapshot_store": object()}, "must be a SnapshotStore"),
         ({"approve": "pause", "snapshot_dir": "d", "snapshot_metadata": {"x": object()}}, "JSON-compatible"),
     ],
 )

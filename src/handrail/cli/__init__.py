@@ -4,10 +4,11 @@ Exit codes (also in ``handrail --help`` and the README):
 
 * 0: the agent answered, or a command succeeded;
 * 1: the run failed (a model or tool error, an I/O error);
-* 2: bad usage or input: a bad agent file; an unknown or finished snapshot; a decision for an
-  interrupted snapshot (it takes none: resume it); a refused decision; an empty ``--by``; the agent
-  changed since the pause (``--allow-drift``); a call whose outcome is unknown (``--unknown-outcome``);
-  a file or directory you may not read or write;
+* 2: bad usage or input: neither or both of ``--dir`` and ``--store``, or a store that is not there; a bad
+  agent file; an unknown or finished snapshot; a decision for an interrupted snapshot (it takes none:
+  resume it); a refused decision, or one that conflicts with the decision already recorded for the call;
+  an empty ``--by``; the agent changed since the pause (``--allow-drift``); a call whose outcome is
+  unknown (``--unknown-outcome``); a file or directory you may not read or write;
 * 3: the run ended without an answer (step limit, length, content filter);
 * 4: the run paused for approval (``--pause-for-approval`` / ``resume``: the snapshot id is printed);
 * 5: the snapshot is in use: another process is resuming it now; try again when that run has paused or
@@ -30,10 +31,11 @@ _EPILOG = (
     "\b\nExit codes:\n"
     "  0 answered / done\n"
     "  1 the run failed (a model or tool error, an I/O error)\n"
-    "  2 bad usage or input: a bad agent file; an unknown or finished\n"
-    "    snapshot; a decision for an interrupted snapshot (resume it instead); a\n"
-    "    refused decision; the agent changed since the pause (--allow-drift); a\n"
-    "    call's outcome is unknown (--unknown-outcome); permission denied\n"
+    "  2 bad usage or input: not exactly one of --dir and --store; a bad agent\n"
+    "    file; an unknown or finished snapshot; a decision for an interrupted\n"
+    "    snapshot (resume it instead); a refused or conflicting decision; the\n"
+    "    agent changed since the pause (--allow-drift); a call's outcome is\n"
+    "    unknown (--unknown-outcome); permission denied\n"
     "  3 the run ended without an answer (step limit, length, content filter)\n"
     "  4 paused for approval (see 'handrail approvals --help')\n"
     "  5 the snapshot is being resumed by another process: try again later"

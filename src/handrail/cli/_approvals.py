@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +15,15 @@ from handrail.cli._common import (
     errors_as_exit_codes,
     fail_busy,
     fail_usage,
-    find_snapshot,
     printable,
     quote,
     resume_hint,
     running_calls,
-    snapshot_dir,
-    snapshot_state,
 )
+from handrail.cli._stores import Where, opened, where_options
 
 __all__ = ["approvals"]
 
-_DIR = click.option("--dir", "directory", required=True, type=click.Path(path_type=Path),
-                    help="The snapshot directory (the one given to --pause-for-approval).")  # fmt: skip
 _ALLOW = click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
                       help="Trust classes under this module prefix inside snapshot files (repeatable).")  # fmt: skip
 
@@ -43,74 +38,48 @@ def _consoles(as_json: bool = False) -> tuple[Any, Any]:
 
 @click.group()
 def approvals() -> None:
-    """Decide the tool calls of runs paused with 'handrail run --pause-for-approval DIR'.
+    """Decide the tool calls of runs paused with 'handrail run --pause-for-approval DIR|URL'.
 
-    Each paused run is one snapshot file in DIR; its id is the file name without '.json'.
-    Decisions are written into the file (atomically, with who decided); 'handrail resume'
-    continues the run.
+    Name the snapshots with --dir DIR (a directory of snapshot files) or --store URL (sqlite:///PATH,
+    postgresql://..., or a directory): the place the run paused into. Each paused run is one snapshot
+    there. Decisions are recorded atomically, with who decided; of two different decisions for one
+    call, the first wins and the other is refused. 'handrail resume' continues the run.
     """
-
-
-def _scan(
-    folder: Path, allow_modules: tuple[str, ...], skipped: Callable[[Path, Exception], None]
-) -> tuple[list[Any], list[Any]]:
-    """``(paused, interrupted)`` snapshots of ``folder``, each oldest first; unreadable files are reported and skipped.
-
-    Interrupted: status ``running`` while no process holds the file's lock.
-    """
-    from handrail.dataclasses.snapshot import load_snapshot
-    from handrail.errors import ConfigurationError
-    from handrail.human_in_the_loop.snapshots import snapshot_files
-
-    paused, interrupted = [], []
-    for path in snapshot_files(folder):
-        try:
-            snapshot = load_snapshot(path, allowed_modules=allow_modules)
-        except FileNotFoundError:  # renamed by a run pausing again while we list
-            continue
-        except (ConfigurationError, OSError) as exc:
-            skipped(path, exc)
-            continue
-        if snapshot.status == "paused":
-            paused.append(snapshot)
-        elif snapshot_state(snapshot) == "interrupted":
-            interrupted.append(snapshot)
-
-    def oldest_first(snapshot: Any) -> tuple[float, str]:
-        return snapshot.timestamp.timestamp(), str(snapshot.snapshot_id)
-
-    return sorted(paused, key=oldest_first), sorted(interrupted, key=oldest_first)
 
 
 @approvals.command("list")
-@_DIR
+@where_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @_ALLOW
-def list_command(directory: Path, as_json: bool, allow_modules: tuple[str, ...]) -> None:
+def list_command(directory: Path | None, store_url: str | None, as_json: bool, allow_modules: tuple[str, ...]) -> None:
     """List the calls waiting for a decision, oldest first, then the interrupted runs.
 
-    Interrupted runs have status 'running' in their file while no process is running them (a resume that
-    crashed, failed or was cancelled); each comes with the 'handrail resume' command that continues it.
+    Interrupted runs have status 'running' while no process is running them (a resume that crashed,
+    failed or was cancelled); each comes with the 'handrail resume' command that continues it.
     Finished runs are not listed.
     """
     from handrail.human_in_the_loop.snapshots import awaiting_decision
 
     out, warn = _consoles(as_json)
-    folder = snapshot_dir(out, directory)
 
-    def skipped(path: Path, exc: Exception) -> None:
+    def skipped(name: str, exc: Exception) -> None:
         from rich.text import Text
 
-        warn.print(Text(printable(f"warning: skipped {path.name}: {exc}"), style="yellow"))
+        warn.print(Text(printable(f"warning: skipped {name}: {exc}"), style="yellow"))
 
-    with errors_as_exit_codes(out):
-        paused, interrupted = _scan(folder, allow_modules, skipped)
-    rows = [(s, awaiting_decision(s)) for s in paused]
+    with opened(out, directory, store_url, allow_modules) as where:
+        with errors_as_exit_codes(out):
+            paused, interrupted = where.scan(skipped)
+        _print_list(out, where, [(s, awaiting_decision(s)) for s in paused], interrupted, as_json)
+
+
+def _print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], interrupted: list[Any],
+                as_json: bool) -> None:  # fmt: skip
     if as_json:
-        echo_json(_list_json(rows, interrupted, folder))
+        echo_json(_list_json(rows, interrupted, where))
         return
-    if not paused:
-        out.print(f"No paused runs in {printable(folder)}.", markup=False)
+    if not rows:
+        out.print(f"No paused runs in {where.label}.", markup=False)
     for snapshot, waiting in rows:
         header = f"{printable(snapshot.snapshot_id)}  paused {age(snapshot.timestamp)} ago"
         if waiting:
@@ -119,9 +88,9 @@ def list_command(directory: Path, as_json: bool, allow_modules: tuple[str, ...])
                 out.print(call_line(call.id, call.tool_name, call.arguments))
         else:
             out.print(header + f" · nothing to decide: handrail resume {quote(str(snapshot.snapshot_id))} "
-                               f"--dir {quote(folder)}", markup=False)  # fmt: skip
+                               f"{where.arg}", markup=False)  # fmt: skip
     if interrupted:
-        out.print(f"Interrupted (status 'running' in the file, but no process is running them: {_CAUSE}):",
+        out.print(f"Interrupted (status 'running' in the {where.noun}, but no process is running them: {_CAUSE}):",
                   style="bold yellow", markup=False)  # fmt: skip
     for snapshot in interrupted:
         out.print(f"{printable(snapshot.snapshot_id)}  interrupted · last saved {age(snapshot.timestamp)} ago",
@@ -130,10 +99,10 @@ def list_command(directory: Path, as_json: bool, allow_modules: tuple[str, ...])
             line = call_line(entry.tool_call_id, entry.tool_name, entry.arguments)
             line.append("  running when it stopped: outcome unknown", style="yellow")
             out.print(line)
-        out.print(f"  {resume_hint(snapshot, folder)}", style="dim", markup=False)
+        out.print(f"  {resume_hint(snapshot, where)}", style="dim", markup=False)
 
 
-def _list_json(rows: list[tuple[Any, list[Any]]], interrupted: list[Any], folder: Path) -> dict[str, Any]:
+def _list_json(rows: list[tuple[Any, list[Any]]], interrupted: list[Any], where: Where) -> dict[str, Any]:
     pending = [
         {"snapshot_id": s.snapshot_id, "tool_call_id": c.id, "tool_name": c.tool_name, "arguments": c.arguments,
          "created_at": s.timestamp.isoformat(), "path": s.location}
@@ -146,7 +115,7 @@ def _list_json(rows: list[tuple[Any, list[Any]]], interrupted: list[Any], folder
          "created_at": s.timestamp.isoformat(), "path": s.location,
          "running_calls": [{"tool_call_id": e.tool_call_id, "tool_name": e.tool_name, "arguments": e.arguments}
                            for e in running_calls(s)],
-         "hint": resume_hint(s, folder)}
+         "hint": resume_hint(s, where)}
         for s in interrupted
     ]  # fmt: skip
     return {"pending": pending, "ready_to_resume": ready, "interrupted": stopped}
@@ -182,26 +151,31 @@ def _call_status(snapshot: Any, call: Any, state: str) -> tuple[str, list[str]]:
 
 
 _STATES = {
-    "interrupted": "interrupted (the file says 'running', but no process holds it)",
+    "interrupted": "interrupted (the {noun} says 'running', but no process holds it)",
     "running": "running (another process is resuming it now)",
 }
 
 
 @approvals.command("show")
 @click.argument("snapshot_id")
-@_DIR
+@where_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @_ALLOW
-def show(snapshot_id: str, directory: Path, as_json: bool, allow_modules: tuple[str, ...]) -> None:
+def show(
+    snapshot_id: str, directory: Path | None, store_url: str | None, as_json: bool, allow_modules: tuple[str, ...]
+) -> None:
     """Show one snapshot: its status, the question, and every call of the paused step with its status."""
-    from handrail.dataclasses.snapshot import load_snapshot
-
     out, _ = _consoles(as_json)
-    folder = snapshot_dir(out, directory)
-    path = find_snapshot(out, folder, snapshot_id)
-    with errors_as_exit_codes(out, snapshot=path):
-        snapshot = load_snapshot(path, allowed_modules=allow_modules)
-    state = snapshot_state(snapshot)
+    with opened(out, directory, store_url, allow_modules) as where:
+        with errors_as_exit_codes(out):
+            found = where.find(out, snapshot_id)
+        with errors_as_exit_codes(out, busy=where.busy(found)):
+            snapshot = where.store.load(found)
+            state = where.state(snapshot)
+        _print_snapshot(out, where, snapshot, state, as_json)
+
+
+def _print_snapshot(out: Any, where: Where, snapshot: Any, state: str, as_json: bool) -> None:
     descriptions = _descriptions(snapshot)
     calls = [(c, *_call_status(snapshot, c, state)) for c in snapshot.pending_tool_calls]
     question = next((m.text for m in snapshot.messages if m.role.value == "user" and m.text), None)
@@ -215,20 +189,21 @@ def show(snapshot_id: str, directory: Path, as_json: bool, allow_modules: tuple[
             "continued_in": snapshot.continued_in, "outcome": snapshot.outcome,
             "calls": [{**c.to_dict(), "status": status, "details": details} for c, status, details in calls],
             "descriptions": descriptions,
-            "hint": resume_hint(snapshot, folder) if state == "interrupted" else None,
+            "hint": resume_hint(snapshot, where) if state == "interrupted" else None,
         })  # fmt: skip
         return
     out.print(f"Snapshot {printable(snapshot.snapshot_id)}", style="bold", markup=False)
     when = "paused" if snapshot.status == "paused" else "last saved"
-    facts = [f"status: {_STATES.get(state, state)}", f"{when} {age(snapshot.timestamp)} ago",
-             f"model calls so far: {model_calls}"]  # fmt: skip
+    shown_state = _STATES.get(state, state).format(noun=where.noun)
+    facts = [f"status: {shown_state}", f"{when} {age(snapshot.timestamp)} ago", f"model calls so far: {model_calls}"]
     out.print("  " + " · ".join(facts), markup=False)
-    for label, value in (("file", snapshot.location), ("agent file", snapshot.metadata.get("agent_file")),
+    for label, value in (("file" if where.files else "location", snapshot.location),
+                         ("agent file", snapshot.metadata.get("agent_file")),
                          ("question", question), ("continued in", snapshot.continued_in)):  # fmt: skip
         if value:
             out.print(f"  {label}: {printable(value)}", markup=False)
     if state == "interrupted":
-        out.print(f"  {resume_hint(snapshot, folder)}", style="yellow", markup=False)
+        out.print(f"  {resume_hint(snapshot, where)}", style="yellow", markup=False)
     if not calls:
         out.print("  Paused before the model call: no tool calls to decide.", markup=False)
     for call, status, details in calls:
@@ -253,7 +228,7 @@ def _calls_text(calls: list[Any]) -> str:
     return ", ".join(f"{printable(c.id)} ({printable(c.tool_name)})" for c in calls)
 
 
-def _choose_call(out: Any, snapshot: Any, call_id: str | None, folder: Path) -> Any:
+def _choose_call(out: Any, snapshot: Any, call_id: str | None, where: Where) -> Any:
     """The call to decide: the one named, else the only one waiting; exits with a usage error otherwise."""
     from handrail.human_in_the_loop.snapshots import awaiting_decision
 
@@ -264,7 +239,7 @@ def _choose_call(out: Any, snapshot: Any, call_id: str | None, folder: Path) -> 
             return waiting[0]
         if not waiting:
             fail_usage(out, f"No call of snapshot {name} awaits a decision; resume it with "
-                            f"'handrail resume {quote(str(snapshot.snapshot_id))} --dir {quote(folder)}'.")  # fmt: skip
+                            f"'handrail resume {quote(str(snapshot.snapshot_id))} {where.arg}'.")  # fmt: skip
         fail_usage(out, f"Snapshot {name} has {len(waiting)} calls awaiting a decision: {_calls_text(waiting)}; "
                         f"choose one with --call.")  # fmt: skip
     match = next((c for c in snapshot.pending_tool_calls if c.id == call_id), None)
@@ -288,21 +263,21 @@ def _parse_edit(out: Any, text: str | None) -> dict[str, Any] | None:
     return value
 
 
-def _check_open(out: Any, snapshot: Any, folder: Path) -> None:
+def _check_open(out: Any, snapshot: Any, where: Where) -> None:
     """Exit unless decisions can be recorded in ``snapshot`` now, saying what is the case instead."""
     from handrail.human_in_the_loop.snapshots import unavailable_reason
 
     name = printable(snapshot.snapshot_id)
-    state = snapshot_state(snapshot)
+    state = where.state(snapshot)
     if state == "interrupted":
-        fail_usage(out, f"Snapshot {name} was interrupted: its file says 'running' but no process holds it "
-                        f"({_CAUSE}), so decisions can no longer be recorded in it. {resume_hint(snapshot, folder)} "
+        fail_usage(out, f"Snapshot {name} was interrupted: its {where.noun} says 'running' but no process holds it "
+                        f"({_CAUSE}), so decisions can no longer be recorded in it. {resume_hint(snapshot, where)} "
                         f"Calls still without a decision then pause the run again under a new snapshot id, where "
                         f"you decide them.")  # fmt: skip
     if state == "running":
         fail_busy(out, f"Snapshot {name} is being resumed by another process right now; decisions are recorded "
                        f"while no run holds it. When the run pauses again, decide in its new snapshot "
-                       f"(handrail approvals list --dir {quote(folder)}).")  # fmt: skip
+                       f"(handrail approvals list {where.arg}).")  # fmt: skip
     reason = unavailable_reason(snapshot)
     if reason is not None:
         fail_usage(out, f"{reason} Decisions can no longer be recorded in it.")
@@ -310,32 +285,34 @@ def _check_open(out: Any, snapshot: Any, folder: Path) -> None:
 
 def _decide(
     snapshot_id: str,
-    directory: Path,
+    where: Where,
     call_id: str | None,
     *,
     execute: bool,
     feedback: str | None,
     edit: str | None,
     by: str | None,
-    allow_modules: tuple[str, ...],
 ) -> None:
-    """Record one decision and say what is left to do."""
+    """Record one decision and say what is left to do.
+
+    The store checks the decision against the record as it is at that moment, atomically: of two processes
+    deciding one call differently, one wins and the other gets a conflict error (exit code 2).
+    """
     from handrail.dataclasses.decisions import ToolExecutionDecision
-    from handrail.dataclasses.snapshot import load_snapshot
-    from handrail.human_in_the_loop.snapshots import awaiting_decision, record_decision
+    from handrail.human_in_the_loop.snapshots import awaiting_decision
 
     out, _ = _consoles()
-    folder = snapshot_dir(out, directory)
-    path = find_snapshot(out, folder, snapshot_id)
     params = _parse_edit(out, edit)
-    with errors_as_exit_codes(out, snapshot=path):
-        snapshot = load_snapshot(path, allowed_modules=allow_modules)
-        _check_open(out, snapshot, folder)
-        call = _choose_call(out, snapshot, call_id, folder)
+    with errors_as_exit_codes(out):
+        found = where.find(out, snapshot_id)
+    with errors_as_exit_codes(out, busy=where.busy(found)):
+        snapshot = where.store.load(found)
+        _check_open(out, snapshot, where)
+        call = _choose_call(out, snapshot, call_id, where)
         decision = ToolExecutionDecision(call.tool_name, execute=execute, tool_call_id=call.id, feedback=feedback,
                                          final_tool_params=params)  # fmt: skip
         already = call.id not in {c.id for c in awaiting_decision(snapshot)}
-        updated = record_decision(path, decision, decided_by=by, allowed_modules=allow_modules)
+        updated = where.store.record_decision(found, decision, decided_by=by)
     verb = "Approved" if execute else "Rejected"
     edited = " with edited arguments" if params is not None else ""
     recorded = next((d for d in updated.tool_execution_decisions if d.tool_call_id == call.id), decision)
@@ -346,13 +323,13 @@ def _decide(
         out.print(f"{verb} {named}{edited} in snapshot {printable(updated.snapshot_id)}, "
                   f"decided by {printable(recorded.decided_by)}.", markup=False)  # fmt: skip
     waiting = awaiting_decision(updated)
-    where = f"{quote(str(updated.snapshot_id))} --dir {quote(folder)}"
     if waiting:
         them = "it" if len(waiting) == 1 else "them"
         out.print(f"Still awaiting a decision: {_calls_text(waiting)}. Resuming now would pause the run again at "
                   f"{them}.", markup=False)  # fmt: skip
     else:
-        out.print(f"Every call is decided. Continue the run with: handrail resume {where}", markup=False)
+        out.print(f"Every call is decided. Continue the run with: handrail resume "
+                  f"{quote(str(updated.snapshot_id))} {where.arg}", markup=False)  # fmt: skip
 
 
 def _check_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -369,7 +346,7 @@ _BY = click.option("--by", metavar="NAME", callback=_check_by,
 
 @approvals.command()
 @click.argument("snapshot_id")
-@_DIR
+@where_options
 @_CALL
 @click.option("--edit", metavar="JSON", help="Run the call with these arguments instead (a JSON object; "
               "it replaces the proposed arguments and must pass the tool's JSON Schema).")  # fmt: skip
@@ -378,7 +355,8 @@ _BY = click.option("--by", metavar="NAME", callback=_check_by,
 @_ALLOW
 def approve(
     snapshot_id: str,
-    directory: Path,
+    directory: Path | None,
+    store_url: str | None,
     call_id: str | None,
     edit: str | None,
     feedback: str | None,
@@ -386,20 +364,22 @@ def approve(
     allow_modules: tuple[str, ...],
 ) -> None:
     """Approve a paused call of SNAPSHOT_ID (optionally with edited arguments)."""
-    _decide(snapshot_id, directory, call_id, execute=True, feedback=feedback, edit=edit, by=by,
-            allow_modules=allow_modules)  # fmt: skip
+    out, _ = _consoles()
+    with opened(out, directory, store_url, allow_modules) as where:
+        _decide(snapshot_id, where, call_id, execute=True, feedback=feedback, edit=edit, by=by)
 
 
 @approvals.command()
 @click.argument("snapshot_id")
-@_DIR
+@where_options
 @_CALL
 @click.option("--feedback", metavar="TEXT", required=True, help="Why: the model reads it instead of a result.")
 @_BY
 @_ALLOW
 def reject(
     snapshot_id: str,
-    directory: Path,
+    directory: Path | None,
+    store_url: str | None,
     call_id: str | None,
     feedback: str,
     by: str | None,
@@ -408,5 +388,6 @@ def reject(
     """Reject a paused call of SNAPSHOT_ID: it will not run; the model reads the feedback."""
     if not feedback.strip():
         raise click.UsageError("--feedback is empty; say why the call is rejected (the model reads it).")
-    _decide(snapshot_id, directory, call_id, execute=False, feedback=feedback, edit=None, by=by,
-            allow_modules=allow_modules)  # fmt: skip
+    out, _ = _consoles()
+    with opened(out, directory, store_url, allow_modules) as where:
+        _decide(snapshot_id, where, call_id, execute=False, feedback=feedback, edit=None, by=by)

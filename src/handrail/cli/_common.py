@@ -1,4 +1,4 @@
-"""Shared pieces of the ``handrail`` command: exit codes, error lines, the streaming printer, snapshot lookup.
+"""Shared pieces of the ``handrail`` command: exit codes, error lines, the streaming printer.
 
 Every value a model, a tool or a snapshot file chose (call ids, tool names, arguments, results, feedback,
 answer text, file names) goes through :func:`printable` (or :func:`echo_json`) before it reaches the
@@ -12,7 +12,7 @@ import json
 import re
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -35,14 +35,10 @@ __all__ = [
     "errors_as_exit_codes",
     "fail_busy",
     "fail_usage",
-    "find_snapshot",
-    "lock_held",
     "printable",
     "quote",
     "resume_hint",
     "running_calls",
-    "snapshot_dir",
-    "snapshot_state",
     "unknown_outcome_message",
 ]
 
@@ -197,17 +193,21 @@ def _permission_message(exc: PermissionError) -> str:
 
 
 @contextlib.contextmanager
-def errors_as_exit_codes(out: Any, agent_file: Path | None = None, snapshot: Path | None = None) -> Iterator[None]:
+def errors_as_exit_codes(
+    out: Any, agent_file: Path | None = None, busy: Callable[[], bool] | None = None
+) -> Iterator[None]:
     """Turn expected failures into one error line and an exit code (see ``handrail --help``).
 
     Args:
         out: The console errors go to.
         agent_file: The agent file, named in spec errors that do not name it.
-        snapshot: The snapshot file the command works on: a SnapshotUnavailableError exits with
-            :data:`EXIT_BUSY` while another process holds its lock, else with :data:`EXIT_USAGE`.
+        busy: Whether another process holds the claim of the snapshot the command works on (``Where.busy``): a
+            SnapshotUnavailableError exits with :data:`EXIT_BUSY` while it does, else with :data:`EXIT_USAGE`.
+            None: always :data:`EXIT_BUSY`.
     """
     from handrail.errors import (
         ConfigurationError,
+        DecisionConflictError,
         HandrailError,
         SnapshotDriftError,
         SnapshotUnavailableError,
@@ -227,9 +227,11 @@ def errors_as_exit_codes(out: Any, agent_file: Path | None = None, snapshot: Pat
     except UnknownOutcomeError as exc:
         fail_usage(out, unknown_outcome_message(exc))
     except SnapshotUnavailableError as exc:
-        if snapshot is None or lock_held(snapshot):
+        if busy is None or busy():
             fail_busy(out, str(exc))
         fail_usage(out, str(exc))
+    except DecisionConflictError as exc:
+        fail_usage(out, f"Conflict: {exc} This decision was not recorded.")
     except ConfigurationError as exc:
         fail_usage(out, str(exc))
     except PermissionError as exc:
@@ -248,75 +250,18 @@ def errors_as_exit_codes(out: Any, agent_file: Path | None = None, snapshot: Pat
         sys.exit(EXIT_RUN_FAILED)
 
 
-def snapshot_dir(out: Any, directory: Path) -> Path:
-    """The absolute snapshot directory; exits with a usage error when it does not exist or is a file."""
-    folder = directory.expanduser().absolute()
-    if not folder.exists():
-        fail_usage(out, f"--dir {directory}: no such directory.")
-    if not folder.is_dir():
-        fail_usage(out, f"--dir {directory}: not a directory.")
-    return folder
-
-
-def find_snapshot(out: Any, folder: Path, snapshot_id: str) -> Path:
-    """The file of SNAPSHOT_ID in ``folder``; exits with a usage error naming the ids present when unknown."""
-    from handrail.human_in_the_loop.snapshots import snapshot_files
-
-    stem = snapshot_id.removesuffix(".json")
-    if "/" in stem or "\\" in stem or stem in ("", ".", ".."):
-        fail_usage(out, f"SNAPSHOT_ID {snapshot_id!r} must be a snapshot id (a file name in --dir), not a path.")
-    files = snapshot_files(folder)
-    match = next((p for p in files if p.stem == stem), None)
-    if match is None:
-        ids = [printable(p.stem) for p in files]
-        present = ", ".join(ids[:20]) + (f" (and {len(ids) - 20} more)" if len(ids) > 20 else "") if ids else "none"
-        fail_usage(out, f"No snapshot '{stem}' in {folder}. Snapshots there: {present}.")
-    return match
-
-
-def lock_held(path: Path | str) -> bool:
-    """Whether a process holds the lock of the snapshot file ``path`` now (a run resuming it, or a run going on).
-
-    The lock is tried once and released at once. No lock file means no holder (a run creates it before it
-    marks the snapshot ``running``). A lock file that cannot be opened counts as held: the cautious reading.
-    """
-    from handrail.core.files import FileLock, lock_path_for
-
-    lock_file = lock_path_for(path)
-    if not lock_file.exists():
-        return False
-    lock = FileLock(lock_file, timeout=0)
-    try:
-        acquired = lock.acquire()
-    except OSError:
-        return True
-    if acquired:
-        lock.release()
-    return not acquired
-
-
-def snapshot_state(snapshot: Any) -> str:
-    """The snapshot's status as the CLI reports it.
-
-    The file's status, except ``"running"`` while no process holds the file's lock, which is ``"interrupted"``
-    (a crashed or cancelled resume, a run that failed with an error).
-    """
-    if snapshot.status == "running" and snapshot.location is not None and not lock_held(snapshot.location):
-        return "interrupted"
-    return str(snapshot.status)
-
-
 def running_calls(snapshot: Any) -> list[Any]:
     """The ledger entries marked ``running``: calls whose process stopped mid-call, outcome unknown."""
     return [entry for entry in snapshot.ledger.values() if entry.status == "running"]
 
 
-def resume_hint(snapshot: Any, folder: Path) -> str:
+def resume_hint(snapshot: Any, store: Any) -> str:
     """How to continue an interrupted snapshot: the resume command, with --unknown-outcome when a call was running.
 
-    Ids and names are escaped for the terminal (:func:`printable`).
+    ``store`` is the command's ``Where`` (its ``arg``: ``--dir DIR`` or ``--store URL``). Ids and names are escaped
+    for the terminal (:func:`printable`).
     """
-    where = f"{quote(str(snapshot.snapshot_id))} --dir {quote(folder)}"
+    where = f"{quote(str(snapshot.snapshot_id))} {store.arg}"
     running = running_calls(snapshot)
     if not running:
         return f"Continue it with: handrail resume {where}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +19,10 @@ from handrail.cli._common import (
     errors_as_exit_codes,
     fail_busy,
     fail_usage,
-    find_snapshot,
     printable,
     quote,
-    snapshot_dir,
-    snapshot_state,
 )
+from handrail.cli._stores import Where, opened, where_options
 
 __all__ = ["resume", "run", "spec_tools"]
 
@@ -76,8 +75,8 @@ class BuildOptions:
     allow_modules: tuple[str, ...]
     max_steps: int | None
     models: ModelChoice
-    pause_dir: Path | None = None
-    """With ``approve="pause"``: the snapshot directory."""
+    pause: Where | None = None
+    """With ``approve="pause"``: the snapshot store paused runs write to."""
 
 
 def _model_options(command: Any) -> Any:
@@ -118,11 +117,11 @@ def _build(out: Any, agent_file: Path, options: BuildOptions) -> Any:
     generator = options.models.generator()
     _check_approve(spec, options.approve)
     pause: dict[str, Any] = {}
-    if options.pause_dir is not None:
+    if options.pause is not None:
         metadata: dict[str, Any] = {"agent_file": str(agent_file.resolve())}
         if options.models.as_metadata():
             metadata["generator"] = options.models.as_metadata()
-        pause = {"snapshot_dir": options.pause_dir, "snapshot_metadata": metadata}
+        pause = {"snapshot_store": options.pause.store, "snapshot_metadata": metadata}
     agent = build_agent(
         spec, base_dir=agent_file.parent, allowed_modules=options.allow_modules, generator=generator,
         approve=options.approve,  # type: ignore[arg-type]
@@ -175,38 +174,38 @@ def spec_tools(agent: Any) -> list[Any]:
     return flatten_tools(agent.tools)
 
 
-def _paused(out: Any, exc: Any, folder: Path, printer: Printer | None, as_json: bool) -> None:
+def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: bool) -> None:
     """Report a pause (the snapshot id, the calls waiting, the commands to decide and resume)."""
-    from handrail.dataclasses.snapshot import load_snapshot
     from handrail.human_in_the_loop.snapshots import awaiting_decision
 
     if printer is not None:
         printer.end_text()
-    path = Path(exc.snapshot_file_path) if exc.snapshot_file_path else None
-    snapshot = exc.snapshot if exc.snapshot is not None or path is None else load_snapshot(path)
+    snapshot = exc.snapshot
+    location = exc.snapshot_file_path or (snapshot.location if snapshot is not None else None)
     waiting = awaiting_decision(snapshot) if snapshot is not None else []
-    snapshot_id = path.stem if path is not None else None
+    snapshot_id = snapshot.snapshot_id if snapshot is not None else None
     if as_json:
         echo_json({
             "answer": None, "exit_reason": "paused_for_approval", "snapshot_id": snapshot_id,
-            "snapshot_file": str(path) if path is not None else None,
+            "snapshot_file": location if where.files else None, "location": location,
+            "store": where.value,
             "pending_tool_calls": [c.to_dict() for c in waiting],
             "step_count": snapshot.step_count if snapshot is not None else None,
             "messages": [m.to_dict() for m in snapshot.messages] if snapshot is not None else [],
         })  # fmt: skip
         return
-    out.print(f"Paused for approval: snapshot {printable(snapshot_id)} in {printable(folder)}", style="bold yellow",
+    out.print(f"Paused for approval: snapshot {printable(snapshot_id)} in {where.label}", style="bold yellow",
               markup=False)  # fmt: skip
     for call in waiting:
         out.print(call_line(call.id, call.tool_name, call.arguments))
-    where = f"{quote(snapshot_id or '?')} --dir {quote(folder)}"
+    command_args = f"{quote(snapshot_id or '?')} {where.arg}"
     several = len(waiting) > 1
     choose = f" --call {quote(waiting[0].id or '?')}" if several else ""
     out.print("Decide, then resume:", markup=False)
     for command in (
-        f"handrail approvals approve {where}{choose}",
-        f"handrail approvals reject {where}{choose} --feedback 'why not'",
-        f"handrail resume {where}",
+        f"handrail approvals approve {command_args}{choose}",
+        f"handrail approvals reject {command_args}{choose} --feedback 'why not'",
+        f"handrail resume {command_args}",
     ):
         out.print(f"  {command}", style="dim", markup=False, soft_wrap=True)
 
@@ -221,9 +220,10 @@ def _paused(out: Any, exc: Any, folder: Path, printer: Printer | None, as_json: 
     show_default=True,
     help="Tool calls that need approval: ask in the terminal, run all, or reject them (none).",
 )
-@click.option("--pause-for-approval", "pause_dir", metavar="DIR", type=click.Path(path_type=Path),
-              help="Instead of asking, pause: write a snapshot to DIR, print its id and exit with code 4; "
-                   "decide with 'handrail approvals', continue with 'handrail resume'.")  # fmt: skip
+@click.option("--pause-for-approval", "pause_to", metavar="DIR|URL",
+              help="Instead of asking, pause: write a snapshot to the directory DIR or the store URL "
+                   "(sqlite:///PATH, postgresql://...), print its id and exit with code 4; decide with "
+                   "'handrail approvals', continue with 'handrail resume'.")  # fmt: skip
 @_model_options
 @click.pass_context
 def run(
@@ -231,7 +231,7 @@ def run(
     agent_file: Path,
     question: str,
     approve: str,
-    pause_dir: Path | None,
+    pause_to: str | None,
     model: str | None,
     openai_base_url: str | None,
     openai_model: str | None,
@@ -247,24 +247,26 @@ def run(
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
     if not question.strip():
         raise click.UsageError("QUESTION is empty; ask the agent something.")
-    if pause_dir is not None:
-        if ctx.get_parameter_source("approve") is not click.core.ParameterSource.DEFAULT:
-            raise click.UsageError("--approve and --pause-for-approval are different ways to approve; pass only one.")
-        if pause_dir.exists() and not pause_dir.is_dir():
-            raise click.UsageError(f"--pause-for-approval {pause_dir}: not a directory.")
+    if pause_to is not None and ctx.get_parameter_source("approve") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--approve and --pause-for-approval are different ways to approve; pass only one.")
     models = ModelChoice(model, openai_base_url, openai_model)
-    options = BuildOptions("pause" if pause_dir is not None else approve, allow_modules, max_steps, models,
-                           pause_dir.absolute() if pause_dir is not None else None)  # fmt: skip
-    with errors_as_exit_codes(out, agent_file):
-        agent = _build(out, agent_file, options)
-        from handrail.dataclasses.chat_message import ChatMessage
+    with contextlib.ExitStack() as stack:
+        where: Where | None = None
+        if pause_to is not None:
+            where = stack.enter_context(opened(out, None, pause_to, allow_modules, create=True,
+                                               flag="--pause-for-approval"))  # fmt: skip
+        options = BuildOptions("pause" if where is not None else approve, allow_modules, max_steps, models, where)
+        with errors_as_exit_codes(out, agent_file):
+            agent = _build(out, agent_file, options)
+            from handrail.dataclasses.chat_message import ChatMessage
 
-        printer = None if as_json else Printer(out)
-        try:
-            result = agent.run([ChatMessage.from_user(question)], streaming_callback=printer)
-        except BreakpointException as exc:
-            _paused(out, exc, options.pause_dir or Path.cwd(), printer, as_json)
-            sys.exit(EXIT_PAUSED)
+            printer = None if as_json else Printer(out)
+            try:
+                result = agent.run([ChatMessage.from_user(question)], streaming_callback=printer)
+            except BreakpointException as exc:
+                assert where is not None  # only a pausing strategy pauses a run started from the command line
+                _paused(out, exc, where, printer, as_json)
+                sys.exit(EXIT_PAUSED)
     _finish(out, agent, result, printer, as_json)
 
 
@@ -297,7 +299,7 @@ def _resume_agent_file(out: Any, snapshot: Any, agent: Path | None) -> Path:
 
 @click.command()
 @click.argument("snapshot_id")
-@click.option("--dir", "directory", required=True, type=click.Path(path_type=Path), help="The snapshot directory.")
+@where_options
 @click.option("--agent", "agent_option", type=click.Path(dir_okay=False, path_type=Path),
               help="The agent file (default: the one recorded in the snapshot by 'handrail run').")  # fmt: skip
 @click.option("--unknown-outcome", type=click.Choice(["retry", "fail"]),
@@ -306,7 +308,8 @@ def _resume_agent_file(out: Any, snapshot: Any, agent: Path | None) -> Path:
 @_model_options
 def resume(
     snapshot_id: str,
-    directory: Path,
+    directory: Path | None,
+    store_url: str | None,
     agent_option: Path | None,
     unknown_outcome: str | None,
     allow_drift: bool,
@@ -317,22 +320,38 @@ def resume(
     allow_modules: tuple[str, ...],
     max_steps: int | None,
 ) -> None:
-    """Continue the paused run SNAPSHOT_ID of --dir with the decisions recorded in it.
+    """Continue the paused run SNAPSHOT_ID of --dir or --store with the decisions recorded in it.
 
-    Calls still without a decision pause the run again (exit code 4, a new snapshot id).
+    Calls still without a decision pause the run again into the same store (exit code 4, a new snapshot id).
     """
     from rich.console import Console
 
+    out = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    with opened(out, directory, store_url, allow_modules) as where:
+        _resume(out, where, snapshot_id, agent_option, unknown_outcome, allow_drift,
+                ModelChoice(model, openai_base_url, openai_model), as_json, allow_modules, max_steps)  # fmt: skip
+
+
+def _resume(
+    out: Any,
+    where: Where,
+    snapshot_id: str,
+    agent_option: Path | None,
+    unknown_outcome: str | None,
+    allow_drift: bool,
+    given: ModelChoice,
+    as_json: bool,
+    allow_modules: tuple[str, ...],
+    max_steps: int | None,
+) -> None:
     from handrail.dataclasses.breakpoints import BreakpointException
-    from handrail.dataclasses.snapshot import load_snapshot
     from handrail.human_in_the_loop.snapshots import awaiting_decision, unavailable_reason
 
-    out = Console(stderr=as_json, highlight=False, soft_wrap=True)
-    folder = snapshot_dir(out, directory)
-    path = find_snapshot(out, folder, snapshot_id)
-    with errors_as_exit_codes(out, agent_option, snapshot=path):
-        snapshot = load_snapshot(path, allowed_modules=allow_modules)
-        state = snapshot_state(snapshot)
+    with errors_as_exit_codes(out, agent_option):
+        found = where.find(out, snapshot_id)
+    with errors_as_exit_codes(out, agent_option, busy=where.busy(found)):
+        snapshot = where.store.load(found)
+        state = where.state(snapshot)
         if state == "running":
             fail_busy(out, f"Snapshot {printable(snapshot.snapshot_id)} is being resumed by another process right "
                            f"now; try again when that run has paused or finished.")  # fmt: skip
@@ -346,9 +365,8 @@ def resume(
                           f"pausing or finishing); continuing it.", style="yellow", markup=False)  # fmt: skip
             if agent_option is None:
                 out.print(f"Agent file: {printable(agent_file)} (recorded in the snapshot)", style="dim", markup=False)
-    models = _resume_models(snapshot.metadata, ModelChoice(model, openai_base_url, openai_model))
-    options = BuildOptions("pause", allow_modules, max_steps, models, folder)
-    with errors_as_exit_codes(out, agent_file, snapshot=path):
+    options = BuildOptions("pause", allow_modules, max_steps, _resume_models(snapshot.metadata, given), where)
+    with errors_as_exit_codes(out, agent_file, busy=where.busy(found)):
         agent = _build(out, agent_file, options)
         undecided = [printable(c.id) for c in awaiting_decision(snapshot)]
         if undecided and not as_json:
@@ -359,6 +377,6 @@ def resume(
             result = agent.run(messages=[], snapshot=snapshot, streaming_callback=printer, allow_drift=allow_drift,
                                unknown_outcome=unknown_outcome)  # fmt: skip
         except BreakpointException as exc:
-            _paused(out, exc, folder, printer, as_json)
+            _paused(out, exc, where, printer, as_json)
             sys.exit(EXIT_PAUSED)
     _finish(out, agent, result, printer, as_json)

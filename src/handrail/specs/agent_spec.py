@@ -25,17 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from handrail.core.serialization import import_object, restricted_imports
-from handrail.errors import ConfigurationError, SerializationError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 from handrail.specs._yaml_lines import line_of
 
 if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
+    from handrail.stores.types import SnapshotStore
     from handrail.tools.tool import Tool
 
 __all__ = ["AgentSpec", "GeneratorSpec", "RejectingUI", "SpecError", "ToolEntry", "agent_spec_json_schema",
@@ -257,7 +258,7 @@ def needs_a_person(spec: AgentSpec) -> bool:
 
 
 def _strategies(
-    spec: AgentSpec, tool_names: list[str], approve: Approve, ui: Any, pause: tuple[str, dict[str, Any]] | None
+    spec: AgentSpec, tool_names: list[str], approve: Approve, ui: Any, pause: _Pause | None
 ) -> dict[str, Any] | None:
     unknown = sorted(k for k in spec.confirmation if k != "*" and k not in tool_names)
     if unknown:
@@ -278,23 +279,45 @@ def _strategies(
     strategies: dict[str, Any] = {}
     for name, policy in spec.confirmation.items():
         if pause is not None and policy != "never":
-            strategies[name] = BreakpointConfirmationStrategy(pause[0], metadata=pause[1])
+            strategies[name] = BreakpointConfirmationStrategy(pause.directory, snapshot_store=pause.store,
+                                                              metadata=pause.metadata)  # fmt: skip
         else:
             strategies[name] = BlockingConfirmationStrategy(confirmation_policy=policies[policy](),
                                                             confirmation_ui=chosen_ui)  # fmt: skip
     return strategies
 
 
+class _Pause(NamedTuple):
+    """Where a pausing strategy writes (a directory or a store, one of them) and what it records."""
+
+    directory: str | None
+    store: SnapshotStore | str | None
+    metadata: dict[str, Any]
+
+
 def _pause_settings(
-    approve: Approve, snapshot_dir: str | Path | None, snapshot_metadata: dict[str, Any] | None
-) -> tuple[str, dict[str, Any]] | None:
+    approve: Approve,
+    snapshot_dir: str | Path | None,
+    snapshot_store: SnapshotStore | str | None,
+    snapshot_metadata: dict[str, Any] | None,
+) -> _Pause | None:
     if approve != "pause":
-        if snapshot_dir is not None or snapshot_metadata is not None:
-            raise SpecError(f"snapshot_dir and snapshot_metadata apply to approve='pause', not approve={approve!r}.")
+        if snapshot_dir is not None or snapshot_store is not None or snapshot_metadata is not None:
+            raise SpecError(
+                f"snapshot_dir, snapshot_store and snapshot_metadata apply to approve='pause', not approve={approve!r}."
+            )
         return None
-    if snapshot_dir is None:
-        raise SpecError("approve='pause' needs snapshot_dir: the directory paused runs write their snapshots to.")
-    return str(snapshot_dir), dict(snapshot_metadata or {})
+    if snapshot_dir is not None and snapshot_store is not None:
+        raise SpecError("approve='pause' takes one of snapshot_dir and snapshot_store, not both.")
+    if snapshot_dir is None and snapshot_store is None:
+        raise SpecError(
+            "approve='pause' needs snapshot_dir (the directory paused runs write their snapshots to) or "
+            "snapshot_store (a SnapshotStore, or a URL such as 'sqlite:///approvals.db' or 'postgresql://...')."
+        )
+    if isinstance(snapshot_store, str) and not snapshot_store.strip():
+        raise SpecError("snapshot_store is empty; give a SnapshotStore, or a URL such as 'sqlite:///approvals.db'.")
+    directory = str(snapshot_dir) if snapshot_dir is not None else None
+    return _Pause(directory, snapshot_store, dict(snapshot_metadata or {}))
 
 
 def build_agent(
@@ -306,6 +329,7 @@ def build_agent(
     approve: Approve = "ask",
     confirmation_ui: Any = None,
     snapshot_dir: str | Path | None = None,
+    snapshot_store: SnapshotStore | str | None = None,
     snapshot_metadata: dict[str, Any] | None = None,
 ) -> Agent:
     """Build the Agent a spec describes.
@@ -318,12 +342,15 @@ def build_agent(
         approve: For tools with a ``confirmation`` policy: ``ask`` a person (through ``confirmation_ui``,
             default a RichConsoleUI), run ``all`` calls without asking, reject (``none``) every call
             the policy would ask about, or ``pause`` the run for a later decision: tools whose policy is
-            ``always`` or ``once`` get a ``BreakpointConfirmationStrategy`` writing into ``snapshot_dir``
-            (``once`` pauses for every call: what a person confirmed is not remembered across processes);
-            ``never`` tools run without pausing.
+            ``always`` or ``once`` get a ``BreakpointConfirmationStrategy`` writing into ``snapshot_dir`` or
+            ``snapshot_store`` (``once`` pauses for every call: what a person confirmed is not remembered
+            across processes); ``never`` tools run without pausing.
         confirmation_ui: The UI that asks when ``approve`` is ``ask``.
-        snapshot_dir: With ``approve="pause"`` (required there): the directory snapshots are written to
-            (created on the first pause).
+        snapshot_dir: With ``approve="pause"`` (it or ``snapshot_store`` required there): the directory
+            snapshots are written to (created on the first pause).
+        snapshot_store: With ``approve="pause"``, instead of ``snapshot_dir``: the snapshot store paused runs
+            write to, shared by every pausing tool: a SnapshotStore object (``handrail.stores``), or a URL that
+            ``handrail.stores.open_snapshot_store`` understands (``sqlite:///approvals.db``, ``postgresql://...``).
         snapshot_metadata: With ``approve="pause"``: JSON data recorded in each snapshot (the CLI records
             ``{"agent_file": <absolute path>}`` so ``handrail resume`` can rebuild the agent).
 
@@ -332,11 +359,11 @@ def build_agent(
 
     Raises:
         SpecError: A tool or generator that cannot be resolved, or an invalid combination (``pause``
-            without ``snapshot_dir``, or ``snapshot_dir`` without ``pause``).
+            with neither or both of ``snapshot_dir`` and ``snapshot_store``, or either of them without ``pause``).
     """
     from handrail.components.agents.agent import Agent
 
-    pause = _pause_settings(approve, snapshot_dir, snapshot_metadata)
+    pause = _pause_settings(approve, snapshot_dir, snapshot_store, snapshot_metadata)
     allowed = _allowed(spec, allowed_modules)
     tools = [_build_tool(t, Path(base_dir), allowed) for t in spec.tools]
     chat_generator = (
@@ -353,5 +380,5 @@ def build_agent(
             max_agent_steps=spec.max_agent_steps,
             confirmation_strategies=_strategies(spec, [t.name for t in tools], approve, confirmation_ui, pause),
         )
-    except ConfigurationError as exc:
+    except (ConfigurationError, ConfigurationTypeError) as exc:  # e.g. a snapshot_store that is not a store
         raise SpecError(str(exc)) from exc

@@ -7,7 +7,7 @@ a snapshot's claim.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from handrail.dataclasses.decisions import ToolExecutionDecision
@@ -83,6 +83,37 @@ class SnapshotStoreBase(SnapshotRecords):
             The snapshots, sorted by timestamp, then id.
         """
         return [snapshot for _, snapshot in self._paused()]
+
+    def list_snapshots(
+        self,
+        statuses: Collection[str] = ("paused",),
+        *,
+        on_error: Callable[[str, Exception], None] | None = None,
+    ) -> list[AgentSnapshot]:
+        """The snapshots whose status is one of ``statuses``, oldest first (``location`` set).
+
+        Args:
+            statuses: E.g. ``("paused", "running")`` (a ``running`` record whose id is not :meth:`claimed` belongs
+                to a run that was interrupted).
+            on_error: Called with ``(snapshot id, error)`` for an unreadable record (default: the store's
+                ``on_error``, else a ``UserWarning``); the record is skipped.
+
+        Returns:
+            The snapshots, sorted by timestamp, then id.
+        """
+        return [snapshot for _, snapshot in self._listed(tuple(statuses), on_error)]
+
+    def exists(self, snapshot_id: str) -> bool:
+        """Whether the store holds a record with this id.
+
+        Raises:
+            ConfigurationError: An id the store refuses (a path, ``#``, a leading ``.``).
+        """
+        return self._exists(self._id(snapshot_id))
+
+    def known_ids(self, limit: int = 10) -> list[str]:
+        """A few ids the store holds, newest first (for messages that name what is there)."""
+        return self._some_ids()[:limit]
 
     def list_pending(self) -> list[PendingApproval]:
         """One entry per tool call waiting for a decision in a paused snapshot.

@@ -24,7 +24,7 @@ from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.stores._snapshot_base import SnapshotStoreBase
 from handrail.stores._snapshot_common import check_snapshot_id
 
-__all__ = ["open_snapshot_store", "store_for_location"]
+__all__ = ["names_a_database", "open_snapshot_store", "store_for_location"]
 
 _POSTGRES = ("postgresql://", "postgres://")
 _SQLITE = "sqlite:///"
@@ -109,3 +109,11 @@ def store_for_location(
     path = Path(text).absolute()
     store = open_snapshot_store(str(path.parent), allowed_modules=allowed_modules, lock_timeout=lock_timeout)
     return store, check_snapshot_id(path.name.removesuffix(".json"))
+
+
+def names_a_database(value: str) -> bool:
+    """Whether ``value`` names a database store rather than a directory.
+
+    A database is named by ``scheme://...``, ``sqlite:...`` or a libpq ``key=value`` string.
+    """
+    return "://" in value or value.startswith("sqlite:") or bool(_CONNINFO.match(value))

@@ -21,7 +21,7 @@ import contextlib
 import threading
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -265,15 +265,23 @@ class SnapshotRecords(ABC):
         return release
 
     def _paused(self) -> list[tuple[str, AgentSnapshot]]:
-        report = self.on_error if self.on_error is not None else _warn
+        return self._listed(("paused",), None)
+
+    def _listed(
+        self, statuses: Collection[str], on_error: Callable[[str, Exception], None] | None
+    ) -> list[tuple[str, AgentSnapshot]]:
+        report = on_error or self.on_error
         found: list[tuple[str, AgentSnapshot]] = []
-        for snapshot_id, data in self._records(paused_only=True):
+        for snapshot_id, data in self._records(paused_only=tuple(statuses) == ("paused",)):
             try:
                 snapshot = self._decode(snapshot_id, data)
             except (ConfigurationError, StoreError, OSError) as exc:
-                report(snapshot_id if self.on_error is not None else f"{snapshot_id} in {self}", exc)
+                if report is not None:
+                    report(snapshot_id, exc)
+                else:
+                    _warn(f"{snapshot_id} in {self}", exc)
                 continue
-            if snapshot.status == "paused":
+            if snapshot.status in statuses:
                 found.append((snapshot_id, self._located(snapshot_id, snapshot)))
         found.sort(key=lambda item: (item[1].timestamp.timestamp(), item[0]))
         return found
