@@ -14,7 +14,8 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
     │   ├── SnapshotError                    a snapshot file is truncated, invalid or of an unknown schema version
     │   │   └── SnapshotDriftError           resuming against an agent whose definition changed (with a diff)
     │   ├── DecisionConflictError            a different decision is already recorded for a paused call
-    │   └── ModelFilesError                  a local model's files are missing, damaged or not GGUF
+    │   ├── ModelFilesError                  a local model's files are missing, damaged or not GGUF
+    │   └── ComponentError                   a bad component definition, or a bad pipeline connection
     ├── ConfigurationTypeError (TypeError)   an argument of the wrong type
     └── RunError                             a failure while a run is under way
         ├── ToolNotFoundException            the model called a tool that does not exist (raise mode)
@@ -25,7 +26,10 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
         ├── GenerationError                  a chat model (server or embedded) failed to give a usable reply
         ├── SnapshotUnavailableError         a snapshot is being resumed elsewhere, already resumed, or finished
         ├── StoreError                       a store is unreachable, holds a corrupt row, or has a newer schema
-        └── UnknownOutcomeError              a resumed call was found running: its outcome is unknown
+        ├── UnknownOutcomeError              a resumed call was found running: its outcome is unknown
+        ├── PipelineError                    a pipeline component failed (names the component)
+        │   └── PipelineMaxComponentRuns     a pipeline component ran more often than allowed
+        └── NoRouteSelectedException         no route of a ConditionalRouter matched
 
 Control-flow signals (a breakpoint hit, an approval needed) are not errors and do
 not derive from :class:`RunError`.
@@ -35,13 +39,17 @@ from __future__ import annotations
 
 __all__ = [
     "CalculationError",
+    "ComponentError",
     "ConfigurationError",
     "ConfigurationTypeError",
     "DecisionConflictError",
     "GenerationError",
     "HandrailError",
     "ModelFilesError",
+    "NoRouteSelectedException",
     "NotSupportedYetError",
+    "PipelineError",
+    "PipelineMaxComponentRuns",
     "RunError",
     "ScriptExhaustedError",
     "SchemaGenerationError",
@@ -103,6 +111,14 @@ class ModelFilesError(ConfigurationError):
     """A local model's files are missing, damaged (wrong size or sha256) or not a GGUF file.
 
     The message says what to install or remove to fix it.
+    """
+
+
+class ComponentError(ConfigurationError):
+    """A bad component definition (no output types, a bad socket), or a bad pipeline connection.
+
+    Raised when a class is decorated with ``@component``, when sockets are set on an instance, or when
+    a pipeline is assembled; the message names the component and the socket.
     """
 
 
@@ -219,3 +235,23 @@ class StoreError(RunError):
     Its database is unreachable, a row is corrupt, or its schema was written by a newer handrail. The message
     names the store and the key; nothing was half-written.
     """
+
+
+class PipelineError(RunError):
+    """A component of a pipeline failed while the pipeline ran; the original exception is chained.
+
+    Attributes:
+        component_name: The name of the failing component in the pipeline, when known.
+    """
+
+    def __init__(self, message: str, component_name: str | None = None) -> None:
+        super().__init__(message)
+        self.component_name = component_name
+
+
+class PipelineMaxComponentRuns(PipelineError):
+    """A pipeline component ran more than ``max_runs_per_component`` times (a cycle that does not end)."""
+
+
+class NoRouteSelectedException(RunError):
+    """No route of a ConditionalRouter had a condition that rendered true; the message lists the routes."""

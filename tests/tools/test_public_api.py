@@ -9,6 +9,7 @@ from handrail.tools import from_function, toolset, utils
 
 def test_tools_package_exports_exactly_all() -> None:
     assert sorted(handrail.tools.__all__) == [
+        "ComponentTool",
         "Tool",
         "ToolCallId",
         "Toolset",

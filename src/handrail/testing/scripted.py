@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
+from handrail.core.component import component
 from handrail.core.serialization import import_object, init_parameters, qualified_name
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import ChunkAssembler, StreamingCallback, StreamingChunk, is_async_callback
@@ -28,6 +29,7 @@ def _check_item(item: Any, position: int) -> None:
     )
 
 
+@component
 class ScriptedChatGenerator:
     """A chat generator that returns scripted replies in order and records what it was sent.
 
@@ -79,6 +81,7 @@ class ScriptedChatGenerator:
             raise item
         return item
 
+    @component.output_types(replies=list[ChatMessage])
     def run(
         self,
         messages: list[ChatMessage],

@@ -10,6 +10,8 @@ from handrail.components.agents._drivers import run_machine_async, run_machine_s
 from handrail.components.agents._machine import HookTable, agent_machine
 from handrail.components.agents._plan import RunRequest, start_run
 from handrail.components.agents._prompt import check_user_prompt
+from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
+from handrail.core.component import component
 from handrail.core.serialization import (
     deserialize_callable,
     deserialize_type,
@@ -67,6 +69,7 @@ _RUN_PARAMETERS = frozenset(
 )  # fmt: skip
 
 
+@component
 class Agent:
     """A chat model that calls tools in a loop until an exit condition holds.
 
@@ -152,6 +155,7 @@ class Agent:
         self.required_variables = required_variables
         self._warmed: dict[int, object] = {}
         self._check()
+        refresh_sockets(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # None keeps meaning "the default" when an init parameter is reassigned after construction.
@@ -160,6 +164,8 @@ class Agent:
         elif name == "exit_conditions" and value is None:
             value = ["text"]
         super().__setattr__(name, value)
+        if name in SOCKET_ATTRIBUTES and "_required" in vars(self):  # reassigned after construction
+            refresh_sockets(self)
 
     def _check(self) -> None:
         cfg.check_stores(self.chat_message_store, self.memory_store)
@@ -214,6 +220,7 @@ class Agent:
             result[key] = data[key]
         return result
 
+    @component.output_types(messages=list[ChatMessage], last_message=ChatMessage)
     def run(
         self,
         messages: list[ChatMessage],
@@ -261,7 +268,8 @@ class Agent:
             unknown_outcome: For a resumed call found ``running`` (its process died mid-call): None raises
                 UnknownOutcomeError, ``"retry"`` runs it again with the same ``ToolCallId``, ``"fail"`` records an
                 error result "outcome unknown" and goes on.
-            **kwargs: Initial values of state-schema keys.
+            **kwargs: Initial values of state-schema keys and values of ``user_prompt`` variables; None
+                means "not given" for both (a Pipeline passes None for unconnected optional inputs).
 
         Returns:
             ``{"messages": [...whole history], "last_message": ChatMessage, <state keys>,
@@ -281,7 +289,7 @@ class Agent:
             DecisionConflictError: A given decision differs from the one recorded in the snapshot file.
         """
         plan, state, model = start_run(self, RunRequest(
-            messages, True, streaming_callback, generation_kwargs, system_prompt, tools, kwargs,
+            messages, True, streaming_callback, generation_kwargs, system_prompt, tools, given_arguments(self, kwargs),
             confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
             chat_message_store_kwargs, memory_store_kwargs,
         ))  # fmt: skip
@@ -313,7 +321,7 @@ class Agent:
     ) -> dict[str, Any]:
         """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async."""
         plan, state, model = start_run(self, RunRequest(
-            messages, False, streaming_callback, generation_kwargs, system_prompt, tools, kwargs,
+            messages, False, streaming_callback, generation_kwargs, system_prompt, tools, given_arguments(self, kwargs),
             confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
             chat_message_store_kwargs, memory_store_kwargs,
         ))  # fmt: skip

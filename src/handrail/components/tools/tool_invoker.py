@@ -6,6 +6,7 @@ from typing import Any
 
 from handrail.components.tools._execution import drive_async, drive_sync
 from handrail.components.tools._step import ToolStepOptions, tool_step
+from handrail.core.component import component
 from handrail.core.serialization import deserialize_callable, init_parameters, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
@@ -31,6 +32,7 @@ def check_max_workers(value: Any, name: str = "max_workers") -> int:
     return value
 
 
+@component
 class ToolInvoker:
     """Runs the tool calls found in assistant messages and returns one tool message per call.
 
@@ -116,6 +118,7 @@ class ToolInvoker:
         )
         return calls, by_name, state if state is not None else State(), opts
 
+    @component.output_types(tool_messages=list[ChatMessage], state=State)
     def run(
         self,
         messages: list[ChatMessage],

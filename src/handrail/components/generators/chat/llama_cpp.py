@@ -56,6 +56,7 @@ from handrail.components.generators.chat._llama_runtime import (
     to_wire,
     wire_arguments,
 )
+from handrail.core.component import component
 from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, ToolCallDelta, is_async_callback
@@ -144,6 +145,7 @@ class _Emitter:
         self._send(StreamingChunk(meta=meta, finish_reason=message.meta.get("finish_reason")))
 
 
+@component
 class LlamaCppChatGenerator:
     """The embedded chat model: llama.cpp in-process, with tool calls constrained to valid JSON.
 
@@ -326,6 +328,7 @@ class LlamaCppChatGenerator:
         kwargs = {**DEFAULT_GENERATION_KWARGS, **self.generation_kwargs, **run_kwargs}
         return flatten_tools(tools if tools is not None else self.tools), callback, kwargs
 
+    @component.output_types(replies=list[ChatMessage])
     def run(
         self,
         messages: list[ChatMessage],

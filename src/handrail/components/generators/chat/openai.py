@@ -27,6 +27,7 @@ from handrail.components.generators.chat._openai_wire import (
     server_errors,
     tool_to_wire,
 )
+from handrail.core.component import component
 from handrail.core.secret import Secret, deserialize_secret
 from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage
@@ -54,6 +55,7 @@ class _Request:
     """The callback of this run; the request streams exactly when it is set."""
 
 
+@component
 class OpenAIChatGenerator:
     """Chat completions from OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, LM Studio).
 
@@ -212,6 +214,7 @@ class OpenAIChatGenerator:
             body.setdefault("stream_options", {"include_usage": True})
         return _Request(body, callback)
 
+    @component.output_types(replies=list[ChatMessage])
     def run(
         self,
         messages: list[ChatMessage],

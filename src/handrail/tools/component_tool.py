@@ -1,0 +1,305 @@
+"""ComponentTool: a component (anything decorated with ``@component``) offered to the model as a tool.
+
+The tool's JSON Schema is generated from the component's input sockets with pydantic (imported when a
+ComponentTool is built, never when this module is imported). Calling the tool calls the component's
+``run`` (``run_async`` in async runs when it has one) with the model's arguments and returns the dict
+``run`` returned, which the ToolInvoker turns into text (or ``outputs_to_string`` does).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from handrail.core.component import MISSING, InputSocket, input_sockets, is_component
+from handrail.core.serialization import (
+    deserialize_callable,
+    init_parameters,
+    object_from_dict,
+    object_to_dict,
+    qualified_name,
+    serialize_callable,
+)
+from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.tools.from_function import (
+    _docstring,
+    _is_callable_type,
+    _is_injected,
+    _is_plain_json,
+    _parse_docstring,
+    _schema_from_fields,
+    _unwrap_optional,
+)
+from handrail.tools.tool import Tool, _map_handlers
+
+__all__ = ["ComponentTool"]
+
+_Converter = Callable[[Any], Any]
+
+
+class ComponentTool(Tool):
+    """A Tool that runs a component: the model's arguments become the component's inputs.
+
+    Every input socket the model can fill goes into the JSON Schema: sockets named as values of
+    ``inputs_from_state``, sockets typed ``State`` or ``ToolCallId`` (handrail supplies them) and
+    ``Callable`` sockets (a ``streaming_callback``) are left out; a socket with a default is optional.
+    Arguments for sockets whose type JSON cannot hold are converted before ``run`` is called: through the
+    type's ``from_dict`` when it has one (``ChatMessage``; also in a list), else through pydantic.
+
+    Args:
+        component: A component instance.
+        name: The tool's name; defaults to the component's class name in snake_case
+            (``WeatherLookup`` → ``weather_lookup``).
+        description: What the tool does; defaults to the class docstring's text before its first section,
+            else ``"Runs the <Class> component."``.
+        parameters: A JSON Schema to use instead of the generated one.
+        outputs_to_string: How the result dict becomes text; see :class:`~handrail.tools.tool.Tool`.
+        inputs_from_state: ``{state_key: socket}``: inputs read from State (kept out of the schema).
+        outputs_to_state: ``{state_key: {"source": output_name, "handler": fn}}``; see
+            :class:`~handrail.tools.tool.Tool`.
+
+    Raises:
+        ConfigurationTypeError: When ``component`` is not a component instance.
+        ConfigurationError: When ``inputs_from_state`` names a socket the component does not have, or
+            the Tool's own checks fail (a bad name, an invalid schema).
+        SchemaGenerationError: When pydantic cannot build a JSON Schema for a socket's type.
+
+    Example:
+        >>> from typing import Any
+        >>> from handrail.core.component import component
+        >>> @component
+        ... class Adder:
+        ...     '''Add two numbers.'''
+        ...
+        ...     @component.output_types(total=int)
+        ...     def run(self, a: int, b: int = 1) -> dict[str, Any]:
+        ...         return {"total": a + b}
+        >>> t = ComponentTool(Adder())
+        >>> t.name, t.description, t.parameters["required"]
+        ('adder', 'Add two numbers.', ['a'])
+        >>> t.invoke(a=2, b=3)
+        {'total': 5}
+    """
+
+    def __init__(
+        self,
+        component: Any,
+        name: str | None = None,
+        description: str | None = None,
+        parameters: dict[str, Any] | None = None,
+        *,
+        outputs_to_string: dict[str, Any] | None = None,
+        inputs_from_state: dict[str, str] | None = None,
+        outputs_to_state: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        if not is_component(component) or isinstance(component, type):
+            raise ConfigurationTypeError(
+                f"ComponentTool needs a component instance (a class decorated with @component), got {component!r:.100}."
+            )
+        cls = type(component)
+        tool_name = name if name is not None else _snake_case(cls.__name__)
+        sockets = input_sockets(component)
+        from_state = _state_fed_sockets(tool_name, sockets, inputs_from_state)
+        fields = {
+            n: s
+            for n, s in sockets.items()
+            if n not in from_state and not _is_injected(s.type) and not _is_callable_type(s.type)
+        }
+        if parameters is None:
+            _, param_docs = _parse_docstring(_docstring(cls.run))
+            parameters = _socket_schema(cls.__name__, fields, param_docs)
+            self._unresolved_parameters: dict[str, Any] | None = None
+        else:
+            self._unresolved_parameters = copy.deepcopy(parameters)
+        if description is None:
+            description = _parse_docstring(_docstring(cls))[0] or f"Runs the {cls.__name__} component."
+        self.component = component
+        self._warmed = False
+        converters = {n: c for n, s in fields.items() if (c := _converter(s.type)) is not None}
+        super().__init__(
+            name=tool_name,
+            description=description,
+            parameters=parameters,
+            function=_sync_caller(component, converters, sockets),
+            async_function=_async_caller(component, converters, sockets),
+            outputs_to_string=outputs_to_string,
+            inputs_from_state=inputs_from_state,
+            outputs_to_state=outputs_to_state,
+        )
+
+    def warm_up(self) -> None:
+        """Warm the component up (once), when it has a ``warm_up`` method."""
+        if self._warmed:
+            return
+        warm = getattr(self.component, "warm_up", None)
+        if callable(warm):
+            warm()
+        self._warmed = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to ``{"type", "init_parameters"}`` with the component nested as its own envelope.
+
+        ``parameters`` is written only when it was given (a generated schema is generated again on load).
+
+        Raises:
+            SerializationError: When the component or a handler cannot be serialized.
+        """
+        return {
+            "type": qualified_name(self),
+            "init_parameters": {
+                "component": object_to_dict(self.component),
+                "name": self.name,
+                "description": self.description,
+                "parameters": copy.deepcopy(self._unresolved_parameters),
+                "outputs_to_string": _map_handlers(self.outputs_to_string, serialize_callable),
+                "inputs_from_state": dict(self.inputs_from_state) if self.inputs_from_state else None,
+                "outputs_to_state": _map_handlers(self.outputs_to_state, serialize_callable),
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ComponentTool:
+        """Rebuild a ComponentTool from :meth:`to_dict` output (``data`` is not modified).
+
+        Raises:
+            SerializationError: When ``init_parameters`` is malformed or a path cannot be imported.
+        """
+        params = copy.deepcopy(init_parameters(data, cls))
+        params["component"] = object_from_dict(params["component"])
+        params["outputs_to_string"] = _map_handlers(params.get("outputs_to_string"), deserialize_callable)
+        params["outputs_to_state"] = _map_handlers(params.get("outputs_to_state"), deserialize_callable)
+        return cls(**params)
+
+
+def _snake_case(name: str) -> str:
+    """``WeatherLookup`` → ``weather_lookup``, ``LLMRouter`` → ``llm_router``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def _state_fed_sockets(tool_name: str, sockets: Mapping[str, InputSocket], inputs_from_state: Any) -> set[str]:
+    if not isinstance(inputs_from_state, Mapping):
+        return set()  # None, or a malformed value the Tool's own checks report
+    named = {p for p in inputs_from_state.values() if isinstance(p, str)}
+    unknown = sorted(named - set(sockets))
+    if unknown:
+        raise ConfigurationError(
+            f"Tool '{tool_name}': inputs_from_state names {unknown}, which are not inputs of the component "
+            f"(its inputs: {sorted(sockets)})."
+        )
+    return named
+
+
+def _from_dict_class(tp: Any) -> Any:
+    """The class when ``tp`` is a class with a ``from_dict`` (``ChatMessage``), else None."""
+    return tp if isinstance(tp, type) and callable(getattr(tp, "from_dict", None)) else None
+
+
+def _element_class(tp: Any) -> Any:
+    """The element class of ``list[C]`` / ``list[C] | None`` when C has a ``from_dict``, else None."""
+    members = _unwrap_optional(tp)
+    if len(members) != 1 or typing.get_origin(members[0]) is not list:
+        return None
+    args = typing.get_args(members[0])
+    return _from_dict_class(args[0]) if len(args) == 1 else None
+
+
+def _single_class(tp: Any) -> Any:
+    members = _unwrap_optional(tp)
+    return _from_dict_class(members[0]) if len(members) == 1 else None
+
+
+def _schema_type(tp: Any) -> Any:
+    """The type the schema is generated from: objects with ``from_dict`` are written as JSON objects."""
+    optional = type(None) in typing.get_args(tp)
+    if _single_class(tp) is not None:
+        return dict[str, Any] | None if optional else dict[str, Any]
+    if _element_class(tp) is not None:
+        return list[dict[str, Any]] | None if optional else list[dict[str, Any]]
+    return tp
+
+
+def _socket_schema(label: str, fields: Mapping[str, InputSocket], param_docs: Mapping[str, str]) -> dict[str, Any]:
+    specs = {
+        n: (_schema_type(s.type), inspect.Parameter.empty if s.default is MISSING else s.default)
+        for n, s in fields.items()
+    }
+    return _schema_from_fields(label, specs, param_docs)
+
+
+def _converter(tp: Any) -> _Converter | None:
+    """How a JSON argument becomes a value of the socket type ``tp`` (None: pass it through)."""
+    if _is_plain_json(tp):
+        return None
+    single = _single_class(tp)
+    if single is not None:
+        return lambda v: single.from_dict(v) if isinstance(v, Mapping) else v
+    element = _element_class(tp)
+    if element is not None:
+        return lambda v: (
+            [element.from_dict(i) if isinstance(i, Mapping) else i for i in v] if isinstance(v, list) else v
+        )
+    import pydantic
+
+    try:
+        adapter = pydantic.TypeAdapter(tp, config=pydantic.ConfigDict(arbitrary_types_allowed=True))
+    except (pydantic.PydanticUserError, TypeError):  # a type pydantic cannot validate: pass values through
+        return None
+    return adapter.validate_python
+
+
+def _convert(converters: Mapping[str, _Converter], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Convert the arguments that have a converter.
+
+    Raises:
+        ValueError: Naming the argument that could not be converted (the ToolInvoker reports it).
+    """
+    for name, convert in converters.items():
+        if name in kwargs and kwargs[name] is not None:
+            try:
+                kwargs[name] = convert(kwargs[name])
+            except (ValueError, TypeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
+                raise ValueError(f"argument '{name}' could not be converted: {exc}") from exc
+    return kwargs
+
+
+def _describe(function: Callable[..., Any], component: Any, sockets: Mapping[str, InputSocket]) -> None:
+    """Give the caller the sockets as its signature, so Tool reads State/ToolCallId/streaming roles from it."""
+    params = [
+        inspect.Parameter(
+            n,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if s.default is MISSING else s.default,
+            annotation=s.type,
+        )
+        for n, s in sockets.items()
+    ]
+    function.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    function.__annotations__ = {n: s.type for n, s in sockets.items()}
+    function.__name__ = function.__qualname__ = f"{type(component).__name__}.run"
+
+
+def _sync_caller(
+    component: Any, converters: Mapping[str, _Converter], sockets: Mapping[str, InputSocket]
+) -> Callable[..., Any]:
+    def call(**kwargs: Any) -> Any:
+        return component.run(**_convert(converters, kwargs))
+
+    _describe(call, component, sockets)
+    return call
+
+
+def _async_caller(
+    component: Any, converters: Mapping[str, _Converter], sockets: Mapping[str, InputSocket]
+) -> Callable[..., Any] | None:
+    if not inspect.iscoroutinefunction(getattr(component, "run_async", None)):
+        return None
+
+    async def call(**kwargs: Any) -> Any:
+        return await component.run_async(**_convert(converters, kwargs))
+
+    _describe(call, component, sockets)
+    return call
