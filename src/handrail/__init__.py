@@ -27,13 +27,18 @@ _EXPORTS: dict[str, str] = {
     "create_tool_from_function": "handrail.tools.from_function",
     "tool": "handrail.tools.from_function",
     "HandrailError": "handrail.errors",
+    "component": "handrail.core.component",
+    "Pipeline": "handrail.core.pipeline",
+    "ComponentTool": "handrail.tools.component_tool",
 }
 
 __all__ = [
     "Agent",
     "ChatMessage",
+    "ComponentTool",
     "ChatRole",
     "HandrailError",
+    "Pipeline",
     "State",
     "StreamingChunk",
     "Tool",
@@ -42,6 +47,7 @@ __all__ = [
     "ToolCallResult",
     "ToolInvoker",
     "Toolset",
+    "component",
     "create_tool_from_function",
     "tool",
 ]
@@ -49,10 +55,13 @@ __all__ = [
 if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
     from handrail.components.tools.tool_invoker import ToolInvoker
+    from handrail.core.component import component
+    from handrail.core.pipeline import Pipeline
     from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall, ToolCallResult
     from handrail.dataclasses.state import State
     from handrail.dataclasses.streaming import StreamingChunk
     from handrail.errors import HandrailError
+    from handrail.tools.component_tool import ComponentTool
     from handrail.tools.from_function import create_tool_from_function, tool
     from handrail.tools.tool import Tool, ToolCallId
     from handrail.tools.toolset import Toolset

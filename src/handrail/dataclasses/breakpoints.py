@@ -217,6 +217,9 @@ class BreakpointException(Exception):
         component: ``"chat_generator"`` or ``"tool_invoker"`` (the breakpoint's component), or None.
     """
 
+    handrail_signal = True
+    """Marks a control-flow signal: a Pipeline lets it through instead of wrapping it in PipelineError."""
+
     def __init__(
         self,
         message: str,

@@ -1,0 +1,347 @@
+"""Running a pipeline, sans I/O: checking the run data, then handing out waves of ready components.
+
+:class:`RunState` decides *what* runs (the rules are listed in the ``Pipeline`` docstring); the sync and async
+drivers in ``pipeline.py`` decide *how*: one after the other, or concurrently. Both drivers share this one
+scheduler, so their semantics cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from handrail.core._pipeline_graph import Graph, describe_type
+from handrail.core.component import InputSocket, input_sockets
+from handrail.core.threads import to_thread
+from handrail.errors import ConfigurationError, ConfigurationTypeError, PipelineError, PipelineMaxComponentRuns
+
+__all__ = [
+    "RunState",
+    "Task",
+    "call_async",
+    "call_sync",
+    "check_include",
+    "normalize_data",
+    "run_wave_async",
+    "topological_order",
+]
+
+_BLOCKED, _DEFERRED, _READY = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of one component, handed out by :meth:`RunState.next_wave`.
+
+    Attributes:
+        name: The component's name in the pipeline.
+        label: ``"'name' (ClassName)"``, for messages.
+        component: The component instance.
+        inputs: The keyword arguments for its ``run`` (or ``run_async``).
+    """
+
+    name: str
+    label: str
+    component: Any
+    inputs: dict[str, Any]
+
+
+@dataclass
+class _Node:
+    """What the scheduler knows about one component during one run."""
+
+    sockets: dict[str, InputSocket]
+    connected: set[str]
+    given: dict[str, Any]
+    received: dict[str, Any] = field(default_factory=dict)
+    fresh: bool = False
+    runs: int = 0
+
+    def status(self) -> int:
+        if not self.fresh:
+            return _BLOCKED
+        present = self.given.keys() | self.received.keys()
+        if any(s.is_mandatory and n not in present for n, s in self.sockets.items()):
+            return _BLOCKED
+        return _DEFERRED if self.connected - present else _READY
+
+
+def normalize_data(graph: Graph, data: Any) -> dict[str, dict[str, Any]]:
+    """Turn run data (nested, flat or both) into ``{component: {input: value}}`` and check it.
+
+    A key naming a component whose value is a mapping is that component's inputs; any other key is a flat
+    input, given to every component with an unconnected input socket of that name. Nested values win over
+    flat ones. ``data`` is not modified.
+
+    Args:
+        graph: The pipeline's graph.
+        data: What the caller passed to ``run``.
+
+    Returns:
+        ``{component: {input: value}}`` with an entry for every component (empty when it got nothing).
+
+    Raises:
+        ConfigurationTypeError: When ``data`` is not a mapping with string keys.
+        ConfigurationError: For an unknown input socket, a flat key no unconnected input has, or a value for an
+            input that is connected (it receives from its sender).
+    """
+    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+        raise ConfigurationTypeError(
+            f"Pipeline run data must be a dict with string keys ({{component: {{input: value}}}} or "
+            f"{{input: value}}), got {type(data).__name__}."
+        )
+    result: dict[str, dict[str, Any]] = {name: {} for name in graph.components}
+    for key, value in data.items():
+        if key not in graph.components or not isinstance(value, Mapping):
+            _give_flat(graph, result, key, value)
+    for name, values in data.items():
+        if name in graph.components and isinstance(values, Mapping):
+            _check_nested(graph, name, values)
+            result[name].update(values)
+    _check_mandatory(graph, result)
+    return result
+
+
+def _give_flat(graph: Graph, result: dict[str, dict[str, Any]], key: str, value: Any) -> None:
+    targets = [
+        name
+        for name, instance in graph.components.items()
+        if key in input_sockets(instance) and key not in graph.connected_inputs(name)
+    ]
+    if not targets:
+        free = sorted(
+            {s for n, c in graph.components.items() for s in input_sockets(c) if s not in graph.connected_inputs(n)}
+        )
+        raise ConfigurationError(
+            f"Run data key '{key}' is neither a component of the pipeline nor an unconnected input of any "
+            f"component. Unconnected inputs: {', '.join(repr(s) for s in free) or '(none)'}; components: "
+            f"{', '.join(repr(n) for n in graph.components) or '(none)'}."
+        )
+    for name in targets:
+        result[name][key] = value
+
+
+def _check_nested(graph: Graph, name: str, values: Mapping[Any, Any]) -> None:
+    sockets = input_sockets(graph.components[name])
+    for socket in values:
+        if socket not in sockets:
+            listed = ", ".join(repr(s) for s in sockets) or "(none)"
+            raise ConfigurationError(
+                f"Run data for {graph.label(name)} names input '{socket}', which it does not have. "
+                f"Its inputs: {listed}."
+            )
+        sender = graph.sender_of(name, socket)
+        if sender is not None:
+            raise ConfigurationError(
+                f"Run data gives a value to '{name}.{socket}', but that input is connected: it receives from "
+                f"'{sender.sender}.{sender.sender_socket}'."
+            )
+
+
+def _check_mandatory(graph: Graph, given: dict[str, dict[str, Any]]) -> None:
+    missing = [
+        f"'{name}.{socket.name}' ({describe_type(socket.type)}) of {graph.label(name)}"
+        for name, instance in graph.components.items()
+        for socket in input_sockets(instance).values()
+        if socket.is_mandatory and socket.name not in given[name] and graph.sender_of(name, socket.name) is None
+    ]
+    if missing:
+        raise ConfigurationError(
+            f"Missing mandatory input {', '.join(missing)}: it is not connected, so pass it in the run data, "
+            f"e.g. run({{'<component>': {{'<input>': value}}}}) or run({{'<input>': value}})."
+        )
+
+
+def check_include(graph: Graph, include_outputs_from: Iterable[str] | None) -> set[str]:
+    """Return ``include_outputs_from`` as a set, checking every name is a component.
+
+    Raises:
+        ConfigurationError: For a name that is not a component of the pipeline.
+    """
+    if include_outputs_from is None:
+        return set()
+    if isinstance(include_outputs_from, str):
+        include_outputs_from = [include_outputs_from]
+    names = set(include_outputs_from)
+    unknown = sorted(names - set(graph.components))
+    if unknown:
+        raise ConfigurationError(
+            f"include_outputs_from names {unknown}, which are not components of the pipeline. "
+            f"Components: {', '.join(repr(n) for n in graph.components) or '(none)'}."
+        )
+    return names
+
+
+def topological_order(graph: Graph) -> list[str]:
+    """Order the components so that senders come before receivers.
+
+    A cycle is entered at the member with the fewest senders not yet placed (the first added among equals).
+
+    Returns:
+        Every component name once.
+    """
+    pending = {
+        name: {c.sender for c in graph.connections if c.receiver == name and c.sender != name}
+        for name in graph.components
+    }
+    order: list[str] = []
+    while pending:
+        free = [n for n, senders in pending.items() if not senders]
+        chosen = free[0] if free else min(pending, key=lambda n: len(pending[n]))
+        order.append(chosen)
+        del pending[chosen]
+        for senders in pending.values():
+            senders.discard(chosen)
+    return order
+
+
+class RunState:
+    """The scheduler of one pipeline run (see the module docstring for the rules).
+
+    Args:
+        graph: The pipeline's graph (not changed).
+        data: The checked run data, from :func:`normalize_data`.
+        include_outputs_from: Components whose every output goes into the result.
+        max_runs_per_component: How often one component may run in this run.
+    """
+
+    def __init__(
+        self, graph: Graph, data: dict[str, dict[str, Any]], include_outputs_from: set[str], max_runs_per_component: int
+    ) -> None:
+        self._graph = graph
+        self._include = include_outputs_from
+        self._max_runs = max_runs_per_component
+        self._order = topological_order(graph)
+        self._nodes = {
+            name: _Node(
+                sockets=input_sockets(instance),
+                connected=graph.connected_inputs(name),
+                given=dict(data.get(name, {})),
+            )
+            for name, instance in graph.components.items()
+        }
+        for node in self._nodes.values():
+            node.fresh = bool(node.given) or not node.connected
+        self._result: dict[str, dict[str, Any]] = {}
+
+    @property
+    def result(self) -> dict[str, dict[str, Any]]:
+        """``{component: {output: value}}``: unconsumed outputs, plus every output of the included components."""
+        return self._result
+
+    def next_wave(self) -> list[Task]:
+        """Hand out the components to run next, with their inputs; an empty list means the run is over.
+
+        Raises:
+            PipelineMaxComponentRuns: When a component of the wave has already run ``max_runs_per_component``
+                times.
+        """
+        statuses = {name: self._nodes[name].status() for name in self._order}
+        chosen = [name for name, status in statuses.items() if status == _READY]
+        if not chosen:
+            chosen = [name for name, status in statuses.items() if status == _DEFERRED][:1]
+        return [self._take(name) for name in chosen]
+
+    def _take(self, name: str) -> Task:
+        node = self._nodes[name]
+        label = self._graph.label(name)
+        if node.runs >= self._max_runs:
+            raise PipelineMaxComponentRuns(
+                f"Component {label} would run more than max_runs_per_component={self._max_runs} times: the "
+                f"pipeline loops without reaching an exit. Fix the loop's exit condition or raise the limit.",
+                component_name=name,
+            )
+        inputs = {n: s.default for n, s in node.sockets.items() if not s.is_mandatory}
+        inputs.update(node.given)
+        inputs.update(node.received)
+        node.received = {}
+        node.fresh = False
+        node.runs += 1
+        return Task(name, label, self._graph.components[name], inputs)
+
+    def complete(self, task: Task, outputs: Any) -> None:
+        """Record what one run returned: send it along the connections, keep what nobody consumes.
+
+        Raises:
+            PipelineError: When the component returned something other than a dict of outputs.
+        """
+        if not isinstance(outputs, Mapping):
+            raise PipelineError(
+                f"Component {task.label} returned a {type(outputs).__name__}; run() must return a dict "
+                f"{{output socket: value}}.",
+                component_name=task.name,
+            )
+        for socket, value in outputs.items():
+            delivered = False
+            for connection in self._graph.receivers(task.name, socket):
+                receiver = self._nodes[connection.receiver]
+                receiver.received[connection.receiver_socket] = value
+                receiver.fresh = True
+                delivered = True
+            if not delivered:
+                self._result.setdefault(task.name, {})[socket] = value
+        if task.name in self._include:
+            self._result.setdefault(task.name, {}).update(outputs)
+
+
+def _failure(task: Task, exc: Exception) -> PipelineError:
+    return PipelineError(
+        f"Component {task.label} failed: {type(exc).__name__}: {exc}",
+        component_name=task.name,
+    )
+
+
+def call_sync(task: Task) -> Any:
+    """Run one task with the component's ``run``.
+
+    Raises:
+        PipelineError: When the component raised; the original exception is chained.
+    """
+    try:
+        return task.component.run(**task.inputs)
+    except Exception as exc:
+        if getattr(exc, "handrail_signal", False):  # a breakpoint or approval pause: not a failure
+            raise
+        raise _failure(task, exc) from exc
+
+
+async def call_async(task: Task) -> Any:
+    """Run one task with the component's ``run_async``, or its ``run`` in a worker thread when it has none.
+
+    Raises:
+        PipelineError: When the component raised; the original exception is chained.
+    """
+    run_async = getattr(task.component, "run_async", None)
+    try:
+        if inspect.iscoroutinefunction(run_async):
+            return await run_async(**task.inputs)
+        return await to_thread(task.component.run, **task.inputs)
+    except Exception as exc:
+        if getattr(exc, "handrail_signal", False):  # a breakpoint or approval pause: not a failure
+            raise
+        raise _failure(task, exc) from exc
+
+
+async def run_wave_async(wave: list[Task]) -> list[Any]:
+    """Run the tasks of one wave concurrently and return their outputs in wave order.
+
+    When one task fails the others are cancelled (a sync ``run`` already in its worker thread finishes there,
+    its outputs discarded) and the failure is raised.
+
+    Raises:
+        PipelineError: The first failure.
+    """
+    if len(wave) == 1:
+        return [await call_async(wave[0])]
+    import asyncio  # imported on first use: keeps `import handrail` fast
+
+    running = [asyncio.ensure_future(call_async(task)) for task in wave]
+    try:
+        return list(await asyncio.gather(*running))
+    except BaseException:
+        for future in running:
+            future.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        raise
