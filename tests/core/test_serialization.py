@@ -209,10 +209,14 @@ def test_import_object_allowlist_refuses_other_modules(path: str) -> None:
 
 def test_import_object_allowlist_admits_handrail_and_named_prefixes() -> None:
     assert import_object("handrail.dataclasses.ChatMessage", allowed_modules=()) is ChatMessage
-    assert import_object("os.path.join", allowed_modules=("os",)) is os.path.join
-    assert import_object("os.path.join", allowed_modules=("os.path",)) is os.path.join
+    assert import_object("json.decoder.JSONDecoder", allowed_modules=("json",)) is json.decoder.JSONDecoder
+    assert import_object("json.decoder.JSONDecoder", allowed_modules=("json.decoder",)) is json.decoder.JSONDecoder
     with pytest.raises(SerializationError, match="not in the allowlist"):
         import_object("os.system", allowed_modules=("os.path",))
+    # os.path.join is defined in posixpath: the module that defines an object must be allowed too
+    with pytest.raises(SerializationError, match="defined in 'posixpath'"):
+        import_object("os.path.join", allowed_modules=("os",))
+    assert import_object("os.path.join", allowed_modules=("os", "posixpath")) is os.path.join
 
 
 def test_import_object_allowlist_given_as_one_string_is_one_prefix() -> None:
@@ -413,3 +417,43 @@ def test_core_package_re_exports_the_helpers() -> None:
     for name in core.__all__:
         module = "secret" if name == "Secret" else "serialization"
         assert getattr(core, name) is import_object(f"handrail.core.{module}.{name}")
+
+
+class TestAllowlistCannotBeSidestepped:
+    """A restricted import must not reach other modules through handrail's own imports."""
+
+    def test_a_module_reached_through_an_attribute_is_refused(self) -> None:
+        with pytest.raises(SerializationError, match="reaches module 'os'"):
+            import_object("handrail.core.pipeline.os.system", allowed_modules=())
+
+    def test_a_foreign_object_re_exported_by_an_allowed_module_is_refused(self) -> None:
+        with pytest.raises(SerializationError, match="defined in 'pathlib'"):
+            import_object("handrail.core.files.Path", allowed_modules=())
+
+    def test_python_callers_still_trust_paths(self) -> None:
+        import os
+
+        assert import_object("handrail.core.pipeline.os.system") is os.system
+
+    def test_a_type_that_is_not_a_class_is_never_called(self, tmp_path: Any) -> None:
+        marker = tmp_path / "ran"
+        data = {"type": "os.system", "init_parameters": {"command": f"touch {marker}"}}
+        with pytest.raises(SerializationError, match="not a class"):
+            object_from_dict(data)
+        assert not marker.exists()
+
+
+def test_pipeline_yaml_cannot_run_a_shell_command(tmp_path: Any) -> None:
+    from handrail import Pipeline
+
+    marker = tmp_path / "pwned"
+    text = f"""
+components:
+  a:
+    type: handrail.core.pipeline.os.system
+    init_parameters: {{command: "touch {marker}"}}
+connections: []
+"""
+    with pytest.raises(SerializationError):
+        Pipeline.loads(text)
+    assert not marker.exists()

@@ -148,21 +148,22 @@ def restricted_imports(allowed_modules: Iterable[str]) -> Iterator[None]:
         _SCOPED_ALLOWLIST.reset(token)
 
 
-def _check_allowed(path: str, allowed_modules: Iterable[str] | None) -> None:
+def _check_allowed(path: str, allowed_modules: Iterable[str] | None, shown: str | None = None) -> None:
     scoped = _SCOPED_ALLOWLIST.get()
     if scoped is not None:
-        _check_allowed_in(path, scoped)
+        _check_allowed_in(path, scoped, shown)
     if allowed_modules is None:
         return
-    _check_allowed_in(path, allowed_modules)
+    _check_allowed_in(path, allowed_modules, shown)
 
 
-def _check_allowed_in(path: str, allowed_modules: Iterable[str]) -> None:
+def _check_allowed_in(path: str, allowed_modules: Iterable[str], shown: str | None = None) -> None:
     named = (allowed_modules,) if isinstance(allowed_modules, str) else tuple(allowed_modules)
     prefixes = ("handrail", *named)
     if not any(path == p or path.startswith(p + ".") for p in prefixes):
+        where = f"'{shown}' is defined in '{path}', which is" if shown else f"'{path}': its module is"
         raise SerializationError(
-            f"Refusing to import '{path}': its module is not in the allowlist {list(prefixes)}. "
+            f"Refusing to import {where} not in the allowlist {list(prefixes)}. "
             f"Name the module explicitly (allowed_modules=(...) or the CLI's --allow-module) to trust it."
         )
 
@@ -185,6 +186,7 @@ def import_object(path: str, *, allowed_modules: Iterable[str] | None = None) ->
     if not isinstance(path, str) or "." not in path:
         raise SerializationError(f"Cannot import {path!r}: expected a dotted path such as 'package.module.name'.")
     _check_allowed(path, allowed_modules)
+    restricted = allowed_modules is not None or _SCOPED_ALLOWLIST.get() is not None
     parts = path.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:cut])
@@ -203,8 +205,16 @@ def import_object(path: str, *, allowed_modules: Iterable[str] | None = None) ->
         try:
             for attr in parts[cut:]:
                 obj = getattr(obj, attr)
+                if restricted and isinstance(obj, types.ModuleType):
+                    raise SerializationError(
+                        f"Refusing to import '{path}': it reaches module '{obj.__name__}' through an attribute of "
+                        f"'{module_name}'; name the module itself (its own path must be in the allowlist)."
+                    )
         except AttributeError:
             continue
+        owner = getattr(obj, "__module__", None)
+        if restricted and isinstance(owner, str) and not isinstance(obj, types.ModuleType):
+            _check_allowed(owner, allowed_modules, shown=path)  # a name re-exported from elsewhere must be allowed too
         return obj
     raise SerializationError(
         f"Cannot import '{path}': no module or attribute of that name could be found "
@@ -391,6 +401,10 @@ def object_from_dict(data: dict[str, Any], *, allowed_modules: Iterable[str] | N
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise SerializationError(f"Expected a dict with a 'type' key, got {data!r}")
     cls = import_object(data["type"], allowed_modules=allowed_modules)
+    if not isinstance(cls, type):
+        raise SerializationError(
+            f"'{data['type']}' names a {type(cls).__name__}, not a class; an object's 'type' must be its class."
+        )
     from_dict = getattr(cls, "from_dict", None)
     if callable(from_dict):
         return from_dict(copy.deepcopy(data))
