@@ -224,3 +224,21 @@ class TestSerialization:
         assert len(seen) == 4
         assert back.run([ChatMessage.from_user("f")])["replies"][0].text == "a"
         back.assert_complete()
+
+
+def test_tools_given_at_init_are_offered_by_default() -> None:
+    from handrail.tools import create_tool_from_function
+
+    def ping(x: str) -> str:
+        """Ping.
+
+        Args:
+            x: Anything.
+        """
+        return x
+
+    tool = create_tool_from_function(ping)
+    gen = ScriptedChatGenerator([ChatMessage.from_assistant("a"), ChatMessage.from_assistant("b")], tools=[tool])
+    gen.run([ChatMessage.from_user("hi")])
+    gen.run([ChatMessage.from_user("hi")], tools=[])
+    assert [c["tools"] for c in gen.calls] == [[tool], []]

@@ -39,6 +39,8 @@ class ScriptedChatGenerator:
 
     Args:
         replies: The scripted items, in call order.
+        tools: Tools offered by default (recorded in :attr:`calls` when a run passes none), as
+            ``OpenAIChatGenerator(tools=...)`` takes them, so the scripted generator can stand in for it.
 
     Raises:
         ConfigurationTypeError: When an item is none of the three kinds.
@@ -50,7 +52,7 @@ class ScriptedChatGenerator:
         >>> gen.assert_complete()
     """
 
-    def __init__(self, replies: Sequence[ScriptItem]) -> None:
+    def __init__(self, replies: Sequence[ScriptItem], tools: Any = None) -> None:
         if not isinstance(replies, list | tuple):
             raise ConfigurationTypeError(
                 f"ScriptedChatGenerator needs a list of replies, got {type(replies).__name__}; wrap one reply in [...]."
@@ -59,10 +61,13 @@ class ScriptedChatGenerator:
         for i, item in enumerate(items):
             _check_item(item, i)
         self.replies: list[ScriptItem] = items
+        self.tools = tools
+        """Tools offered by default (a list of Tool / Toolset, or None)."""
         self.calls: list[dict[str, Any]] = []
         """One dict per call with keys "messages", "tools", "generation_kwargs" (copies)."""
 
     def _next(self, messages: list[ChatMessage], tools: Any, generation_kwargs: dict[str, Any] | None) -> ScriptItem:
+        tools = tools if tools is not None else self.tools
         self.calls.append(
             {
                 "messages": copy.deepcopy(list(messages)),
@@ -154,20 +159,31 @@ class ScriptedChatGenerator:
                 items.append({"exception": qualified_name(item), "text": str(item)})
             else:
                 items.append({"chunks": [_chunk_to_dict(c) for c in item]})
-        return {"type": qualified_name(self), "init_parameters": {"replies": items}}
+        params: dict[str, Any] = {"replies": items}
+        if self.tools is not None:
+            from handrail.tools.utils import serialize_tools
+
+            params["tools"] = serialize_tools(self.tools)
+        return {"type": qualified_name(self), "init_parameters": params}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScriptedChatGenerator:
         """Rebuild from :meth:`to_dict` output (``data`` is not modified)."""
         replies: list[ScriptItem] = []
-        for item in init_parameters(data, cls)["replies"]:
+        params = init_parameters(data, cls)
+        tools = params.get("tools")
+        if tools is not None:
+            from handrail.tools.utils import deserialize_tools
+
+            tools = deserialize_tools(tools)
+        for item in params["replies"]:
             if "message" in item:
                 replies.append(ChatMessage.from_dict(item["message"]))
             elif "exception" in item:
                 replies.append(import_object(item["exception"])(item["text"]))
             else:
                 replies.append([_chunk_from_dict(c) for c in item["chunks"]])
-        return cls(replies)
+        return cls(replies, tools=tools)
 
 
 def _chunk_to_dict(chunk: StreamingChunk) -> dict[str, Any]:
