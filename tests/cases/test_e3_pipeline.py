@@ -62,7 +62,7 @@ def routes(output_type: Any = List[ChatMessage]) -> list[dict[str, Any]]:
 
 
 def build(reply: ChatMessage, output_type: Any = List[ChatMessage]) -> tuple[Pipeline, ScriptedChatGenerator]:
-    chat_generator = ScriptedChatGenerator([reply])
+    chat_generator = ScriptedChatGenerator([reply], tools=[weather_tool])
     pipeline = Pipeline()
     pipeline.add_component("generator", chat_generator)
     pipeline.add_component("router", ConditionalRouter(routes(output_type), unsafe=True))
@@ -91,7 +91,7 @@ def check_tool_result(result: dict[str, dict[str, Any]]) -> None:
 def test_e3_pipeline():
     # --- the example, as documented (ScriptedChatGenerator in place of OpenAIChatGenerator) ---
     tool_invoker = ToolInvoker(tools=[weather_tool])
-    chat_generator = ScriptedChatGenerator([ChatMessage.from_assistant(tool_calls=[CALL])])
+    chat_generator = ScriptedChatGenerator([ChatMessage.from_assistant(tool_calls=[CALL])], tools=[weather_tool])
     routes = [
         {
             "condition": "{{replies[0].tool_calls | length > 0}}",
