@@ -184,6 +184,19 @@ class Plain:
         return {"text": text}
 
 
+@component
+class Pair:
+    """Two mandatory inputs; in the tests below fed by the two branches of one router, so it never gets both."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    @component.output_types(total=int)
+    def run(self, a: int, b: int) -> dict[str, Any]:
+        self.runs += 1
+        return {"total": a + b}
+
+
 def loop_pipeline(limit: int = 3, max_runs: int = 100) -> Pipeline:
     """start -> counter -> threshold; threshold.below loops back to start.feedback; threshold.above is the result."""
     pipeline = Pipeline(max_runs_per_component=max_runs)
@@ -557,3 +570,103 @@ def test_a_deep_copy_is_an_independent_pipeline() -> None:
     assert clone.get_component("counter").runs == 3 and original.get_component("counter").runs == 0
     with pytest.raises(ComponentError, match="already in another pipeline as 'counter'"):
         Pipeline().add_component("counter", clone.get_component("counter"))
+
+
+# ---- include_outputs_from in a loop, components left waiting, run-data errors ---------------------------------
+
+
+def test_include_outputs_from_gives_exactly_the_last_run_s_outputs_in_a_loop() -> None:
+    pipeline = loop_pipeline(limit=3)  # threshold returns {"below": 1}, {"below": 2}, then {"above": 3}
+    result = pipeline.run({"start": {"value": 0}}, include_outputs_from=["start", "threshold"])
+    assert result == {"start": {"value": 2}, "threshold": {"above": 3}}  # no "below" left over from run 2
+
+
+def router_into_pair() -> Pipeline:
+    pipeline = Pipeline()
+    pipeline.add_component("router", Threshold(10))
+    pipeline.add_component("pair", Pair())
+    pipeline.connect("router.below", "pair.a")
+    pipeline.connect("router.above", "pair.b")
+    return pipeline
+
+
+def test_a_component_left_waiting_for_a_mandatory_input_is_warned_about() -> None:
+    pipeline = router_into_pair()
+    with pytest.warns(UserWarning) as caught:
+        assert pipeline.run({"value": 3}) == {}
+    assert [str(w.message) for w in caught] == [
+        "Component 'pair' (Pair) never ran: it received 'a', but its mandatory input(s) 'pair.b' (from "
+        "'router.above') never arrived. A router that sends to only some of them, or a loop without an entry, "
+        "leaves it waiting."
+    ]
+    assert caught[0].filename == __file__  # points at the caller of run()
+    assert pipeline.get_component("pair").runs == 0
+
+
+def test_a_component_feeding_its_own_mandatory_input_is_warned_about() -> None:
+    pipeline = Pipeline()
+    pipeline.add_component("a", Upper())
+    pipeline.connect("a.text", "a.text")  # allowed (self-loops are), but this one can never start
+    with pytest.warns(
+        UserWarning,
+        match=r"'a' \(Upper\) never ran: it received nothing, but its mandatory "
+        r"input\(s\) 'a\.text' \(from 'a\.text'\) never arrived\. An input fed by 'a' itself",
+    ):
+        assert pipeline.run({}) == {}
+    pipeline = Pipeline()
+    pipeline.add_component("c", Concat())
+    pipeline.connect("c.text", "c.left")
+    with pytest.warns(UserWarning, match=r"'c' \(Concat\) never ran: it received 'right', but .*'c\.left'"):
+        assert pipeline.run({"right": "x"}) == {}
+
+
+def test_a_loop_without_an_entry_is_warned_about() -> None:
+    pipeline = two(Upper(), Upper())
+    pipeline.connect("a", "b")
+    pipeline.connect("b", "a")
+    with pytest.warns(UserWarning) as caught:
+        assert pipeline.run({}) == {}
+    assert [str(w.message)[:34] for w in caught] == [
+        "Component 'a' (Upper) never ran: i",
+        "Component 'b' (Upper) never ran: i",
+    ]
+
+
+@pytest.mark.filterwarnings("error")
+def test_an_untaken_branch_is_not_warned_about_even_with_run_data() -> None:
+    pipeline = Pipeline()
+    pipeline.add_component("gate", Gate())
+    pipeline.add_component("concat", Concat())
+    pipeline.connect("gate.passed", "concat.left")
+    assert pipeline.run({"text": "x", "open": False, "right": "y"}) == {}  # concat got run data only: silent
+    assert pipeline.run({"text": "x", "open": True, "right": "y"}) == {"concat": {"text": "xy"}}
+
+
+def test_a_component_s_value_must_be_a_dict_of_its_inputs() -> None:
+    pipeline = two(Upper(), Upper())
+    pipeline.connect("a", "b")
+    with pytest.raises(
+        ConfigurationTypeError,
+        match=r"Run data for component 'a' \(Upper\) must be a dict of its "
+        r"inputs, e\.g\. \{'a': \{'text': value\}\}, got int\. Its inputs: 'text'\.",
+    ):
+        pipeline.run({"a": 1})
+
+
+def test_a_component_name_that_is_also_an_unconnected_input_takes_a_flat_value() -> None:
+    pipeline = two(Upper(), Upper(), ("text", "other"))
+    assert pipeline.run({"text": "x"}) == {"text": {"text": "X"}, "other": {"text": "X"}}
+
+
+def test_a_run_data_key_that_is_no_string_is_named() -> None:
+    with pytest.raises(ConfigurationTypeError, match=r"keys must be strings .*got the key 1 \(int\)"):
+        two(Upper(), Upper()).run({1: 2})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize(
+    ("include", "match"),
+    [(5, r"include_outputs_from must be a component name or an iterable .*got int"), ([1], r"got 1 \(int\)")],
+)
+def test_include_outputs_from_of_the_wrong_type_is_named(include: Any, match: str) -> None:
+    with pytest.raises(ConfigurationTypeError, match=match):
+        two(Upper(), Upper()).run({"text": "x"}, include_outputs_from=include)

@@ -96,8 +96,15 @@ connections: []
 
 def test_a_type_that_is_not_a_component_is_refused() -> None:
     data = {"components": {"plain": {"type": "tests.core.test_pipeline.Plain", "init_parameters": {}}}}
-    with pytest.raises(ComponentError, match="Cannot add 'plain': Plain is not a component"):
+    with pytest.raises(SerializationError, match=r"component 'plain': its type '.*Plain' built a Plain, which is not"):
         Pipeline.from_dict(data, allowed_modules=ALLOW)
+
+
+@pytest.mark.parametrize("allowed", [(), ("click",)])
+def test_a_type_naming_no_class_is_refused_naming_the_component(allowed: tuple[str, ...]) -> None:
+    text = "components:\n  cli:\n    type: handrail.cli.main\n    init_parameters: {}\n"
+    with pytest.raises(SerializationError, match=r"pipeline component 'cli' of type 'handrail\.cli\.main'"):
+        Pipeline.loads(text, allowed_modules=allowed)
 
 
 def test_bad_init_parameters_name_the_component() -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from handrail.core._pipeline_graph import Graph, describe_type
-from handrail.core.component import input_sockets, output_sockets
+from handrail.core.component import input_sockets, is_component, output_sockets
 from handrail.core.serialization import object_from_dict, object_to_dict, restricted_imports
 from handrail.errors import HandrailError, SerializationError
 
@@ -57,8 +57,8 @@ def read_spec(data: Any, allowed_modules: Iterable[str] | None) -> PipelineSpec:
         allowed_modules: Module prefixes trusted besides ``handrail`` for every type named in ``data``.
 
     Raises:
-        SerializationError: For a malformed dict, or a component whose type is not allowed, cannot be imported or
-            refuses its parameters; the message names the component and its type.
+        SerializationError: For a malformed dict, or a component whose type is not allowed, cannot be imported,
+            refuses its parameters or is not a component; the message names the component and its type.
     """
     if not isinstance(data, dict):
         raise SerializationError(f"A pipeline must be a mapping, got {type(data).__name__}.")
@@ -100,9 +100,15 @@ def _read_components(components: Any, allowed: tuple[str, ...] | None) -> dict[s
                     f"got {spec!r:.200}."
                 )
             try:
-                built[name] = object_from_dict(spec, allowed_modules=allowed)
+                instance = object_from_dict(spec, allowed_modules=allowed)
             except (HandrailError, TypeError, ValueError) as exc:
                 raise SerializationError(f"Cannot load pipeline component '{name}' of type '{kind}': {exc}") from exc
+            if isinstance(instance, type) or not is_component(instance):
+                raise SerializationError(
+                    f"Cannot load pipeline component '{name}': its type '{kind}' built a "
+                    f"{type(instance).__name__}, which is not a component (a class decorated with @component)."
+                )
+            built[name] = instance
     return built
 
 

@@ -1,14 +1,16 @@
-"""Running a pipeline, sans I/O: checking the run data, then handing out waves of ready components.
+"""Running a pipeline, sans I/O: checking the run data, then handing out the components that are ready.
 
-:class:`RunState` decides *what* runs (the rules are listed in the ``Pipeline`` docstring); the sync and async
-drivers in ``pipeline.py`` decide *how*: one after the other, or concurrently. Both drivers share this one
-scheduler, so their semantics cannot drift apart.
+:class:`RunState` decides *what* runs (the rules are listed in the ``Pipeline`` docstring); the drivers decide
+*how*. The sync driver (``Pipeline.run``) asks for the ready components, runs them one after the other, and asks
+again. The async driver (:func:`drive_async`) is event-driven: every ready component starts as an asyncio task,
+and as each one finishes its outputs are delivered and whatever became ready starts, while the others are still
+running. Both share this one scheduler, so their semantics cannot drift apart.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,8 +25,8 @@ __all__ = [
     "call_async",
     "call_sync",
     "check_include",
+    "drive_async",
     "normalize_data",
-    "run_wave_async",
     "topological_order",
 ]
 
@@ -83,17 +85,26 @@ def normalize_data(graph: Graph, data: Any) -> dict[str, dict[str, Any]]:
         ``{component: {input: value}}`` with an entry for every component (empty when it got nothing).
 
     Raises:
-        ConfigurationTypeError: When ``data`` is not a mapping with string keys.
+        ConfigurationTypeError: When ``data`` is not a mapping, a key is not a string, or the value for a
+            component (that is no unconnected input's name too) is not a dict of its inputs.
         ConfigurationError: For an unknown input socket, a flat key no unconnected input has, or a value for an
             input that is connected (it receives from its sender).
     """
-    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+    if not isinstance(data, Mapping):
         raise ConfigurationTypeError(
-            f"Pipeline run data must be a dict with string keys ({{component: {{input: value}}}} or "
-            f"{{input: value}}), got {type(data).__name__}."
+            f"Pipeline run data must be a dict ({{component: {{input: value}}}} or {{input: value}}), "
+            f"got {type(data).__name__}."
         )
+    for key in data:
+        if not isinstance(key, str):
+            raise ConfigurationTypeError(
+                f"Pipeline run data keys must be strings (a component or an input name), got the key {key!r:.50} "
+                f"({type(key).__name__})."
+            )
     result: dict[str, dict[str, Any]] = {name: {} for name in graph.components}
     for key, value in data.items():
+        if key in graph.components and not isinstance(value, Mapping) and not _flat_targets(graph, key):
+            raise ConfigurationTypeError(_not_a_dict(graph, key, value))
         if key not in graph.components or not isinstance(value, Mapping):
             _give_flat(graph, result, key, value)
     for name, values in data.items():
@@ -104,12 +115,27 @@ def normalize_data(graph: Graph, data: Any) -> dict[str, dict[str, Any]]:
     return result
 
 
-def _give_flat(graph: Graph, result: dict[str, dict[str, Any]], key: str, value: Any) -> None:
-    targets = [
+def _flat_targets(graph: Graph, key: str) -> list[str]:
+    """The components with an unconnected input socket named ``key``."""
+    return [
         name
         for name, instance in graph.components.items()
         if key in input_sockets(instance) and key not in graph.connected_inputs(name)
     ]
+
+
+def _not_a_dict(graph: Graph, name: str, value: Any) -> str:
+    sockets = list(input_sockets(graph.components[name]))
+    example = sockets[0] if sockets else "input"
+    return (
+        f"Run data for component {graph.label(name)} must be a dict of its inputs, e.g. "
+        f"{{'{name}': {{'{example}': value}}}}, got {type(value).__name__}. "
+        f"Its inputs: {', '.join(repr(s) for s in sockets) or '(none)'}."
+    )
+
+
+def _give_flat(graph: Graph, result: dict[str, dict[str, Any]], key: str, value: Any) -> None:
+    targets = _flat_targets(graph, key)
     if not targets:
         free = sorted(
             {s for n, c in graph.components.items() for s in input_sockets(c) if s not in graph.connected_inputs(n)}
@@ -158,13 +184,25 @@ def check_include(graph: Graph, include_outputs_from: Iterable[str] | None) -> s
     """Return ``include_outputs_from`` as a set, checking every name is a component.
 
     Raises:
+        ConfigurationTypeError: When it is neither None, a string nor an iterable of strings.
         ConfigurationError: For a name that is not a component of the pipeline.
     """
     if include_outputs_from is None:
         return set()
     if isinstance(include_outputs_from, str):
         include_outputs_from = [include_outputs_from]
-    names = set(include_outputs_from)
+    if not isinstance(include_outputs_from, Iterable):
+        raise ConfigurationTypeError(
+            f"include_outputs_from must be a component name or an iterable of component names (list, set, "
+            f"tuple), got {type(include_outputs_from).__name__}."
+        )
+    listed = list(include_outputs_from)
+    for item in listed:
+        if not isinstance(item, str):
+            raise ConfigurationTypeError(
+                f"include_outputs_from must hold component names (strings), got {item!r:.50} ({type(item).__name__})."
+            )
+    names = set(listed)
     unknown = sorted(names - set(graph.components))
     if unknown:
         raise ConfigurationError(
@@ -224,23 +262,27 @@ class RunState:
         }
         for node in self._nodes.values():
             node.fresh = bool(node.given) or not node.connected
+        self._running: set[str] = set()
         self._result: dict[str, dict[str, Any]] = {}
 
     @property
     def result(self) -> dict[str, dict[str, Any]]:
-        """``{component: {output: value}}``: unconsumed outputs, plus every output of the included components."""
+        """``{component: {output: value}}``: unconsumed outputs, plus the last run's outputs of the included."""
         return self._result
 
     def next_wave(self) -> list[Task]:
-        """Hand out the components to run next, with their inputs; an empty list means the run is over.
+        """Hand out the components to start now, with their inputs, and count them as running.
+
+        Every ready component that is not running already; when none is ready and nothing is running (nothing
+        more can arrive), the first deferred one. An empty list while tasks are running means: wait for one to
+        finish (:meth:`complete`), then ask again; an empty list with nothing running means the run is over.
 
         Raises:
-            PipelineMaxComponentRuns: When a component of the wave has already run ``max_runs_per_component``
-                times.
+            PipelineMaxComponentRuns: When a component to start has already run ``max_runs_per_component`` times.
         """
-        statuses = {name: self._nodes[name].status() for name in self._order}
+        statuses = {name: self._nodes[name].status() for name in self._order if name not in self._running}
         chosen = [name for name, status in statuses.items() if status == _READY]
-        if not chosen:
+        if not chosen and not self._running:
             chosen = [name for name, status in statuses.items() if status == _DEFERRED][:1]
         return [self._take(name) for name in chosen]
 
@@ -259,6 +301,7 @@ class RunState:
         node.received = {}
         node.fresh = False
         node.runs += 1
+        self._running.add(name)
         return Task(name, label, self._graph.components[name], inputs)
 
     def complete(self, task: Task, outputs: Any) -> None:
@@ -267,12 +310,14 @@ class RunState:
         Raises:
             PipelineError: When the component returned something other than a dict of outputs.
         """
+        self._running.discard(task.name)
         if not isinstance(outputs, Mapping):
             raise PipelineError(
                 f"Component {task.label} returned a {type(outputs).__name__}; run() must return a dict "
                 f"{{output socket: value}}.",
                 component_name=task.name,
             )
+        included = task.name in self._include
         for socket, value in outputs.items():
             delivered = False
             for connection in self._graph.receivers(task.name, socket):
@@ -280,10 +325,48 @@ class RunState:
                 receiver.received[connection.receiver_socket] = value
                 receiver.fresh = True
                 delivered = True
-            if not delivered:
+            if not delivered and not included:
                 self._result.setdefault(task.name, {})[socket] = value
-        if task.name in self._include:
-            self._result.setdefault(task.name, {}).update(outputs)
+        if included:  # exactly the last run's outputs: nothing of an earlier run is left over
+            self._result[task.name] = dict(outputs)
+
+    def stuck(self) -> Iterator[str]:
+        """After the run: describe each component left waiting for a mandatory input that never arrived.
+
+        Reported: a component holding inputs that arrived along connections but that it never ran with (the
+        other mandatory ones never came), and one that never ran because a missing mandatory input comes only
+        from itself; when nothing ran at all, every component missing a mandatory input. A router's untaken
+        branch whose receiver got nothing along a connection is normal and not reported.
+
+        Yields:
+            One message per such component, naming it and the inputs that never arrived.
+        """
+        nothing_ran = not any(node.runs for node in self._nodes.values())
+        for name in self._order:
+            node = self._nodes[name]
+            present = node.given.keys() | node.received.keys()
+            missing = [n for n, s in node.sockets.items() if s.is_mandatory and n not in present]
+            if not missing:
+                continue
+            senders = {n: self._graph.sender_of(name, n) for n in missing}
+            self_fed = any(c is not None and c.sender == name for c in senders.values())
+            if not (node.received or (node.runs == 0 and (self_fed or nothing_ran))):
+                continue
+            got = sorted(node.received) or sorted(node.given)
+            waits = ", ".join(
+                f"'{name}.{n}'" + (f" (from '{c.sender}.{c.sender_socket}')" if c is not None else "")
+                for n, c in senders.items()
+            )
+            hint = (
+                f" An input fed by '{name}' itself cannot arrive before '{name}' has run."
+                if self_fed
+                else " A router that sends to only some of them, or a loop without an entry, leaves it waiting."
+            )
+            yield (
+                f"Component {self._graph.label(name)} {'did not run again' if node.runs else 'never ran'}: it "
+                f"received {', '.join(repr(g) for g in got) or 'nothing'}, but its mandatory input(s) {waits} "
+                f"never arrived.{hint}"
+            )
 
 
 def _failure(task: Task, exc: Exception) -> PipelineError:
@@ -324,22 +407,33 @@ async def call_async(task: Task) -> Any:
         raise _failure(task, exc) from exc
 
 
-async def run_wave_async(wave: list[Task]) -> list[Any]:
-    """Run the tasks of one wave concurrently and return their outputs in wave order.
+async def drive_async(state: RunState) -> dict[str, dict[str, Any]]:
+    """Run a pipeline event-driven: each component starts as soon as its inputs are ready.
 
-    When one task fails the others are cancelled (a sync ``run`` already in its worker thread finishes there,
-    its outputs discarded) and the failure is raised.
+    Every ready component becomes an asyncio task; as soon as one finishes, its outputs are delivered and
+    whatever became ready starts, while the others keep running. Tasks that finish together are completed in
+    the order they started. When one fails (or the run itself is cancelled) the others are cancelled (a sync
+    ``run`` already in its worker thread finishes there, its outputs discarded) and the failure is raised.
+
+    Returns:
+        The run's result, :attr:`RunState.result`.
 
     Raises:
-        PipelineError: The first failure.
+        PipelineError: The first failure (by start order among those finishing together).
+        PipelineMaxComponentRuns: When a component would run too often.
     """
-    if len(wave) == 1:
-        return [await call_async(wave[0])]
     import asyncio  # imported on first use: keeps `import handrail` fast
 
-    running = [asyncio.ensure_future(call_async(task)) for task in wave]
+    running: dict[asyncio.Future[Any], Task] = {}
     try:
-        return list(await asyncio.gather(*running))
+        while True:
+            for task in state.next_wave():
+                running[asyncio.ensure_future(call_async(task))] = task
+            if not running:
+                return state.result
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for future in [f for f in running if f in done]:
+                state.complete(running.pop(future), future.result())
     except BaseException:
         for future in running:
             future.cancel()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Any
 
 from handrail.core._pipeline_graph import Graph
 from handrail.core._pipeline_io import graph_to_dict, mermaid, read_spec, yaml_dump, yaml_load
-from handrail.core._pipeline_run import RunState, call_sync, check_include, normalize_data, run_wave_async
+from handrail.core._pipeline_run import RunState, call_sync, check_include, drive_async, normalize_data
 from handrail.core.component import is_component
 from handrail.core.threads import to_thread
 from handrail.errors import ComponentError, ConfigurationError, ConfigurationTypeError, PipelineError
@@ -39,23 +40,29 @@ _OWNER = "__handrail_pipeline__"
 
 
 class Pipeline:
-    """A graph of components: outputs flow along connections into inputs, in waves, until nothing is left to run.
+    """A graph of components: outputs flow along connections into inputs until nothing is left to run.
 
-    ``run`` and ``run_async`` share one scheduler; ``run_async`` runs the components of one wave concurrently.
-    The rules:
+    ``run`` and ``run_async`` share one scheduler. ``run`` runs the ready components one after the other, then
+    asks again; ``run_async`` is event-driven: each component starts as soon as it is ready, while others are
+    still running, so independent branches overlap from start to end. The rules:
 
     1. At the start a component is *fresh* when it was given run data or has no connected input at all.
     2. A component is *ready* when it is fresh, every mandatory input is present and every connected input has
        arrived; it is *deferred* when only optional connected inputs are missing (a loop's feedback, a router's
        untaken branch); otherwise it waits.
-    3. A wave is every ready component; when none is ready, the first deferred one (senders before receivers).
-       A component taken into a wave gets its inputs: what arrived along connections is consumed, the run data
-       is kept (a component in a loop sees it again), a missing optional input gets its default.
+    3. Every ready component that is not running starts (senders before receivers); when none is ready and
+       none is running, the first deferred one. A started component gets its inputs: what arrived along
+       connections is consumed, the run data is kept (a component in a loop sees it again), a missing optional
+       input gets its default.
     4. A finished run sends each output along its connections (the receivers become fresh). Outputs that no
-       connection consumes are the result (plus every output of ``include_outputs_from``); the latest value
-       of a socket wins. A router's untaken branch never fires: nothing new reaches it.
-    5. The run ends when no component is ready or deferred. Loops are allowed; a component about to run more
-       than ``max_runs_per_component`` times raises :class:`~handrail.errors.PipelineMaxComponentRuns`.
+       connection consumes are the result, the latest value of a socket winning; a component in
+       ``include_outputs_from`` reports exactly its last run's outputs instead. A router's untaken branch
+       never fires: nothing new reaches it.
+    5. The run ends when no component is ready, deferred or running. Loops are allowed (a component may feed
+       itself); a component about to run more than ``max_runs_per_component`` times raises
+       :class:`~handrail.errors.PipelineMaxComponentRuns`. A component left waiting for a mandatory input that
+       never arrived, although it received others along connections (or feeds that input itself), is reported
+       with a ``UserWarning`` at the end of the run.
 
     Args:
         metadata: Free-form data kept with the pipeline (and in its dict form).
@@ -232,16 +239,23 @@ class Pipeline:
             data: ``{component: {input: value}}``, or flat ``{input: value}`` given to every component with an
                 unconnected input of that name, or both mixed (a key naming a component with a dict value is
                 that component's inputs). Not modified.
-            include_outputs_from: Components whose every output (the last run's) goes into the result, consumed
-                or not (a single string names one component).
+            include_outputs_from: Components whose outputs go into the result, consumed or not: exactly those
+                of the component's last run (a single string names one component).
 
         Returns:
             ``{component: {output: value}}``: the outputs no connection consumes (the latest value of each),
-            plus those of ``include_outputs_from``; components with nothing to report are left out. Values are
-            passed along as they are, not copied.
+            and for each component of ``include_outputs_from`` that ran, its last run's outputs; components with
+            nothing to report are left out. Values are passed along as they are, not copied.
+
+        Warns:
+            UserWarning: At the end of the run, for each component left waiting for a mandatory input that
+                never arrived although it received others along connections (say, a component fed by two
+                branches of one router), or that feeds that input itself; the message names the component and
+                the inputs.
 
         Raises:
-            ConfigurationTypeError: When ``data`` is not a dict with string keys.
+            ConfigurationTypeError: When ``data`` is not a dict with string keys, the value for a component is
+                not a dict of its inputs, or ``include_outputs_from`` is not a name or an iterable of names.
             ConfigurationError: Before anything runs: for an unknown component, input or flat key, a value for a
                 connected input, a missing mandatory input, or an unknown name in ``include_outputs_from``.
             PipelineError: When a component raised (named; the original is chained) or returned no dict.
@@ -252,15 +266,20 @@ class Pipeline:
         while wave := state.next_wave():
             for task in wave:
                 state.complete(task, call_sync(task))
+        for message in state.stuck():
+            warnings.warn(message, UserWarning, stacklevel=2)
         return state.result
 
     async def run_async(
         self, data: Mapping[str, Any], include_outputs_from: Iterable[str] | None = None
     ) -> dict[str, dict[str, Any]]:
-        """Run the pipeline like :meth:`run`, running the components of one wave concurrently.
+        """Run the pipeline like :meth:`run`, each component starting as soon as its inputs are ready.
 
-        A component's ``run_async`` is awaited when it has one; otherwise its ``run`` goes to a worker thread.
-        Components that are ready at the same time do not depend on each other, so independent branches overlap.
+        Event-driven: every ready component runs as an asyncio task; as each finishes, its outputs are delivered
+        and whatever became ready starts while the others keep running, so independent branches overlap from
+        start to end (a branch of three short steps runs alongside one long step). A component's ``run_async``
+        is awaited when it has one; otherwise its ``run`` goes to a worker thread. A deferred component (only
+        optional inputs missing) runs only once nothing else is running or ready, as in :meth:`run`.
 
         Args:
             data: As for :meth:`run`.
@@ -269,20 +288,23 @@ class Pipeline:
         Returns:
             As for :meth:`run`.
 
+        Warns:
+            UserWarning: As for :meth:`run`.
+
         Raises:
             ConfigurationTypeError: As for :meth:`run`.
             ConfigurationError: As for :meth:`run`.
-            PipelineError: As for :meth:`run`; the other components of the failing wave are cancelled.
+            PipelineError: As for :meth:`run`; the components still running are cancelled (as they are when
+                the run itself is cancelled).
             PipelineMaxComponentRuns: As for :meth:`run`.
         """
         state = self._start(data, include_outputs_from)
         if not self._warmed:
             await to_thread(self._ensure_warm)
-        while wave := state.next_wave():
-            outputs = await run_wave_async(wave)
-            for task, produced in zip(wave, outputs, strict=True):
-                state.complete(task, produced)
-        return state.result
+        result = await drive_async(state)
+        for message in state.stuck():
+            warnings.warn(message, UserWarning, stacklevel=2)
+        return result
 
     # ---- writing out ---------------------------------------------------------------------------------------
 
