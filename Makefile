@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PYTEST_MARKERS ?= not model and not postgres
 
-.PHONY: install test lint fmt typecheck importcheck check bench ci
+.PHONY: install test lint fmt typecheck importcheck check bench bench-peers ci
 
 install:
 	$(PYTHON) -m pip install -e '.[test]'
@@ -28,6 +28,11 @@ check: lint typecheck importcheck test
 
 bench:
 	$(PYTHON) bench/bench_handrail.py
+
+# handrail next to the peers of ../shared/peer-bench (venvs under BENCH_DIR, default /tmp/bench), interleaved,
+# one table; BENCH_ARGS=--quick for fewer repetitions. See bench/README.md.
+bench-peers:
+	$(PYTHON) bench/run_all.py $(BENCH_ARGS)
 
 # The CI script itself: builds its own .venv in the repository and runs every check there.
 ci:

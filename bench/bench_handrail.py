@@ -14,11 +14,12 @@ Usage:
 Workloads (same definitions as the peer scripts):
     import   : wall time of `python -c "from handrail import Agent"` in a subprocess, median of 5
                (minus bare interpreter)
-    w1_*     : 50 agent steps, each = fake model asks for 1 tool call (trivial sync/async tool), then text
-    w2_*     : one step with 8 tool calls, each tool sleeps 50 ms                       (not implemented yet)
-    w3_*     : input history of 2,000 prior messages + 1 tool step                       (not implemented yet)
+    w1_*     : 50 agent steps, each = fake model asks for 1 tool call (trivial sync/async tool), then text;
+               w1_scaling: 10/50/100/200 steps (async); w1_hitl: every call confirmed
+    w2       : one step with 8 tool calls, each tool sleeps 50 ms (sync and async, default and limit 8)
+    w3       : input history of 2,000 prior messages + 1 tool step (and the same agent with no history)
     w4       : serialization (Agent.to_dict with 20 tools; a paused run's snapshot, 2,000 messages)
-    w5_*     : 200 concurrent run_async, each 3 tool steps, tools sleep 10 ms            (not implemented yet)
+    w5       : 200 concurrent run_async, each 3 tool steps, tools sleep 10 ms (async and blocking tools)
 Timing: time.perf_counter around each run, after warm-up; median and p95 (nearest rank) in ms or us, plus the
 median process CPU time of the same repetitions (less sensitive to other load on the shared machine).
 """
@@ -284,6 +285,30 @@ async def aping(x: str) -> str:
     return "pong"
 
 
+def sleep50(x: str) -> str:
+    """Blocking I/O tool: sleeps 50 ms."""
+    time.sleep(0.05)
+    return "slept"
+
+
+async def asleep50(x: str) -> str:
+    """Async I/O tool: sleeps 50 ms."""
+    await asyncio.sleep(0.05)
+    return "slept"
+
+
+def sleep10(x: str) -> str:
+    """Blocking I/O tool: sleeps 10 ms."""
+    time.sleep(0.01)
+    return "slept"
+
+
+async def asleep10(x: str) -> str:
+    """Async I/O tool: sleeps 10 ms."""
+    await asyncio.sleep(0.01)
+    return "slept"
+
+
 def mk_tool(fn: Callable[..., Any], name: str = "ping") -> Any:
     return create_tool_from_function(fn, name=name)
 
@@ -342,13 +367,15 @@ def w1_async() -> dict[str, Any]:
     return out
 
 
-# ---- not implemented yet: each prints {"error": "not implemented yet"}; the driver records that ------
-NOT_IMPLEMENTED = {"error": "not implemented yet"}
-
-
 def w1_scaling() -> dict[str, Any]:
-    """TODO: per-step cost at 10/50/100/200 steps (async run, async tool), as in the peer scripts."""
-    return dict(NOT_IMPLEMENTED)
+    """Per-step cost as the run grows (async API, async trivial tool): flat = O(1) per step, growing = O(n)."""
+    out: dict[str, Any] = {"api": "async run, async tool"}
+    for steps, n in ((10, 15), (50, 10), (100, 5), (200, 3)):
+        agent = mk_agent(aping, steps)
+        check(asyncio.run(agent.run_async(messages=user_msgs())), steps, 1)
+        s = bench_async(lambda agent=agent: agent.run_async(messages=user_msgs()), 1, n)
+        out[f"steps_{steps}"] = {"per_run_ms": timed(s, "ms")["median"], "per_step_us": timed(s, "us", per=steps)}
+    return out
 
 
 class AutoConfirmUI:
@@ -380,13 +407,56 @@ def w1_hitl() -> dict[str, Any]:
 
 
 def w2() -> dict[str, Any]:
-    """TODO: one step with 8 calls of a 50 ms sleeping tool, sync and async, default and limit 8."""
-    return dict(NOT_IMPLEMENTED)
+    """One step with 8 calls of a 50 ms sleeping tool, sync and async, at the defaults and with limit 8.
+
+    handrail's default ``tool_concurrency_limit`` is 8 (Haystack's is 4), so the default and the explicit
+    limit-8 rows are the same configuration, measured separately, as the peer script does.
+    """
+    out: dict[str, Any] = {}
+    for label, fn, limit, mode in [
+        ("sync_run_default", sleep50, None, "sync"),
+        ("sync_run_limit8", sleep50, 8, "sync"),
+        ("async_run_async_tools_default", asleep50, None, "async"),
+        ("async_run_async_tools_limit8", asleep50, 8, "async"),
+        ("async_run_sync_tools_limit8", sleep50, 8, "async"),
+    ]:
+        kw = {} if limit is None else {"tool_concurrency_limit": limit}
+        agent = mk_agent(fn, 1, calls=8, **kw)
+        if mode == "sync":
+            check(agent.run(messages=user_msgs()), 1, 8)
+            s = bench_sync(lambda agent=agent: agent.run(messages=user_msgs()), 2, 15)
+        else:
+            check(asyncio.run(agent.run_async(messages=user_msgs())), 1, 8)
+            s = bench_async(lambda agent=agent: agent.run_async(messages=user_msgs()), 2, 15)
+        out[label] = timed(s, "ms")
+    out["default_tool_concurrency_limit"] = Agent(chat_generator=FakeChatGenerator(steps=1)).tool_concurrency_limit
+    out["note"] = "ideal ~50 ms if all 8 run in parallel, ~400 ms if serial; handrail default tool_concurrency_limit=8"
+    return out
 
 
 def w3() -> dict[str, Any]:
-    """TODO: 2,000-message input history (make_history) + 1 tool step; wall, RSS and tracemalloc peak."""
-    return dict(NOT_IMPLEMENTED)
+    """2,000-message input history (make_history) + 1 tool step; wall, RSS and tracemalloc peak."""
+    hist = [ChatMessage.from_user(t) if r == "user" else ChatMessage.from_assistant(t) for r, t in make_history()]
+    hist.append(ChatMessage.from_user("now call the tool"))
+    agent = mk_agent(ping, 1)
+    check(agent.run(messages=hist), 1, 1)
+    rss_base = rss_now_kb()
+    s = bench_sync(lambda: agent.run(messages=hist), 3, 30)
+    a_agent = mk_agent(aping, 1)
+    sa = bench_async(lambda: a_agent.run_async(messages=hist), 3, 30)
+    s0 = bench_sync(lambda: agent.run(messages=user_msgs()), 3, 30)
+    peak = peak_rss_kb()
+    tm = traced_peak_kb(lambda: agent.run(messages=hist))
+    return {
+        "history_messages": len(hist),
+        "sync": timed(s, "ms"),
+        "async": timed(sa, "ms"),
+        "same_agent_empty_history_sync": timed(s0, "ms"),
+        "rss_after_history_built_kb": rss_base,
+        "peak_rss_kb": peak,
+        "peak_minus_base_kb": peak - rss_base,
+        "tracemalloc_peak_one_run_kb": tm,
+    }
 
 
 def _mk20() -> list[Any]:
@@ -515,9 +585,28 @@ def w4() -> dict[str, Any]:
     return out
 
 
+def _w5(tool_fn: Callable[..., Any], limit: int | None = None) -> dict[str, Any]:
+    runs, steps = 200, 3
+    kw = {} if limit is None else {"tool_concurrency_limit": limit}
+    agent = mk_agent(tool_fn, steps, **kw)
+
+    async def batch() -> None:
+        res = await asyncio.gather(*[agent.run_async(messages=user_msgs()) for _ in range(runs)])
+        if len(res) != runs or not all(r["exit_reason"] == "text" for r in res):
+            raise AssertionError("a W5 run did not end with a text reply")
+
+    s = bench_async(batch, 1, 7)
+    med = statistics.median(s)
+    return {"runs": runs, "steps_per_run": steps, "wall": timed(s, "ms"), "runs_per_s_at_median": round(runs / med, 1)}
+
+
 def w5() -> dict[str, Any]:
-    """TODO: 200 concurrent run_async (asyncio.gather), 3 steps each, 10 ms sleeping tools, async and sync."""
-    return dict(NOT_IMPLEMENTED)
+    """200 concurrent run_async (asyncio.gather), 3 steps each, 10 ms sleeping tools, async and sync."""
+    return {
+        "async_tools": _w5(asleep10),
+        "sync_tools_in_threads": _w5(sleep10),
+        "note": "ideal wall ~30 ms (3 sequential 10 ms sleeps) + framework CPU; sync tools go through a thread pool",
+    }
 
 
 WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -530,7 +619,6 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "w4": w4,
     "w5": w5,
 }
-STUBS = {"w1_scaling", "w2", "w3", "w5"}
 
 
 def versions() -> dict[str, str]:
@@ -547,7 +635,7 @@ def versions() -> dict[str, str]:
 
 def run_one(name: str) -> int:
     """Run one workload in this process and print its JSON line; returns the exit status."""
-    if name not in STUBS and _IMPORT_ERROR is not None:
+    if _IMPORT_ERROR is not None:
         print(json.dumps({"error": f"handrail is not importable: {_IMPORT_ERROR}"}))
         print(f"bench_handrail: {name}: handrail is not importable: {_IMPORT_ERROR}", file=sys.stderr)
         return 1
