@@ -1,14 +1,9 @@
 """Data types: messages, streaming chunks, State, breakpoints and snapshots."""
 
-from handrail.dataclasses.breakpoints import (
-    AgentBreakpoint,
-    Breakpoint,
-    BreakpointException,
-    HITLBreakpointException,
-    ToolBreakpoint,
-)
+import typing as _typing
+
+from handrail.core.lazy import lazy_exports as _lazy_exports
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
-from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, load_snapshot
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import (
     ChunkAssembler,
@@ -17,6 +12,28 @@ from handrail.dataclasses.streaming import (
     ToolCallDelta,
     assemble_chunks,
 )
+
+# Breakpoints and snapshots load on first use: a plain run never pays for their imports.
+_EXPORTS = {
+    "AgentBreakpoint": "handrail.dataclasses.breakpoints",
+    "Breakpoint": "handrail.dataclasses.breakpoints",
+    "BreakpointException": "handrail.dataclasses.breakpoints",
+    "HITLBreakpointException": "handrail.dataclasses.breakpoints",
+    "ToolBreakpoint": "handrail.dataclasses.breakpoints",
+    "AgentSnapshot": "handrail.dataclasses.snapshot",
+    "LedgerEntry": "handrail.dataclasses.snapshot",
+    "load_snapshot": "handrail.dataclasses.snapshot",
+}
+
+if _typing.TYPE_CHECKING:
+    from handrail.dataclasses.breakpoints import (
+        AgentBreakpoint,
+        Breakpoint,
+        BreakpointException,
+        HITLBreakpointException,
+        ToolBreakpoint,
+    )
+    from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, load_snapshot
 
 __all__ = [
     "AgentBreakpoint",
@@ -39,3 +56,5 @@ __all__ = [
     "assemble_chunks",
     "load_snapshot",
 ]
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

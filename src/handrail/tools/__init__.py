@@ -4,7 +4,9 @@
 pydantic is imported only when such a tool is built.
 """
 
-from handrail.tools.component_tool import ComponentTool
+import typing as _typing
+
+from handrail.core.lazy import lazy_exports as _lazy_exports
 from handrail.tools.tool import Tool, ToolCallId
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -13,4 +15,10 @@ from handrail.tools.utils import flatten_tools
 # (``import handrail.tools.tool`` and dotted paths still resolve through ``sys.modules``).
 from handrail.tools.from_function import create_tool_from_function, tool  # isort: skip
 
+_EXPORTS = {"ComponentTool": "handrail.tools.component_tool"}  # loads on first use
+
+if _typing.TYPE_CHECKING:
+    from handrail.tools.component_tool import ComponentTool
+
 __all__ = ["ComponentTool", "Tool", "ToolCallId", "Toolset", "create_tool_from_function", "flatten_tools", "tool"]
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 from handrail.components.agents._ledger import Ledger
+from handrail.components.agents._pause_effects import Position
 from handrail.core.typed_json import decode_value, encode_value
 from handrail.dataclasses.breakpoints import (
     AgentBreakpoint,
@@ -32,9 +33,7 @@ from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, snapshot_
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError
 
-__all__ = ["Checkpoints", "Finish", "Pause"]
-
-Position = Literal["chat_generator", "tool_invoker"]
+__all__ = ["Checkpoints"]
 
 
 @dataclass(slots=True)
@@ -290,29 +289,3 @@ class Checkpoints:
 
         self.owns_store = True
         return FileSnapshotStore(directory)
-
-
-@dataclass(slots=True)
-class Pause:
-    """Effect: stop the run here. The driver writes the snapshot and raises the breakpoint exception."""
-
-    checkpoints: Checkpoints
-    snapshot: AgentSnapshot
-    held: list[ToolCall]
-    """Calls held for a decision (empty for a debugging breakpoint)."""
-
-    def execute(self) -> NoReturn:
-        """Write and raise."""
-        raise self.checkpoints.pause(self.snapshot, self.held)
-
-
-@dataclass(slots=True)
-class Finish:
-    """Effect: the run ended; mark its durable file done. Answer with None."""
-
-    checkpoints: Checkpoints
-    state: State
-
-    def execute(self) -> None:
-        """Write the ``done`` record."""
-        self.checkpoints.finish(self.state)

@@ -11,9 +11,9 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from handrail.components.agents._checkpoints import Finish, Pause
 from handrail.components.agents._confirm import ConfirmCalls, confirm_async, confirm_sync
 from handrail.components.agents._machine import CallModel, Effect, RunHooks
+from handrail.components.agents._pause_effects import Finish, Pause
 from handrail.components.tools._execution import drive_async, drive_sync
 from handrail.core.threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage

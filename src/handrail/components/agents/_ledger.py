@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from handrail.components.agents._pause_effects import UnknownOutcome, check_unknown_outcome
 from handrail.components.tools._effects import Invocation, Outcome
 from handrail.components.tools._results import tool_result_text
 from handrail.components.tools._step import ToolStepOptions, failed_call, failure_text, finish_call
@@ -26,16 +27,6 @@ from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, UnknownOutcomeError
 
 __all__ = ["Ledger", "UnknownOutcome", "check_unknown_outcome"]
-
-UnknownOutcome = Literal["retry", "fail"] | None
-_UNKNOWN_OUTCOMES = (None, "retry", "fail")
-
-
-def check_unknown_outcome(value: Any) -> UnknownOutcome:
-    """Validate ``unknown_outcome`` (None, "retry" or "fail")."""
-    if value not in _UNKNOWN_OUTCOMES:
-        raise ConfigurationError(f"unknown_outcome must be None, 'retry' or 'fail', got {value!r}.")
-    return value  # type: ignore[no-any-return]
 
 
 def _now() -> datetime:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from handrail.components.agents._checkpoints import Checkpoints, Finish, Pause, Position
 from handrail.components.agents._confirm import Approvals, ConfirmCalls, rewrite_step
+from handrail.components.agents._pause_effects import Finish, Pause, Position
 from handrail.components.tools._effects import Emit, RunCalls
 from handrail.components.tools._step import ToolStepOptions, repair_call_ids, tool_step
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall
@@ -20,6 +20,9 @@ from handrail.dataclasses.state import State
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
+
+if TYPE_CHECKING:
+    from handrail.components.agents._checkpoints import Checkpoints
 
 __all__ = ["CallModel", "Effect", "HookTable", "RunHooks", "RunPlan", "agent_machine"]
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents import _config as cfg
-from handrail.components.agents._checkpoints import Checkpoints
 from handrail.components.agents._confirm import Approvals
 from handrail.components.agents._drivers import ModelCall
-from handrail.components.agents._ledger import Ledger, check_unknown_outcome
 from handrail.components.agents._machine import RunPlan
+from handrail.components.agents._pause_effects import check_unknown_outcome
 from handrail.components.agents._prompt import render_user_prompt, template_variables
 from handrail.components.agents._resume import (
     check_break_point,
@@ -29,15 +28,18 @@ from handrail.components.agents._resume import (
 )
 from handrail.components.agents._stores import StoreUse, add_memory_section, check_store_kwargs, with_ids
 from handrail.components.tools._step import ToolStepOptions
-from handrail.dataclasses.breakpoints import AgentBreakpoint
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
+
+if TYPE_CHECKING:
+    from handrail.components.agents._ledger import Ledger
+    from handrail.dataclasses.breakpoints import AgentBreakpoint
+    from handrail.dataclasses.snapshot import AgentSnapshot
 
 __all__ = ["RunRequest", "start_run"]
 
@@ -82,6 +84,8 @@ def start_run(agent: Any, req: RunRequest) -> tuple[RunPlan, State, ModelCall]:
     """
     if req.snapshot is None:
         return _build(agent, req, None, None)
+    from handrail.dataclasses.snapshot import AgentSnapshot
+
     if not isinstance(req.snapshot, AgentSnapshot):
         raise ConfigurationTypeError(f"snapshot must be an AgentSnapshot, got {type(req.snapshot).__name__}.")
     check_decision_types(req.snapshot.tool_execution_decisions)
@@ -138,11 +142,15 @@ def _build(
     state = _initial_state(agent, history, kwargs, tools.names, snapshot)
     ledger = None
     if snapshot is not None or store is not None:
+        from handrail.components.agents._ledger import Ledger
+
         ledger = Ledger(snapshot.ledger if snapshot else None,
                         snapshot.tool_execution_decisions if snapshot else (), unknown_outcome)  # fmt: skip
     approvals, options = _step_options(agent, callback, req.context, ledger)
     checkpoints = None
     if ledger is not None or break_point is not None:
+        from handrail.components.agents._checkpoints import Checkpoints
+
         checkpoints = Checkpoints(
             break_point=break_point, store=store, agent_name=_agent_name(break_point, snapshot),
             fingerprint=fingerprint, metadata=_snapshot_metadata(agent, snapshot, stores), ledger=ledger,

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from handrail.core.serialization import serialize_type
-from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint, ToolBreakpoint
 from handrail.dataclasses.decisions import ToolExecutionDecision
-from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import (
     ConfigurationError,
     ConfigurationTypeError,
@@ -29,6 +27,8 @@ from handrail.errors import (
 from handrail.tools.tool import Tool
 
 if TYPE_CHECKING:
+    from handrail.dataclasses.breakpoints import AgentBreakpoint
+    from handrail.dataclasses.snapshot import AgentSnapshot
     from handrail.stores.types import Lease
 
 __all__ = ["check_break_point", "check_consistency", "check_decision_types", "check_decisions", "check_drift",
@@ -85,6 +85,8 @@ def check_break_point(break_point: Any, tool_names: set[str] | None) -> AgentBre
     """
     if break_point is None:
         return None
+    from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint, ToolBreakpoint
+
     if isinstance(break_point, Breakpoint):
         break_point = AgentBreakpoint("", break_point)
     if not isinstance(break_point, AgentBreakpoint):
