@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
+import operator
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -33,10 +35,32 @@ TOOL_INVOKER_KEYS = frozenset({"convert_result_to_json_string", "enable_streamin
 """Keys ``tool_invoker_kwargs`` may hold (the rest of the ToolInvoker's settings come from the Agent)."""
 
 
+_ROLE = operator.attrgetter("role")
+
+
 def generator_params(generator: Any) -> frozenset[str] | None:
-    """Names of the parameters of ``generator.run``; None when it takes ``**kwargs`` (accepts all)."""
+    """Names of the parameters of ``generator.run``; None when it takes ``**kwargs`` (accepts all).
+
+    Read once per class when ``run`` is the class's own method (a run-time check of every run otherwise).
+    """
+    run = generator.run
+    function = getattr(run, "__func__", None)
+    if function is None or function is not getattr(type(generator), "run", None):
+        return _read_params(run)
     try:
-        params = inspect.signature(generator.run).parameters
+        return _PARAMS[function]
+    except KeyError:
+        found = _PARAMS[function] = _read_params(run)
+        return found
+
+
+_PARAMS: dict[Any, frozenset[str] | None] = {}
+"""``generator_params`` per class ``run`` function."""
+
+
+def _read_params(function: Any) -> frozenset[str] | None:
+    try:
+        params = inspect.signature(function).parameters
     except (TypeError, ValueError):
         return None
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
@@ -258,10 +282,15 @@ def check_messages(messages: Any) -> list[ChatMessage]:
     """
     if not isinstance(messages, list | tuple):
         raise ConfigurationTypeError(f"messages must be a list of ChatMessage, got {type(messages).__name__}.")
+    if set(map(type, messages)) <= _PLAIN_MESSAGE:  # the common case, checked at C speed for long histories
+        return list(messages)
     for i, m in enumerate(messages):
         if not isinstance(m, ChatMessage):
             raise ConfigurationTypeError(f"messages[{i}] is a {type(m).__name__}, not a ChatMessage.")
     return list(messages)
+
+
+_PLAIN_MESSAGE = frozenset({ChatMessage})
 
 
 def select_tools(configured: list[Tool | Toolset] | Toolset, runtime: Any) -> list[Tool | Toolset]:
@@ -322,6 +351,8 @@ def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init
             messages.insert(0, ChatMessage.from_system(run_prompt))
     elif not leading and init_prompt is not None:
         messages.insert(0, ChatMessage.from_system(init_prompt))
+    if ChatRole.SYSTEM not in map(_ROLE, itertools.islice(messages, 1, None)):
+        return
     extra = [i for i, m in enumerate(messages) if i > 0 and m.role is ChatRole.SYSTEM]
     if extra:
         warnings.warn(
