@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import getpass
 import os
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 
 from handrail.core.files import FileLock, lock_path_for
-from handrail.dataclasses import AgentBreakpoint, AgentSnapshot, ChatMessage, LedgerEntry, ToolBreakpoint, ToolCall
+from handrail.dataclasses import AgentBreakpoint, AgentSnapshot, ToolBreakpoint
 from handrail.dataclasses.breakpoints import Breakpoint
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import load_snapshot, write_snapshot
@@ -33,62 +32,13 @@ from handrail.human_in_the_loop import (
     with_decision,
 )
 from handrail.human_in_the_loop.snapshots import awaiting_decision, list_paused, snapshot_files, unavailable_reason
-
-TRANSFER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"amount": {"type": "integer", "minimum": 1}},
-    "required": ["amount"],
-    "additionalProperties": False,
-}
-FINGERPRINT: dict[str, Any] = {
-    "tools": {
-        "transfer": {"description": "Move money.", "parameters": TRANSFER_SCHEMA},
-        "lookup": {"description": "Look a thing up.", "parameters": {"type": "object", "properties": {}}},
-    },
-    "system_prompt": "You pay bills.",
-    "user_prompt": None,
-    "exit_conditions": ["text"],
-    "state_schema": {},
-}
-T0 = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+from handrail.testing.store_suites.snapshots import T0, make_paused_snapshot
 
 
 def paused_snapshot(**changes: Any) -> AgentSnapshot:
-    """A pause before a tool step: c1, c2 (transfer) wait; c3 (lookup) ran before the pause."""
-    calls = [
-        ToolCall("transfer", {"amount": 5}, "c1"),
-        ToolCall("transfer", {"amount": 7}, "c2"),
-        ToolCall("lookup", {"q": "rent"}, "c3"),
-    ]
-    snapshot = AgentSnapshot(
-        messages=[
-            ChatMessage.from_system("You pay bills."),
-            ChatMessage.from_user("Pay the rent twice."),
-            ChatMessage.from_assistant(tool_calls=calls),
-        ],
-        state={
-            "step_count": 1,
-            "token_usage": {},
-            "tool_call_counts": {"lookup": 1},
-            "exit_reason": None,
-            "stop_run": False,
-            "continue_run": False,
-            "when": dt.date(2025, 1, 2),
-            "pair": (1, 2),
-        },
-        component_visits={"chat_generator": 1, "tool_invoker": 0},
-        break_point=AgentBreakpoint("", ToolBreakpoint("tool_invoker", "transfer", 0, None)),
-        position="tool_invoker",
-        ledger={
-            "c1": LedgerEntry("c1", "transfer", "pending", {"amount": 5}),
-            "c2": LedgerEntry("c2", "transfer", "pending", {"amount": 7}),
-            "c3": LedgerEntry("c3", "lookup", "done", {"q": "rent"}, result={"text": "found", "error": False}),
-        },
-        fingerprint=FINGERPRINT,
-        metadata={"agent_file": "/abs/agent.yaml"},
-        timestamp=T0,
-    )
-    return dataclasses.replace(snapshot, **changes)
+    """The store suite's pause before a tool step (c1, c2 to transfer wait; c3 lookup ran), with no agent name."""
+    unnamed = AgentBreakpoint("", ToolBreakpoint("tool_invoker", "transfer", 0, None))
+    return make_paused_snapshot(**{"break_point": unnamed, **changes})
 
 
 def approve(call_id: str = "c1", **kwargs: Any) -> ToolExecutionDecision:
