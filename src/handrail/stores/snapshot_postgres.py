@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from handrail.core.secret import Secret
-from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot
-from handrail.errors import SnapshotError, StoreError
+from handrail.dataclasses.snapshot import AgentSnapshot
+from handrail.errors import StoreError
 from handrail.stores._postgres import PostgresDatabase, dsn_without_password, read_dsn_parameter, redact_dsn
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 
@@ -224,9 +224,3 @@ class PostgresSnapshotStore(SnapshotStoreBase):
             None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
         )
         return [str(row[0]) for row in rows]
-
-    def _decode(self, snapshot_id: str, data: bytes) -> AgentSnapshot:
-        try:
-            return decode_snapshot(data, source=self.locator(snapshot_id), allowed_modules=self.allowed_modules)
-        except SnapshotError as exc:
-            raise StoreError(f"{self}: the record of snapshot {snapshot_id} cannot be read: {exc}") from exc

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from handrail.core.files import FileLock
-from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot
-from handrail.errors import SnapshotError, StoreError
+from handrail.dataclasses.snapshot import AgentSnapshot
+from handrail.errors import StoreError
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._sqlite import SQLiteDatabase
 
@@ -191,9 +191,3 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
             None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
         ).fetchall()
         return [str(row[0]) for row in rows]
-
-    def _decode(self, snapshot_id: str, data: bytes) -> AgentSnapshot:
-        try:
-            return decode_snapshot(data, source=self.locator(snapshot_id), allowed_modules=self.allowed_modules)
-        except SnapshotError as exc:
-            raise StoreError(f"{self}: the record of snapshot {snapshot_id} cannot be read: {exc}") from exc
