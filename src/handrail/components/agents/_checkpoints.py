@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from handrail.components.agents._ledger import Ledger
 from handrail.components.agents._pause_effects import Position
+from handrail.components.agents._resume import let_go
 from handrail.core.typed_json import decode_value, encode_value
 from handrail.dataclasses.breakpoints import (
     AgentBreakpoint,
@@ -276,13 +277,8 @@ class Checkpoints:
 
     def close(self) -> None:
         """Release the claim on the run's record (the run ended, paused or failed); close a store it opened."""
-        if self.lease is not None:
-            self.lease.release()
-            self.lease = None
-        if self.owns_store and self.store is not None:
-            close = getattr(self.store, "close", None)
-            if callable(close):
-                close()
+        lease, self.lease = self.lease, None
+        let_go(lease, self.store if self.owns_store else None)
 
     def _open(self, directory: Path) -> Any:
         from handrail.stores.snapshot_file import FileSnapshotStore

@@ -24,6 +24,7 @@ from handrail.components.agents._resume import (
     check_drift,
     claim_snapshot,
     fingerprint_of,
+    let_go,
     pausing_store,
 )
 from handrail.components.agents._stores import StoreUse, add_memory_section, check_store_kwargs, with_ids
@@ -93,10 +94,7 @@ def start_run(agent: Any, req: RunRequest) -> tuple[RunPlan, State, ModelCall]:
     try:
         plan, state, model = _build(agent, req, snapshot, store)
     except BaseException:
-        if lease is not None:
-            lease.release()
-        if store is not None and callable(getattr(store, "close", None)):
-            store.close()
+        let_go(lease, store)
         raise
     assert plan.checkpoints is not None  # a resumed run always has checkpoints
     plan.checkpoints.lease = lease

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from handrail.stores.types import Lease
 
 __all__ = ["check_break_point", "check_consistency", "check_decision_types", "check_decisions", "check_drift",
-           "claim_snapshot", "fingerprint_of", "pausing_store"]  # fmt: skip
+           "claim_snapshot", "fingerprint_of", "let_go", "pausing_store"]  # fmt: skip
 
 
 def fingerprint_of(tools: list[Tool], agent: Any) -> dict[str, Any]:
@@ -205,11 +205,17 @@ def claim_snapshot(
         decisions = merge_decisions(stored.tool_execution_decisions, snapshot.tool_execution_decisions, name)
         return dataclasses.replace(stored, tool_execution_decisions=decisions), store, lease
     except BaseException:
-        lease.release()
-        close = getattr(store, "close", None)
-        if callable(close):
-            close()
+        let_go(lease, store)
         raise
+
+
+def let_go(lease: Lease | None, store: Any) -> None:
+    """Release a claim and close the store it was taken in (a store without ``close`` is left as is)."""
+    if lease is not None:
+        lease.release()
+    close = getattr(store, "close", None)
+    if callable(close):
+        close()
 
 
 def merge_decisions(
