@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -54,7 +55,7 @@ class SQLiteDatabase:
             )
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")
+                _enable_wal(conn)
             conn.execute("PRAGMA foreign_keys = ON")
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"{self.store}: cannot open the SQLite database {self.path}: {exc}") from exc
@@ -140,6 +141,27 @@ class SQLiteDatabase:
         if self._shared is not None:
             self._shared.close()
             self._shared = None
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL mode (it stays so); retried while another connection is opening it.
+
+    SQLite may answer BUSY to a journal-mode change at once, without calling the busy handler, while another
+    connection opens or switches the same new file, so the wait is done here, up to the busy timeout.
+
+    Raises:
+        sqlite3.OperationalError: The file stayed locked for the whole busy timeout.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _statements(script: str) -> list[str]:
