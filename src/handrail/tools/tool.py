@@ -16,7 +16,7 @@ from handrail.core.serialization import (
     qualified_name,
     serialize_callable,
 )
-from handrail.core.threads import to_tool_thread
+from handrail.core.threads import to_thread
 from handrail.dataclasses.state import State
 from handrail.errors import (
     ConfigurationError,
@@ -321,7 +321,7 @@ class Tool:
             if self.async_function is not None:
                 return await self.async_function(**kwargs)
             assert self.function is not None
-            return await to_tool_thread(self.function, **kwargs)
+            return await to_thread(self.function, **kwargs)
         except Exception as exc:
             raise _invocation_error(self.name, kwargs, exc) from exc
 

@@ -1,19 +1,19 @@
 """Executing tool invocations: the I/O half of the tool step, sync and async.
 
-A step with a single call runs inline (no thread pool) under ``run``. Several calls run concurrently, at most
-``max_workers`` at once, each under a copy of the caller's context variables; outcomes come back in call order
-whatever order the tools finish in. Blocking calls run on the shared tool pool of :mod:`handrail.core.threads`.
+A step with a single call runs inline (no thread pool). Several calls run concurrently,
+at most ``max_workers`` at once, each under a copy of the caller's context variables;
+outcomes come back in call order whatever order the tools finish in.
 """
 
 from __future__ import annotations
 
-import functools
+import contextvars
 import inspect
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
-from handrail.core.threads import run_in_threads, to_tool_thread
+from handrail.core.threads import to_thread
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.errors import ToolInvocationError
 
@@ -41,7 +41,7 @@ async def _call_async(inv: Invocation) -> Outcome:
         if tool.async_function is not None:
             return True, await tool.async_function(**inv.kwargs)
         assert tool.function is not None
-        return await to_tool_thread(_call_sync, inv)
+        return await to_thread(_call_sync, inv)
     except Exception as exc:
         return False, exc
 
@@ -63,7 +63,11 @@ def run_calls_sync(effect: RunCalls) -> list[Outcome]:
     call = _call_sync if effect.observer is None else _observed_sync(effect.observer)
     if len(invocations) == 1:
         return [call(invocations[0])]
-    return run_in_threads([functools.partial(call, inv) for inv in invocations], effect.max_workers)
+    from concurrent.futures import ThreadPoolExecutor  # imported on first use: keeps `import handrail` fast
+
+    with ThreadPoolExecutor(max_workers=min(effect.max_workers, len(invocations))) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, call, inv) for inv in invocations]
+        return [f.result() for f in futures]
 
 
 async def _observed_async(observer: CallObserver | None, inv: Invocation) -> Outcome:
@@ -73,7 +77,7 @@ async def _observed_async(observer: CallObserver | None, inv: Invocation) -> Out
     if inv.tool.async_function is None and inv.tool.function is not None:
         # The worker thread records the outcome itself: a cancelled run leaves its thread running to the end,
         # and what it did must still reach the ledger.
-        return await to_tool_thread(_observed_sync(observer, start=False), inv)
+        return await to_thread(_observed_sync(observer, start=False), inv)
     outcome = await _call_async(inv)
     observer.finished(inv, outcome)
     return outcome
