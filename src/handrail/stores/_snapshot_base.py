@@ -231,7 +231,7 @@ class SnapshotStoreBase(SnapshotRecords):
         snapshot_id = self._id(snapshot_id)
         if not self._exists(snapshot_id):  # (records are never deleted: no need to check again under the claim)
             raise self._unknown(snapshot_id)
-        release = self._claim_or_raise(snapshot_id, "being resumed by another run")
+        release = self._claim_or_raise(snapshot_id, "in use by another run (being resumed, or finishing a tool call)")
         return self._lease(snapshot_id, release)
 
     def claimed(self, snapshot_id: str) -> bool:

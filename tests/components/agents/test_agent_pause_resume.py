@@ -244,6 +244,98 @@ async def test_cancelling_a_run_async_leaves_the_ledger_consistent(tmp_path: Pat
     assert data["status"] == "running"
 
 
+async def test_a_cancelled_run_keeps_its_claim_until_its_sync_tool_thread_recorded_the_result(tmp_path: Path) -> None:
+    """In a long-lived event loop a resume cannot start while the cancelled run's tool still runs in its thread
+    (it would run the call again, or be overwritten by the thread's late write); afterwards it replays the result.
+    """
+    import threading
+
+    release = threading.Event()
+    started = threading.Event()
+    runs: list[str] = []
+
+    def pay(name: str) -> str:
+        """Pay someone.
+
+        Args:
+            name: The name.
+        """
+        runs.append(name)
+        started.set()
+        release.wait(10)
+        return f"{name} paid"
+
+    def agent(replies: list[ChatMessage]) -> Agent:
+        return Agent(
+            chat_generator=ScriptedChatGenerator(replies),
+            tools=[create_tool_from_function(pay), create_tool_from_function(transfer)],
+            confirmation_strategies={"transfer": BreakpointConfirmationStrategy(str(tmp_path))},
+        )
+
+    task = asyncio.create_task(agent([asst(calls=[("p1", "pay", {"name": "ann"})]), asst("x")]).run_async([user("go")]))
+    await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [file] = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
+    for unknown_outcome in (None, "retry", "fail"):
+        with pytest.raises(SnapshotUnavailableError, match="in use by another run"):
+            await agent([asst("done")]).run_async([], snapshot=load_snapshot(file), unknown_outcome=unknown_outcome)
+    release.set()
+    for _ in range(200):  # the thread records the result, then lets the claim go
+        try:
+            result = await agent([asst("done")]).run_async([], snapshot=load_snapshot(file))
+            break
+        except SnapshotUnavailableError:
+            await asyncio.sleep(0.05)
+    else:
+        pytest.fail("the claim was never released")
+    assert runs == ["ann"]
+    assert result_for(result["messages"], "p1").result == "ann paid"
+    assert result["last_message"].text == "done"
+    assert json.loads(file.read_text())["status"] == "done"
+
+
+async def test_a_call_cancelled_before_its_thread_took_it_never_runs_and_frees_the_claim(tmp_path: Path) -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    loop = asyncio.get_running_loop()
+    busy = threading.Event()
+    executor = ThreadPoolExecutor(1)
+    loop.set_default_executor(executor)  # one thread, kept busy: the tool's call stays queued
+    blocker = loop.run_in_executor(None, busy.wait, 10)
+    runs: list[str] = []
+
+    def pay(name: str) -> str:
+        """Pay someone.
+
+        Args:
+            name: The name.
+        """
+        runs.append(name)
+        return "paid"
+
+    agent = Agent(
+        chat_generator=ScriptedChatGenerator([asst(calls=[("p1", "pay", {"name": "ann"})]), asst("x")]),
+        tools=[create_tool_from_function(pay), create_tool_from_function(transfer)],
+        confirmation_strategies={"transfer": BreakpointConfirmationStrategy(str(tmp_path))},
+    )
+    task = asyncio.create_task(agent.run_async([user("go")]))
+    while not [p for p in tmp_path.iterdir() if p.suffix == ".json"]:  # the ledger says p1 is running
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    busy.set()
+    await blocker
+    [file] = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
+    with pytest.raises(UnknownOutcomeError, match="'p1'"):  # claim free at once; the outcome stays unknown
+        await agent.run_async([], snapshot=load_snapshot(file))
+    assert runs == []
+
+
 class Level(enum.IntEnum):
     LOW = 1
 

@@ -276,9 +276,17 @@ class Checkpoints:
         self._record(self.current, final)
 
     def close(self) -> None:
-        """Release the claim on the run's record (the run ended, paused or failed); close a store it opened."""
+        """Release the claim on the run's record (the run ended, paused or failed); close a store it opened.
+
+        When a cancelled ``run_async`` left sync tools running in worker threads, this happens when the last of
+        them has recorded its outcome (:meth:`Ledger.when_idle`).
+        """
         lease, self.lease = self.lease, None
-        let_go(lease, self.store if self.owns_store else None)
+        store = self.store if self.owns_store else None
+        if self.ledger is None:
+            let_go(lease, store)
+        else:
+            self.ledger.when_idle(lambda: let_go(lease, store))
 
     def _open(self, directory: Path) -> Any:
         from handrail.stores.snapshot_file import FileSnapshotStore

@@ -61,6 +61,8 @@ class Ledger:
         self.json_strings = False
         """The run's ``convert_result_to_json_string`` (for the recorded text of a result)."""
         self.lock = threading.RLock()
+        self._workers = 0
+        self._on_idle: Callable[[], None] | None = None
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -200,6 +202,34 @@ class Ledger:
             )  # fmt: skip
             if self.on_change is not None:
                 self.on_change()
+
+    def worker_started(self, inv: Invocation) -> None:
+        """A call went to a worker thread that records its own outcome (a sync tool under ``run_async``)."""
+        with self.lock:
+            self._workers += 1
+
+    def worker_ended(self, inv: Invocation) -> None:
+        """That thread is done; the last one runs the callback left by :meth:`when_idle`, if any."""
+        with self.lock:
+            self._workers -= 1
+            callback = self._on_idle if self._workers == 0 else None
+            if callback is not None:
+                self._on_idle = None
+        if callback is not None:
+            callback()
+
+    def when_idle(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` now, or when the last worker thread still running a call of this run is done.
+
+        A cancelled ``run_async`` leaves its sync tools running in their threads; the run's claim on its record
+        is released only after they recorded their outcome, so no resume can start (and run them again, or be
+        overwritten by their late write) while they still run.
+        """
+        with self.lock:
+            if self._workers:
+                self._on_idle = callback
+                return
+        callback()
 
     def snapshot_entries(self) -> dict[str, LedgerEntry]:
         """A copy of the entries (entries themselves are replaced, never mutated)."""

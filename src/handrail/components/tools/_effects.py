@@ -44,6 +44,12 @@ class CallObserver(Protocol):
     def finished(self, inv: Invocation, outcome: Outcome) -> None:
         """``inv`` returned or raised."""
 
+    def worker_started(self, inv: Invocation) -> None:
+        """``inv`` goes to a worker thread that reports its own end: the run may end (cancelled) first."""
+
+    def worker_ended(self, inv: Invocation) -> None:
+        """The worker thread of ``inv`` is done (after ``finished``), or will never run it."""
+
 
 @dataclass(slots=True)
 class RunCalls:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
@@ -46,10 +47,9 @@ async def _call_async(inv: Invocation) -> Outcome:
         return False, exc
 
 
-def _observed_sync(observer: CallObserver, *, start: bool = True) -> Callable[[Invocation], Outcome]:
+def _observed_sync(observer: CallObserver) -> Callable[[Invocation], Outcome]:
     def call(inv: Invocation) -> Outcome:
-        if start:
-            observer.started(inv)
+        observer.started(inv)
         outcome = _call_sync(inv)
         observer.finished(inv, outcome)
         return outcome
@@ -75,12 +75,44 @@ async def _observed_async(observer: CallObserver | None, inv: Invocation) -> Out
         return await _call_async(inv)
     observer.started(inv)
     if inv.tool.async_function is None and inv.tool.function is not None:
-        # The worker thread records the outcome itself: a cancelled run leaves its thread running to the end,
-        # and what it did must still reach the ledger.
-        return await to_thread(_observed_sync(observer, start=False), inv)
+        return await _detached(observer, inv)
     outcome = await _call_async(inv)
     observer.finished(inv, outcome)
     return outcome
+
+
+async def _detached(observer: CallObserver, inv: Invocation) -> Outcome:
+    """A sync tool under ``run_async`` with an observer: its worker thread records its own outcome.
+
+    A cancelled run leaves the thread running to its end, and what it did must still reach the ledger; the
+    observer is told when the thread is done (``worker_ended``), or at once when the cancellation came before
+    the thread took the call (the call then never runs).
+    """
+    observer.worker_started(inv)
+    state = ["queued"]
+    guard = threading.Lock()
+
+    def work(inv: Invocation) -> Outcome:
+        with guard:
+            if state[0] == "abandoned":
+                return False, ToolInvocationError(f"Call '{inv.call.id}' was cancelled before it ran.", inv.tool.name)
+            state[0] = "running"
+        try:
+            outcome = _call_sync(inv)
+            observer.finished(inv, outcome)
+            return outcome
+        finally:
+            observer.worker_ended(inv)
+
+    try:
+        return await to_thread(work, inv)
+    except BaseException:
+        with guard:
+            abandoned = state[0] == "queued"
+            state[0] = "abandoned" if abandoned else state[0]
+        if abandoned:
+            observer.worker_ended(inv)
+        raise
 
 
 async def run_calls_async(effect: RunCalls) -> list[Outcome]:
