@@ -71,7 +71,7 @@ def snapdir(tmp_path: Path) -> Path:
 def test_help_documents_the_commands_and_exit_codes() -> None:
     top = cli("--help")
     assert top.exit_code == 0
-    words = ("approvals", "resume", "4 paused for approval", "2 bad usage", "5 the snapshot is being resumed",
+    words = ("approvals", "resume", "4 paused for approval", "2 bad usage", "5 the snapshot is held by a running",
              "(--unknown-outcome)", "(--allow-drift)", "permission denied")  # fmt: skip
     for word in words:
         assert word in top.output
@@ -320,9 +320,13 @@ def test_list_shows_interrupted_runs_with_the_resume_command(snapdir: Path, held
     assert f"handrail resume crashed --dir {snapdir} --unknown-outcome retry|fail" in out
     assert "failed  interrupted" in out
     assert f"Continue it with: handrail resume failed --dir {snapdir}\n" in out  # no call was running
-    assert "busy" not in out  # being resumed right now: neither paused nor interrupted
+    # Held by a process right now: listed as running, neither paused nor interrupted.
+    assert "Running now (a process holds them: a run or resume in progress" in out
+    assert "busy  running · last saved" in out
+    assert out.index("busy  running") < out.index("Interrupted (")
     data = last_json(cli("approvals", "list", "--dir", snapdir, "--json"))
     assert [p["snapshot_id"] for p in data["pending"]] == ["s1", "s1"]
+    assert [(r["snapshot_id"], r["status"], r["running_calls"]) for r in data["running"]] == [("busy", "running", [])]
     crashed, failed = data["interrupted"]
     assert (crashed["snapshot_id"], crashed["status"], crashed["file_status"]) == ("crashed", "interrupted", "running")
     assert crashed["running_calls"] == [{"tool_call_id": "c1", "tool_name": "transfer", "arguments": {"amount": 5}}]
@@ -350,7 +354,7 @@ def test_show_says_interrupted_or_being_resumed(snapdir: Path, held: Path) -> No
     assert "--unknown-outcome" in data["hint"]
     busy = cli("approvals", "show", "busy", "--dir", snapdir)
     assert busy.exit_code == 0, busy.output
-    assert "status: running (another process is resuming it now)" in busy.output
+    assert "status: running (a process holds it now: a run or resume in progress" in busy.output
 
 
 def test_a_decision_on_an_interrupted_snapshot_says_what_is_the_case(snapdir: Path) -> None:
@@ -370,7 +374,7 @@ def test_a_snapshot_being_resumed_exits_with_code_5(snapdir: Path, held: Path) -
                  ["resume", "busy"]):  # fmt: skip
         result = cli(*args, "--dir", snapdir)
         assert result.exit_code == 5, result.output
-        assert "Snapshot busy is being resumed by another process right now" in result.output
+        assert "Snapshot busy is held by a running process right now" in result.output
         no_traceback(result)
 
 
@@ -662,7 +666,7 @@ def test_a_resume_that_failed_is_listed_as_interrupted_and_resumes(tmp_path: Pat
     assert "The rent is paid." in resumed.output
     assert transfers(log) == ["5"]  # recorded: not run again
     data = last_json(cli("approvals", "list", "--dir", folder, "--json"))
-    assert data == {"pending": [], "ready_to_resume": [], "interrupted": []}
+    assert data == {"pending": [], "ready_to_resume": [], "running": [], "interrupted": []}
 
 
 def test_a_call_found_running_is_named_with_cli_flags(tmp_path: Path, log: Path) -> None:

@@ -38,7 +38,8 @@ _EPILOG = (
     "    unknown (--unknown-outcome); permission denied\n"
     "  3 the run ended without an answer (step limit, length, content filter)\n"
     "  4 paused for approval (see 'handrail approvals --help')\n"
-    "  5 the snapshot is being resumed by another process: try again later"
+    "  5 the snapshot is held by a running process (a resume in progress):\n"
+    "    try again later"
 )
 
 

@@ -28,6 +28,7 @@ _ALLOW = click.option("--allow-module", "allow_modules", multiple=True, metavar=
                       help="Trust classes under this module prefix inside snapshot files (repeatable).")  # fmt: skip
 
 _CAUSE = "a run or resume crashed, failed with an error or was cancelled"
+_HELD = "a run or resume in progress, or a cancelled run whose tool call is still finishing"
 
 
 def _consoles(as_json: bool = False) -> tuple[Any, Any]:
@@ -52,11 +53,12 @@ def approvals() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @_ALLOW
 def list_command(directory: Path | None, store_url: str | None, as_json: bool, allow_modules: tuple[str, ...]) -> None:
-    """List the calls waiting for a decision, oldest first, then the interrupted runs.
+    """List the calls waiting for a decision, oldest first, then the runs in progress and the interrupted runs.
 
-    Interrupted runs have status 'running' while no process is running them (a resume that crashed,
-    failed or was cancelled); each comes with the 'handrail resume' command that continues it.
-    Finished runs are not listed.
+    Runs in progress have status 'running' and a process holds them (a run or resume under way, or a
+    cancelled run whose tool call is still finishing). Interrupted runs have status 'running' while no
+    process is running them (a resume that crashed, failed or was cancelled); each comes with the
+    'handrail resume' command that continues it. Finished runs are not listed.
     """
     from handrail.human_in_the_loop.snapshots import awaiting_decision
 
@@ -69,14 +71,14 @@ def list_command(directory: Path | None, store_url: str | None, as_json: bool, a
 
     with opened(out, directory, store_url, allow_modules) as where:
         with errors_as_exit_codes(out):
-            paused, interrupted = where.scan(skipped)
-        _print_list(out, where, [(s, awaiting_decision(s)) for s in paused], interrupted, as_json)
+            paused, running, interrupted = where.scan(skipped)
+        _print_list(out, where, [(s, awaiting_decision(s)) for s in paused], running, interrupted, as_json)
 
 
-def _print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], interrupted: list[Any],
-                as_json: bool) -> None:  # fmt: skip
+def _print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], running: list[Any],
+                interrupted: list[Any], as_json: bool) -> None:  # fmt: skip
     if as_json:
-        echo_json(_list_json(rows, interrupted, where))
+        echo_json(_list_json(rows, running, interrupted, where))
         return
     if not rows:
         out.print(f"No paused runs in {where.label}.", markup=False)
@@ -89,6 +91,13 @@ def _print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], inter
         else:
             out.print(header + f" · nothing to decide: handrail resume {quote(str(snapshot.snapshot_id))} "
                                f"{where.arg}", markup=False)  # fmt: skip
+    if running:
+        out.print(f"Running now (a process holds them: {_HELD}):", style="bold", markup=False)
+    for snapshot in running:
+        out.print(f"{printable(snapshot.snapshot_id)}  running · last saved {age(snapshot.timestamp)} ago",
+                  markup=False)  # fmt: skip
+        for entry in running_calls(snapshot):
+            out.print(call_line(entry.tool_call_id, entry.tool_name, entry.arguments))
     if interrupted:
         out.print(f"Interrupted (status 'running' in the {where.noun}, but no process is running them: {_CAUSE}):",
                   style="bold yellow", markup=False)  # fmt: skip
@@ -102,7 +111,9 @@ def _print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], inter
         out.print(f"  {resume_hint(snapshot, where)}", style="dim", markup=False)
 
 
-def _list_json(rows: list[tuple[Any, list[Any]]], interrupted: list[Any], where: Where) -> dict[str, Any]:
+def _list_json(
+    rows: list[tuple[Any, list[Any]]], running: list[Any], interrupted: list[Any], where: Where
+) -> dict[str, Any]:
     pending = [
         {"snapshot_id": s.snapshot_id, "tool_call_id": c.id, "tool_name": c.tool_name, "arguments": c.arguments,
          "created_at": s.timestamp.isoformat(), "path": s.location}
@@ -118,7 +129,13 @@ def _list_json(rows: list[tuple[Any, list[Any]]], interrupted: list[Any], where:
          "hint": resume_hint(s, where)}
         for s in interrupted
     ]  # fmt: skip
-    return {"pending": pending, "ready_to_resume": ready, "interrupted": stopped}
+    in_progress = [
+        {"snapshot_id": s.snapshot_id, "status": "running", "created_at": s.timestamp.isoformat(), "path": s.location,
+         "running_calls": [{"tool_call_id": e.tool_call_id, "tool_name": e.tool_name, "arguments": e.arguments}
+                           for e in running_calls(s)]}
+        for s in running
+    ]  # fmt: skip
+    return {"pending": pending, "ready_to_resume": ready, "running": in_progress, "interrupted": stopped}
 
 
 def _call_status(snapshot: Any, call: Any, state: str) -> tuple[str, list[str]]:
@@ -152,7 +169,7 @@ def _call_status(snapshot: Any, call: Any, state: str) -> tuple[str, list[str]]:
 
 _STATES = {
     "interrupted": "interrupted (the {noun} says 'running', but no process holds it)",
-    "running": "running (another process is resuming it now)",
+    "running": "running (a process holds it now: {held})",
 }
 
 
@@ -194,7 +211,7 @@ def _print_snapshot(out: Any, where: Where, snapshot: Any, state: str, as_json: 
         return
     out.print(f"Snapshot {printable(snapshot.snapshot_id)}", style="bold", markup=False)
     when = "paused" if snapshot.status == "paused" else "last saved"
-    shown_state = _STATES.get(state, state).format(noun=where.noun)
+    shown_state = _STATES.get(state, state).format(noun=where.noun, held=_HELD)
     facts = [f"status: {shown_state}", f"{when} {age(snapshot.timestamp)} ago", f"model calls so far: {model_calls}"]
     out.print("  " + " · ".join(facts), markup=False)
     for label, value in (("file" if where.files else "location", snapshot.location),
@@ -275,7 +292,7 @@ def _check_open(out: Any, snapshot: Any, where: Where) -> None:
                         f"Calls still without a decision then pause the run again under a new snapshot id, where "
                         f"you decide them.")  # fmt: skip
     if state == "running":
-        fail_busy(out, f"Snapshot {name} is being resumed by another process right now; decisions are recorded "
+        fail_busy(out, f"Snapshot {name} is held by a running process right now ({_HELD}); decisions are recorded "
                        f"while no run holds it. When the run pauses again, decide in its new snapshot "
                        f"(handrail approvals list {where.arg}).")  # fmt: skip
     reason = unavailable_reason(snapshot)

@@ -353,8 +353,9 @@ def _resume(
         snapshot = where.store.load(found)
         state = where.state(snapshot)
         if state == "running":
-            fail_busy(out, f"Snapshot {printable(snapshot.snapshot_id)} is being resumed by another process right "
-                           f"now; try again when that run has paused or finished.")  # fmt: skip
+            fail_busy(out, f"Snapshot {printable(snapshot.snapshot_id)} is held by a running process right now (a "
+                           f"resume in progress, or a cancelled run whose tool call is still finishing); try again "
+                           f"when that run has paused or finished.")  # fmt: skip
         reason = unavailable_reason(snapshot)
         if reason is not None and state != "interrupted":
             fail_usage(out, reason)

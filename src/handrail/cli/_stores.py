@@ -127,17 +127,23 @@ class Where:
         )
         fail_usage(out, f"No snapshot '{printable(stem)}' in {self.label}. {what}: {present or 'none'}.")
 
-    def scan(self, skipped: Callable[[str, Exception], None]) -> tuple[list[AgentSnapshot], list[AgentSnapshot]]:
-        """``(paused, interrupted)`` snapshots, each oldest first; unreadable records are reported and skipped.
+    def scan(
+        self, skipped: Callable[[str, Exception], None]
+    ) -> tuple[list[AgentSnapshot], list[AgentSnapshot], list[AgentSnapshot]]:
+        """``(paused, running, interrupted)`` snapshots, each oldest first; unreadable records are skipped.
 
-        Interrupted: status ``running`` while no process holds the snapshot's claim.
+        Unreadable records are reported through ``skipped``. Running: status ``running`` and a process holds the
+        snapshot's claim (a run or a resume in progress, or a cancelled run whose tool call is still finishing).
+        Interrupted: status ``running`` while no process holds it.
         """
         found = self.store.list_snapshots(
             ("paused", "running"), on_error=lambda snapshot_id, exc: skipped(self.record_name(snapshot_id), exc)
         )
         paused = [s for s in found if s.status == "paused"]
-        interrupted = [s for s in found if s.status == "running" and self.state(s) == "interrupted"]
-        return paused, interrupted
+        states = {id(s): self.state(s) for s in found if s.status == "running"}
+        running = [s for s in found if states.get(id(s)) == "running"]
+        interrupted = [s for s in found if states.get(id(s)) == "interrupted"]
+        return paused, running, interrupted
 
 
 _DIR_HELP = "The snapshot directory (the one given to --pause-for-approval)."
