@@ -62,7 +62,7 @@ class Ledger:
         """The run's ``convert_result_to_json_string`` (for the recorded text of a result)."""
         self.lock = threading.RLock()
         self._workers = 0
-        self._on_idle: Callable[[], None] | None = None
+        self._on_idle: list[Callable[[], None]] = []
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -209,13 +209,11 @@ class Ledger:
             self._workers += 1
 
     def worker_ended(self, inv: Invocation) -> None:
-        """That thread is done; the last one runs the callback left by :meth:`when_idle`, if any."""
+        """That thread is done; the last one runs the callbacks left by :meth:`when_idle`, if any."""
         with self.lock:
             self._workers -= 1
-            callback = self._on_idle if self._workers == 0 else None
-            if callback is not None:
-                self._on_idle = None
-        if callback is not None:
+            callbacks, self._on_idle = (self._on_idle, []) if self._workers == 0 else ([], self._on_idle)
+        for callback in callbacks:
             callback()
 
     def when_idle(self, callback: Callable[[], None]) -> None:
@@ -227,7 +225,7 @@ class Ledger:
         """
         with self.lock:
             if self._workers:
-                self._on_idle = callback
+                self._on_idle.append(callback)
                 return
         callback()
 
