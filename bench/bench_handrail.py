@@ -8,6 +8,7 @@ can be compared as ratios measured in one pass on one machine.
 Usage:
     python bench/bench_handrail.py                     # every workload, each in a fresh subprocess: ONE line
     python bench/bench_handrail.py --workload w1_sync  # one workload in-process; prints its JSON line
+    python bench/bench_handrail.py --workload import   # the import time alone (the driver's "import" entry)
     python bench/bench_handrail.py --quick             # fewer repetitions (smoke test)
     python bench/bench_handrail.py --out results.json  # also write the line to a file
 
@@ -46,12 +47,13 @@ QUICK = False
 
 # The framework is imported here but failures are kept, not raised: the script stays importable (the peer
 # run_all.py imports bench modules to read versions()) and each workload reports the import error as JSON.
+# Any exception counts (a SyntaxError in a half-edited module makes handrail just as unimportable).
 _IMPORT_ERROR: str | None = None
 try:
     from handrail.components.agents import Agent
     from handrail.dataclasses import ChatMessage, ChatRole, ToolCall
     from handrail.tools import create_tool_from_function
-except ImportError as _exc:  # pragma: no cover - depends on how far the package is built
+except Exception as _exc:  # pragma: no cover - depends on how far the package is built
     _IMPORT_ERROR = f"{type(_exc).__name__}: {_exc}"
 
 
@@ -83,8 +85,9 @@ def reps(n: int) -> int:
     return max(3, n // 5) if QUICK else n
 
 
-_TOOL = ChatRole.TOOL  # module constants, as in the peer scripts' fake model
-_USER = ChatRole.USER
+# module constants, as in the peer scripts' fake model (None when handrail is not importable)
+_TOOL = ChatRole.TOOL if _IMPORT_ERROR is None else None
+_USER = ChatRole.USER if _IMPORT_ERROR is None else None
 
 
 class Samples(list[float]):
@@ -669,16 +672,36 @@ def versions() -> dict[str, str]:
     return out
 
 
+def import_failed(name: str, error: str) -> int:
+    """Print the error line a workload gives when handrail cannot be imported; returns the exit status (1)."""
+    print(json.dumps({"error": f"handrail is not importable: {error}"}))
+    print(f"bench_handrail: {name}: handrail is not importable: {error}", file=sys.stderr)
+    return 1
+
+
+def run_import() -> int:
+    """The "import" workload: the driver's "import" entry, as one JSON line."""
+    res = measure_import(IMPORT_STMT)
+    if "error" in res:
+        lines = str(res["error"]).strip().splitlines() or ["the import failed"]
+        return import_failed("import", lines[-1])
+    print(json.dumps(res))
+    return 0
+
+
 def run_one(name: str) -> int:
     """Run one workload in this process and print its JSON line; returns the exit status."""
     if _IMPORT_ERROR is not None:
-        print(json.dumps({"error": f"handrail is not importable: {_IMPORT_ERROR}"}))
-        print(f"bench_handrail: {name}: handrail is not importable: {_IMPORT_ERROR}", file=sys.stderr)
-        return 1
+        return import_failed(name, _IMPORT_ERROR)
+    if name == "import":
+        return run_import()
     rss0 = rss_now_kb()
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    res = WORKLOADS[name]()
+    try:
+        res = WORKLOADS[name]()
+    except ImportError as exc:  # a part of handrail that a workload imports on first use
+        return import_failed(name, f"{type(exc).__name__}: {exc}")
     res["_process"] = {
         "rss_at_start_kb": rss0,
         "peak_rss_kb": peak_rss_kb(),
@@ -692,20 +715,24 @@ def run_one(name: str) -> int:
 def main() -> int:
     global QUICK
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--workload", choices=list(WORKLOADS))
+    ap.add_argument("--workload", choices=["import", *WORKLOADS])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     a = ap.parse_args()
     QUICK = a.quick
     if a.workload:
         return run_one(a.workload)
-    res = driver(list(WORKLOADS), versions())
+    if _IMPORT_ERROR is not None:
+        res = {"error": f"handrail is not importable: {_IMPORT_ERROR}"}
+        print(f"bench_handrail: handrail is not importable: {_IMPORT_ERROR}", file=sys.stderr)
+    else:
+        res = driver(list(WORKLOADS), versions())
     line = json.dumps(res)
     if a.out:
         with open(a.out, "w") as f:
             f.write(line + "\n")
     print(line)
-    return 0
+    return 1 if "error" in res else 0
 
 
 if __name__ == "__main__":

@@ -14,24 +14,28 @@ Usage:
     python bench/run_all.py --rounds 1 --only haystack
     make bench-peers                        # the first line
 
-Writes ``bench/results/raw/<framework>.round<i>.json``, ``bench/results/<framework>.json`` (merged) and
-``bench/results/table.md``, and prints the table: each workload's figure for handrail and every peer, the
-ratio of handrail to Haystack 3.4.1 (how many times better handrail is: > 1 = handrail better) and issue 9's
-target for handrail, met or not.
+Writes ``bench/results/raw/<framework>.round<i>.json`` (removing the old ones of the frameworks it runs),
+``bench/results/<framework>.json`` (merged), ``table.md``, ``summary.json`` and ``pass.json`` (the frameworks
+and rounds of this pass: ``--table-only`` shows only those), and prints the table: each workload's figure for
+handrail and every peer, the ratio of handrail to Haystack 3.4.1 (how many times better handrail is: > 1 =
+handrail better) and issue 9's target for handrail, met or not. Exit status 1 when a handrail workload failed,
+2 on a usage or setup error found before anything runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -47,19 +51,44 @@ TITLES = {
 }
 WORKLOADS = ["w1_sync", "w1_async", "w1_scaling", "w1_hitl", "w2", "w3", "w4", "w5"]
 TIMEOUT_S = 900
+PASS_FILE = "pass.json"  # the record of the last pass: its id, frameworks, rounds
+
+
+def fail(msg: str) -> NoReturn:
+    """A usage or setup error, found before anything is run or written: message and exit status 2."""
+    print(f"run_all: error: {msg}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 # ---- running ------------------------------------------------------------------------------------------------
+def last_json(stdout: str) -> dict[str, Any] | None:
+    """The last line of stdout that is a JSON object, if any."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+    try:
+        res = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return res if isinstance(res, dict) else None
+
+
 def run_json(cmd: list[str]) -> dict[str, Any]:
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {TIMEOUT_S} s"}
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if p.returncode != 0 or not lines:
-        return {"error": (p.stderr or p.stdout)[-1500:]}
-    res: dict[str, Any] = json.loads(lines[-1])
-    return res
+    except OSError as exc:
+        return {"error": f"cannot run {cmd[0]}: {exc}"}
+    res = last_json(p.stdout)
+    if res is not None and (p.returncode == 0 or "error" in res):
+        return res
+    return {"error": (p.stderr or p.stdout)[-1500:] or f"exit status {p.returncode} and no output"}
+
+
+def reason(res: dict[str, Any], width: int = 160) -> str:
+    """A failed result's error, shortened: its last non-empty line (a traceback's exception), cut to width."""
+    lines = [ln.strip() for ln in str(res.get("error", "")).splitlines() if ln.strip()]
+    text = lines[-1] if lines else "no error message"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def meta_cmd(py: str, folder: str, module: str) -> list[str]:
@@ -110,6 +139,8 @@ def commands(a: argparse.Namespace) -> dict[str, tuple[str, str, str]]:
     out = {}
     for k in a.only or ORDER:
         if k == "handrail":
+            if shutil.which(a.handrail_python) is None:
+                fail(f"--handrail-python {a.handrail_python}: no such executable")
             out[k] = (a.handrail_python, HERE, "bench_handrail")
             continue
         py = os.path.join(a.bench_dir, PEERS[k], "bin", "python")
@@ -123,25 +154,41 @@ def commands(a: argparse.Namespace) -> dict[str, tuple[str, str, str]]:
     return out
 
 
+def log(r: int, w: str, k: str, t0: float, res: dict[str, Any]) -> None:
+    print(
+        f"round {r} {w:10s} {k:14s} {time.time() - t0:6.1f}s load={os.getloadavg()[0]:.2f}"
+        + (f" ERROR: {reason(res)}" if "error" in res else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def one_round(r: int, cmds: dict[str, tuple[str, str, str]], quick: bool) -> dict[str, dict[str, Any]]:
     per: dict[str, dict[str, Any]] = {k: {"workloads": {}} for k in cmds}
     for k, (py, folder, module) in cmds.items():
+        t0 = time.time()
         meta = run_json(meta_cmd(py, folder, module))
         per[k].update({x: meta.get(x) for x in ("versions", "python", "cpus", "framework")})
         per[k]["workloads"]["import"] = meta.get("import", meta)
+        log(r, "import", k, t0, per[k]["workloads"]["import"])
     for w in WORKLOADS:
         for k, (py, folder, module) in cmds.items():
             t0 = time.time()
             cmd = [py, os.path.join(folder, f"{module}.py"), "--workload", w] + (["--quick"] if quick else [])
             res = run_json(cmd)
             per[k]["workloads"][w] = res
-            print(
-                f"round {r} {w:10s} {k:14s} {time.time() - t0:6.1f}s load={os.getloadavg()[0]:.2f}"
-                + (" ERROR" if "error" in res else ""),
-                file=sys.stderr,
-                flush=True,
-            )
+            log(r, w, k, t0, res)
     return per
+
+
+def failures(rounds: list[dict[str, Any]]) -> list[str]:
+    """One line per workload that failed in any round: how often, and the first round's reason."""
+    out = []
+    for w in ["import", *WORKLOADS]:
+        bad = [res for per in rounds if "error" in (res := g(per, "workloads", w) or {"error": "no result"})]
+        if bad:
+            out.append(f"{w}: failed in {len(bad)} of {len(rounds)} round(s): {reason(bad[0])}")
+    return out
 
 
 # ---- the table ----------------------------------------------------------------------------------------------
@@ -426,7 +473,9 @@ def table(results: dict[str, dict[str, Any]]) -> tuple[list[str], list[dict[str,
             x = s / h if better == "lower" else h / s
             ratio = f"{x:.1f}× better" if x >= 1 else f"{1 / x:.1f}× worse"
         met = ""
-        if ok is not None and isinstance(h, float):
+        if ok is not None and isinstance(h, float) and "Haystack" in target and not isinstance(s, float):
+            met = "n/a (no Haystack figure in this pass)"
+        elif ok is not None and isinstance(h, float):
             met = "yes" if ok(h, s if isinstance(s, float) else None) else "**no**"
             verdicts.append({"figure": label, "handrail": h, "haystack": s, "target": target, "met": met == "yes"})
         lines.append("| " + " | ".join([label, *(vals[k][1] for k in cols), ratio, target, met]) + " |")
@@ -439,33 +488,91 @@ def table(results: dict[str, dict[str, Any]]) -> tuple[list[str], list[dict[str,
 
 
 # ---- main ---------------------------------------------------------------------------------------------------
-def main() -> int:
+def positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=positive_int, default=3, help="rounds (at least 1; default 3)")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions per workload (the scripts' --quick)")
     ap.add_argument("--bench-dir", default=os.environ.get("BENCH_DIR", "/tmp/bench"))
     ap.add_argument("--peer-dir", default=DEFAULT_PEER_DIR, help="the shared peer-bench folder")
     ap.add_argument("--handrail-python", default=sys.executable)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--only", nargs="*", choices=ORDER, help="a subset of the frameworks")
-    ap.add_argument("--table-only", action="store_true", help="print the table of the results in --out")
+    ap.add_argument(
+        "--table-only", action="store_true", help="print the table of the last pass's results in --out (runs nothing)"
+    )
     a = ap.parse_args()
     a.peer_dir = os.path.abspath(a.peer_dir)
-    os.makedirs(os.path.join(a.out, "raw"), exist_ok=True)
-    if a.table_only:
-        results = {}
-        for k in ORDER:
-            p = os.path.join(a.out, f"{k}.json")
-            if os.path.exists(p):
-                with open(p) as f:
-                    results[k] = json.loads(f.readline())
-        print("\n".join(table(results)[0]))
-        return 0
+    return a
 
-    cmds = commands(a)
-    if "handrail" not in cmds and "haystack" not in cmds:
-        print("run_all: neither handrail nor Haystack can run", file=sys.stderr)
-    t0 = time.time()
+
+def read_json(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path) as f:
+            res = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return res if isinstance(res, dict) else None
+
+
+def last_pass(out: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The results of the last pass recorded in out (a note saying which, and framework -> merged results)."""
+    if not os.path.isdir(out):
+        fail(f"--out {out}: " + ("not a directory" if os.path.exists(out) else "no such directory"))
+    present = {k: r for k in ORDER if (r := read_json(os.path.join(out, f"{k}.json"))) is not None}
+    record = read_json(os.path.join(out, PASS_FILE))
+    if record is None:
+        if not present:
+            fail(f"no results in {out} (no <framework>.json); run a pass first")
+        return (
+            f"no record of the last pass ({PASS_FILE}) in {out}: showing every <framework>.json there, "
+            "which may come from different passes",
+            present,
+        )
+    shown = {k: r for k, r in present.items() if k in record.get("frameworks", []) and r.get("pass") == record["pass"]}
+    if not shown:
+        fail(f"the results of the last pass ({record['pass']}) are missing in {out}")
+    old = [k for k in present if k not in shown]
+    note = (
+        f"the last pass in {out} ({record.get('date')}, {record.get('rounds')} round(s)"
+        + (", quick" if record.get("quick") else "")
+        + f"): {', '.join(shown)}"
+        + (f"; not shown, from older passes: {', '.join(old)}" if old else "")
+    )
+    return note, shown
+
+
+def table_only(out: str) -> int:
+    note, results = last_pass(out)
+    print(note)
+    print()
+    print("\n".join(table(results)[0]))
+    return 0
+
+
+def start_pass(a: argparse.Namespace, cmds: dict[str, tuple[str, str, str]]) -> None:
+    """Checks that something can run and where the results go, then removes the frameworks' old round files."""
+    if not cmds:
+        fail("nothing to run: " + ", ".join(a.only or ORDER) + " cannot run here (see above); nothing written")
+    if os.path.exists(a.out) and not os.path.isdir(a.out):
+        fail(f"--out {a.out}: not a directory")
+    raw = os.path.join(a.out, "raw")
+    os.makedirs(raw, exist_ok=True)
+    for k in cmds:
+        for path in glob.glob(os.path.join(raw, f"{k}.round*.json")):
+            os.remove(path)
+
+
+def run_rounds(a: argparse.Namespace, cmds: dict[str, tuple[str, str, str]]) -> dict[str, list[dict[str, Any]]]:
     rounds: dict[str, list[dict[str, Any]]] = {k: [] for k in cmds}
     for r in range(1, a.rounds + 1):
         per = one_round(r, cmds, a.quick)
@@ -474,28 +581,69 @@ def main() -> int:
             with open(os.path.join(a.out, "raw", f"{k}.round{r}.json"), "w") as f:
                 f.write(json.dumps(per[k]) + "\n")
             rounds[k].append(per[k])
+    return rounds
+
+
+def write_json(path: str, data: dict[str, Any], indent: int | None = None) -> None:
+    with open(path, "w") as f:
+        f.write(json.dumps(data, indent=indent) + "\n")
+
+
+def report_failures(failed: dict[str, list[str]]) -> int:
+    """Prints each framework's failed workloads with their reasons; exit status 1 if handrail's failed."""
+    for k, lines in failed.items():
+        print(f"\n{TITLES[k]}: {len(lines)} workload(s) failed:", file=sys.stderr)
+        for line in lines:
+            print(f"  {line}", file=sys.stderr)
+    if "handrail" not in failed:
+        return 0
+    print(
+        f"run_all: handrail: {len(failed['handrail'])} workload(s) failed (see above); exit status 1", file=sys.stderr
+    )
+    return 1
+
+
+def write_pass(out: str, results: dict[str, dict[str, Any]], info: dict[str, Any], record: dict[str, Any]) -> str:
+    """Writes the merged results, table.md, summary.json and the pass record; returns the table's text."""
+    for k, m in results.items():
+        write_json(os.path.join(out, f"{k}.json"), m)
+    lines, verdicts = table(results)
+    header = ", ".join(f"{k} {v}" for k, v in info.items())
+    text = header + "\n\n" + "\n".join(lines) + "\n"
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(text)
+    write_json(os.path.join(out, "summary.json"), {"machine": info, "pass": record, "targets": verdicts}, 1)
+    write_json(os.path.join(out, PASS_FILE), record, 1)
+    missed = [v["figure"] for v in verdicts if not v["met"]]
+    return (
+        text
+        + f"\ntargets met: {len(verdicts) - len(missed)}/{len(verdicts)}"
+        + (f"; missed: {missed}" if missed else "")
+    )
+
+
+def main() -> int:
+    a = parse_args()
+    if a.table_only:
+        return table_only(a.out)
+    cmds = commands(a)
+    start_pass(a, cmds)
+    if "handrail" not in cmds and "haystack" not in cmds:
+        print("run_all: neither handrail nor Haystack can run", file=sys.stderr)
+    t0 = time.time()
+    pass_id = time.strftime("%Y-%m-%dT%H:%M:%S") + f"-{os.getpid()}"
+    rounds = run_rounds(a, cmds)
     results = {}
     for k in cmds:
-        m = merge(rounds[k])
-        m.update(rounds=a.rounds, merge="element-wise median across rounds")
-        results[k] = m
-        with open(os.path.join(a.out, f"{k}.json"), "w") as f:
-            f.write(json.dumps(m) + "\n")
-    wall = time.time() - t0
-    lines, verdicts = table(results)
-    info = {**machine(), "rounds": a.rounds, "quick": a.quick, "pass_wall_s": round(wall, 1)}
+        results[k] = merge(rounds[k])
+        results[k].update(rounds=a.rounds, merge="element-wise median across rounds", **{"pass": pass_id})
+    info = {**machine(), "rounds": a.rounds, "quick": a.quick, "pass_wall_s": round(time.time() - t0, 1)}
     info["date"] = time.strftime("%Y-%m-%d %H:%M")
-    header = ", ".join(f"{k} {v}" for k, v in info.items())
-    with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write(header + "\n\n" + "\n".join(lines) + "\n")
-    with open(os.path.join(a.out, "summary.json"), "w") as f:
-        json.dump({"machine": info, "targets": verdicts}, f, indent=1)
-    print(header)
-    print()
-    print("\n".join(lines))
-    missed = [v["figure"] for v in verdicts if not v["met"]]
-    print(f"\ntargets met: {len(verdicts) - len(missed)}/{len(verdicts)}" + (f"; missed: {missed}" if missed else ""))
-    return 0
+    failed = {k: lines for k, per in rounds.items() if (lines := failures(per))}
+    record = {"pass": pass_id, "frameworks": list(cmds), "rounds": a.rounds, "quick": a.quick, "date": info["date"]}
+    record["failed"] = failed
+    print(write_pass(a.out, results, info, record), flush=True)
+    return report_failures(failed)
 
 
 if __name__ == "__main__":
