@@ -148,3 +148,28 @@ def test_agent_with_stores_round_trips_through_to_dict() -> None:
     again = Agent.from_dict(agent.to_dict())
     assert type(again.chat_message_store) is InMemoryChatMessageStore
     assert type(again.memory_store) is InMemoryMemoryStore
+
+
+async def test_run_async_loads_history_and_memories_off_the_event_loop_thread() -> None:
+    import threading
+
+    loop_thread = threading.current_thread()
+    seen: list[tuple[str, threading.Thread]] = []
+
+    class Chat(InMemoryChatMessageStore):
+        def retrieve_messages(self, chat_history_id: str, last_k: int | None = None) -> list[ChatMessage]:
+            seen.append(("history", threading.current_thread()))
+            return super().retrieve_messages(chat_history_id, last_k)
+
+    class Memory(InMemoryMemoryStore):
+        def search_memories(self, **kwargs: Any) -> list[ChatMessage]:
+            seen.append(("memories", threading.current_thread()))
+            return super().search_memories(**kwargs)
+
+    agent = _agent([asst("hi")], chat_message_store=Chat(), memory_store=Memory())
+    out = await agent.run_async(
+        [user("hello")], chat_message_store_kwargs={"chat_history_id": "h"}, memory_store_kwargs={"user_id": "u"}
+    )
+    assert out["last_message"].text == "hi"
+    assert [what for what, _ in seen] == ["history", "memories"]
+    assert all(thread is not loop_thread for _, thread in seen)

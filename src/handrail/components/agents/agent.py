@@ -319,12 +319,20 @@ class Agent:
         unknown_outcome: str | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async."""
-        plan, state, model = start_run(self, RunRequest(
+        """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async.
+
+        Claiming a snapshot and loading history and memories from the stores run in a worker thread, so the event
+        loop is not blocked by their I/O.
+        """
+        req = RunRequest(
             messages, False, streaming_callback, generation_kwargs, system_prompt, tools, given_arguments(self, kwargs),
             confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
             chat_message_store_kwargs, memory_store_kwargs,
-        ))  # fmt: skip
+        )  # fmt: skip
+        if snapshot is not None or chat_message_store_kwargs is not None or memory_store_kwargs is not None:
+            plan, state, model = await to_thread(start_run, self, req)
+        else:
+            plan, state, model = start_run(self, req)
         try:
             await run_machine_async(agent_machine(plan, state), model)
         finally:
