@@ -30,7 +30,8 @@ bench:
 	$(PYTHON) bench/bench_handrail.py
 
 # handrail next to the peers of ../shared/peer-bench (venvs under BENCH_DIR, default /tmp/bench), interleaved,
-# one table; BENCH_ARGS=--quick for fewer repetitions. See bench/README.md.
+# one table; BENCH_ARGS=--quick for fewer repetitions; PYTHON= the interpreter handrail is installed in
+# (e.g. .venv/bin/python). See bench/README.md.
 bench-peers:
 	$(PYTHON) bench/run_all.py $(BENCH_ARGS)
 
