@@ -61,8 +61,14 @@ def test_claims_are_lock_files_beside_the_database(db_path: Path, store: SQLiteS
         assert (db_path.parent / "handrail.db.locks" / f"{snapshot_id}.lock").exists()
 
 
-@pytest.mark.parametrize("data", [b"{not json", b"[1, 2]", b'{"schema_version": 1}', b'{"schema_version": 99}'])
-def test_a_corrupt_row_names_the_store_and_the_id(db_path: Path, store: SQLiteSnapshotStore, data: bytes) -> None:
+@pytest.mark.parametrize(
+    "data",
+    # SQLite keeps any type in any column: a hand-edited row may hold text or a number instead of bytes.
+    [b"{not json", b"[1, 2]", b'{"schema_version": 1}', b'{"schema_version": 99}', "{bad", '{"a": 1}', 42, 1.5],
+)
+def test_a_corrupt_row_names_the_store_and_the_id(
+    db_path: Path, store: SQLiteSnapshotStore, data: bytes | str | float
+) -> None:
     good = store.save(make_paused_snapshot())
     bad = store.save(make_paused_snapshot())
     _sql(db_path, "UPDATE handrail_snapshots SET data = ? WHERE snapshot_id = ?", data, bad)

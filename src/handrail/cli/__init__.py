@@ -18,6 +18,7 @@ Exit codes (also in ``handrail --help`` and the README):
 from __future__ import annotations
 
 import json
+import logging
 
 import click
 
@@ -47,6 +48,9 @@ _EPILOG = (
 @click.version_option(__version__, prog_name="handrail")
 def main() -> None:
     """handrail: tool-using LLM agents whose tool calls people can approve, reject or edit."""
+    # psycopg's pool logs each failed connection attempt as a warning, which Python prints to stderr when no
+    # logging is configured; the command reports an unreachable server once, in its own error message.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 
 @main.command()

@@ -198,6 +198,10 @@ class PostgresDatabase:
                 import psycopg
                 from psycopg_pool import ConnectionPool
 
+                try:  # one direct attempt first: a refused or failed login is reported at once, with its reason
+                    psycopg.connect(self.dsn, connect_timeout=max(2, round(self.timeout))).close()
+                except psycopg.Error as exc:
+                    raise StoreError(f"{self.store}: cannot reach {self._where()}: {exc}".rstrip()) from exc
                 pool: ConnectionPool[Any] = ConnectionPool(
                     self.dsn, min_size=self.min_size, max_size=self.max_size, timeout=self.timeout, open=False,
                     kwargs={"autocommit": True},

@@ -154,7 +154,7 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
 
     def _read(self, handle: Any, snapshot_id: str) -> bytes | None:
         row = self._run(handle, "SELECT data FROM handrail_snapshots WHERE snapshot_id = ?", (snapshot_id,)).fetchone()
-        return None if row is None else bytes(row[0])
+        return None if row is None else _as_bytes(row[0])
 
     def _exists(self, snapshot_id: str) -> bool:
         sql = "SELECT 1 FROM handrail_snapshots WHERE snapshot_id = ?"
@@ -184,10 +184,21 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
             None, f"SELECT snapshot_id, data FROM handrail_snapshots{where} ORDER BY created_at, snapshot_id", ()
         ).fetchall()
         for snapshot_id, data in rows:
-            yield str(snapshot_id), bytes(data)
+            yield str(snapshot_id), _as_bytes(data)
 
     def _some_ids(self) -> list[str]:
         rows = self._run(
             None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
         ).fetchall()
         return [str(row[0]) for row in rows]
+
+
+def _as_bytes(value: object) -> bytes:
+    """A record's ``data`` as bytes.
+
+    SQLite keeps any type in any column, so a hand-edited row may hold text, a number or NULL; those become bytes
+    that the decoder then refuses with an error naming the snapshot.
+    """
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    return b"" if value is None else str(value).encode("utf-8", "surrogatepass")
