@@ -730,3 +730,34 @@ def test_run_output_escapes_what_the_model_chose(tmp_path: Path, log: Path) -> N
     no_controls(resumed.output)
     assert "Paid.\\x1b]0;owned\\x07\nBye\\x9b2J" in resumed.output  # the answer keeps its lines
     assert transfers(log) == ["5"]
+
+
+def test_deciding_again_without_call_repeats_or_conflicts_on_the_steps_only_call(tmp_path: Path) -> None:
+    folder = tmp_path / "one"
+    two = paused_snapshot()
+    *head, asking = two.messages
+    kept = [c for c in asking.tool_calls if c.id != "c2"]  # c1 waits for a decision, c3 ran
+    one = dataclasses.replace(
+        two,
+        messages=[*head, ChatMessage.from_assistant(tool_calls=kept)],
+        ledger={k: v for k, v in two.ledger.items() if k != "c2"},
+    )
+    write_snapshot(one, folder / "one.json")
+    assert cli("approvals", "approve", "one", "--dir", folder, "--by", "ann").exit_code == 0
+    again = cli("approvals", "approve", "one", "--dir", folder, "--by", "bo")
+    assert again.exit_code == 0 and "already recorded" in again.output, again.output
+    conflict = cli("approvals", "reject", "one", "--dir", folder, "--feedback", "no")
+    assert conflict.exit_code == 2
+    assert "Call 'c1' to 'transfer' in snapshot one was already decided (approve, by ann)" in conflict.output
+    no_traceback(conflict)
+
+
+def test_deciding_again_without_call_when_several_calls_were_decided_asks_for_one(snapdir: Path) -> None:
+    for call in ("c1", "c2"):
+        assert cli("approvals", "approve", "s1", "--dir", snapdir, "--call", call).exit_code == 0
+    result = cli("approvals", "approve", "s1", "--dir", snapdir)
+    assert result.exit_code == 2
+    assert "No call of snapshot s1 awaits a decision (decided: c1 (transfer), c2 (transfer); name one with --call" in (
+        result.output
+    )
+    no_traceback(result)

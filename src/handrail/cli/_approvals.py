@@ -246,7 +246,11 @@ def _calls_text(calls: list[Any]) -> str:
 
 
 def _choose_call(out: Any, snapshot: Any, call_id: str | None, where: Where) -> Any:
-    """The call to decide: the one named, else the only one waiting; exits with a usage error otherwise."""
+    """The call to decide: the one named, else the only one waiting, else the step's only call.
+
+    Deciding a decided call again the same way changes nothing; differently, is a conflict. Exits with a usage
+    error when no call is named and none fits.
+    """
     from handrail.human_in_the_loop.snapshots import awaiting_decision
 
     waiting = awaiting_decision(snapshot)
@@ -254,8 +258,12 @@ def _choose_call(out: Any, snapshot: Any, call_id: str | None, where: Where) -> 
     if call_id is None:
         if len(waiting) == 1:
             return waiting[0]
+        decided = _decided(snapshot)
+        if not waiting and len(decided) == 1:
+            return decided[0]
         if not waiting:
-            fail_usage(out, f"No call of snapshot {name} awaits a decision; resume it with "
+            fail_usage(out, f"No call of snapshot {name} awaits a decision (decided: {_calls_text(decided) or 'none'}"
+                            f"{'; name one with --call to repeat its decision' if decided else ''}); resume it with "
                             f"'handrail resume {quote(str(snapshot.snapshot_id))} {where.arg}'.")  # fmt: skip
         fail_usage(out, f"Snapshot {name} has {len(waiting)} calls awaiting a decision: {_calls_text(waiting)}; "
                         f"choose one with --call.")  # fmt: skip
@@ -264,6 +272,13 @@ def _choose_call(out: Any, snapshot: Any, call_id: str | None, where: Where) -> 
         fail_usage(out, f"Call '{printable(call_id)}' is not a call of snapshot {name}; "
                         f"calls awaiting a decision: {_calls_text(waiting) or 'none'}.")  # fmt: skip
     return match
+
+
+def _decided(snapshot: Any) -> list[Any]:
+    """The calls of the paused step that have a decision (given for the step, or recorded in the ledger)."""
+    given = {d.tool_call_id for d in snapshot.tool_execution_decisions}
+    recorded = {call_id for call_id, entry in snapshot.ledger.items() if entry.decision is not None}
+    return [c for c in snapshot.pending_tool_calls if c.id in given | recorded]
 
 
 def _parse_edit(out: Any, text: str | None) -> dict[str, Any] | None:
