@@ -761,3 +761,17 @@ def test_deciding_again_without_call_when_several_calls_were_decided_asks_for_on
         result.output
     )
     no_traceback(result)
+
+
+def test_a_paused_snapshot_whose_claim_is_held_is_listed_as_running(snapdir: Path) -> None:
+    """A resume has claimed it but not yet marked it 'running' (e.g. while its model loads)."""
+    lock = FileLock(lock_path_for(snapdir / "s1.json"), timeout=0)
+    assert lock.acquire()
+    try:
+        out = cli("approvals", "list", "--dir", snapdir).output
+        assert "s1  running · last saved" in out and "s1  paused" not in out
+        data = last_json(cli("approvals", "list", "--dir", snapdir, "--json"))
+        assert data["pending"] == [] and [r["snapshot_id"] for r in data["running"]] == ["s1"]
+    finally:
+        lock.release()
+    assert "s1  paused" in cli("approvals", "list", "--dir", snapdir).output

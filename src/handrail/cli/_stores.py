@@ -100,6 +100,21 @@ class Where:
             return "interrupted"
         return str(snapshot.status)
 
+    def _held(self, snapshot: AgentSnapshot) -> bool:
+        """Whether a process holds the snapshot's claim.
+
+        A ``running`` snapshot: as :meth:`claimed` says. A ``paused`` one: only when that is certain (a claim that
+        cannot be checked, e.g. in a read-only directory, leaves it listed as paused).
+        """
+        if snapshot.status == "running":
+            return self.claimed(str(snapshot.snapshot_id))
+        from handrail.errors import HandrailError
+
+        try:
+            return bool(self.store.claimed(str(snapshot.snapshot_id)))
+        except (OSError, HandrailError):
+            return False
+
     def busy(self, snapshot_id: str) -> Callable[[], bool]:
         """For :func:`~handrail.cli._common.errors_as_exit_codes`: whether the snapshot is claimed right now."""
         return lambda: self.claimed(snapshot_id)
@@ -132,17 +147,18 @@ class Where:
     ) -> tuple[list[AgentSnapshot], list[AgentSnapshot], list[AgentSnapshot]]:
         """``(paused, running, interrupted)`` snapshots, each oldest first; unreadable records are skipped.
 
-        Unreadable records are reported through ``skipped``. Running: status ``running`` and a process holds the
-        snapshot's claim (a run or a resume in progress, or a cancelled run whose tool call is still finishing).
-        Interrupted: status ``running`` while no process holds it.
+        Unreadable records are reported through ``skipped``. Running: a process holds the snapshot's claim (a run
+        or a resume in progress, or a cancelled run whose tool call is still finishing). Interrupted: status
+        ``running`` while no process holds it.
         """
         found = self.store.list_snapshots(
             ("paused", "running"), on_error=lambda snapshot_id, exc: skipped(self.record_name(snapshot_id), exc)
         )
-        paused = [s for s in found if s.status == "paused"]
-        states = {id(s): self.state(s) for s in found if s.status == "running"}
-        running = [s for s in found if states.get(id(s)) == "running"]
-        interrupted = [s for s in found if states.get(id(s)) == "interrupted"]
+        # A paused snapshot whose claim is held is being resumed (the resume has not marked it 'running' yet).
+        held = {id(s) for s in found if s.snapshot_id and self._held(s)}
+        paused = [s for s in found if s.status == "paused" and id(s) not in held]
+        running = [s for s in found if id(s) in held]
+        interrupted = [s for s in found if s.status == "running" and id(s) not in held]
         return paused, running, interrupted
 
 

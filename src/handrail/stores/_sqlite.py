@@ -8,6 +8,7 @@ WAL mode lets readers run beside one writer, and writers wait up to ``busy_timeo
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
@@ -50,6 +51,11 @@ class SQLiteDatabase:
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                # A new file is private (0600) like snapshot files: it holds tool arguments and results. SQLite
+                # gives its -wal and -shm files the database file's mode.
+                if not os.path.lexists(self.path):
+                    with contextlib.suppress(FileExistsError):  # another process created it meanwhile
+                        os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             conn = sqlite3.connect(
                 self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
