@@ -312,3 +312,11 @@ def test_listing_a_missing_directory(tmp_path: Path) -> None:
 
 def test_an_empty_directory_has_nothing_pending(tmp_path: Path) -> None:
     assert list_pending(tmp_path) == []
+
+
+def test_a_conflict_shows_the_edited_arguments_as_json() -> None:
+    decided = with_decision(paused_snapshot(), approve(final_tool_params={"amount": 3}), decided_by="alice")
+    with pytest.raises(DecisionConflictError) as info:
+        with_decision(decided, approve(final_tool_params={"amount": 4}))
+    assert 'approve with arguments {"amount": 3}, by alice' in str(info.value)
+    assert 'refusing a different decision (approve with arguments {"amount": 4})' in str(info.value)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import getpass
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -221,7 +222,8 @@ def _describe(decision: ToolExecutionDecision) -> str:
     if not decision.execute:
         return "reject" + (f" ({decision.feedback!r})" if decision.feedback else "")
     if decision.final_tool_params is not None:
-        return f"approve with arguments {decision.final_tool_params!r}"
+        edited = json.dumps(decision.final_tool_params, ensure_ascii=False, default=repr)
+        return f"approve with arguments {edited}"
     return "approve"
 
 
