@@ -775,3 +775,18 @@ def test_a_paused_snapshot_whose_claim_is_held_is_listed_as_running(snapdir: Pat
     finally:
         lock.release()
     assert "s1  paused" in cli("approvals", "list", "--dir", snapdir).output
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"status": "resumed", "continued_in": "s9"}, "undecided · no longer decided here: the run continued in s9"),
+        ({"status": "done", "outcome": {"exit_reason": "text"}}, "undecided · the run finished"),
+    ],
+)
+def test_show_does_not_offer_an_ended_snapshots_calls_for_a_decision(
+    snapdir: Path, changes: dict[str, Any], fragment: str
+) -> None:
+    write_snapshot(paused_snapshot(**changes), snapdir / "old.json")
+    out = cli("approvals", "show", "old", "--dir", snapdir).output
+    assert fragment in out and "awaiting a decision" not in out

@@ -151,6 +151,13 @@ def _call_status(snapshot: Any, call: Any, state: str) -> tuple[str, list[str]]:
     if status == "pending" and decision is not None:
         status = "approved" if decision.execute else "rejected"
     details = ["awaiting a decision"] if status == "pending" else []
+    if status == "pending" and state == "resumed":
+        status, details = (
+            "undecided",
+            [f"no longer decided here: the run continued in {printable(snapshot.continued_in)}"],
+        )
+    elif status == "pending" and state == "done":
+        status, details = "undecided", ["the run finished"]
     if status == "running" and state == "interrupted":
         details.append("its process stopped mid-call: outcome unknown")
     if decision is not None:
