@@ -9,26 +9,20 @@ from typing import Any
 import click
 
 from handrail.cli._common import (
-    age,
-    call_line,
-    echo_json,
     errors_as_exit_codes,
     fail_busy,
     fail_usage,
     printable,
     quote,
     resume_hint,
-    running_calls,
 )
 from handrail.cli._stores import Where, opened, where_options
+from handrail.cli._views import CAUSE, HELD, calls_text, print_list, print_snapshot
 
 __all__ = ["approvals"]
 
 _ALLOW = click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
                       help="Trust classes under this module prefix inside snapshot files (repeatable).")  # fmt: skip
-
-_CAUSE = "a run or resume crashed, failed with an error or was cancelled"
-_HELD = "a run or resume in progress, or a cancelled run whose tool call is still finishing"
 
 
 def _consoles(as_json: bool = False) -> tuple[Any, Any]:
@@ -72,112 +66,7 @@ def list_command(directory: Path | None, store_url: str | None, as_json: bool, a
     with opened(out, directory, store_url, allow_modules) as where:
         with errors_as_exit_codes(out):
             paused, running, interrupted = where.scan(skipped)
-        _print_list(out, where, [(s, awaiting_decision(s)) for s in paused], running, interrupted, as_json)
-
-
-def _print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], running: list[Any],
-                interrupted: list[Any], as_json: bool) -> None:  # fmt: skip
-    if as_json:
-        echo_json(_list_json(rows, running, interrupted, where))
-        return
-    if not rows:
-        out.print(f"No paused runs in {where.label}.", markup=False)
-    for snapshot, waiting in rows:
-        header = f"{printable(snapshot.snapshot_id)}  paused {age(snapshot.timestamp)} ago"
-        if waiting:
-            out.print(header, style="bold", markup=False)
-            for call in waiting:
-                out.print(call_line(call.id, call.tool_name, call.arguments))
-        else:
-            out.print(header + f" · nothing to decide: handrail resume {quote(str(snapshot.snapshot_id))} "
-                               f"{where.arg}", markup=False)  # fmt: skip
-    if running:
-        out.print(f"Running now (a process holds them: {_HELD}):", style="bold", markup=False)
-    for snapshot in running:
-        out.print(f"{printable(snapshot.snapshot_id)}  running · last saved {age(snapshot.timestamp)} ago",
-                  markup=False)  # fmt: skip
-        for entry in running_calls(snapshot):
-            out.print(call_line(entry.tool_call_id, entry.tool_name, entry.arguments))
-    if interrupted:
-        out.print(f"Interrupted (status 'running' in the {where.noun}, but no process is running them: {_CAUSE}):",
-                  style="bold yellow", markup=False)  # fmt: skip
-    for snapshot in interrupted:
-        out.print(f"{printable(snapshot.snapshot_id)}  interrupted · last saved {age(snapshot.timestamp)} ago",
-                  style="bold", markup=False)  # fmt: skip
-        for entry in running_calls(snapshot):
-            line = call_line(entry.tool_call_id, entry.tool_name, entry.arguments)
-            line.append("  running when it stopped: outcome unknown", style="yellow")
-            out.print(line)
-        out.print(f"  {resume_hint(snapshot, where)}", style="dim", markup=False)
-
-
-def _list_json(
-    rows: list[tuple[Any, list[Any]]], running: list[Any], interrupted: list[Any], where: Where
-) -> dict[str, Any]:
-    pending = [
-        {"snapshot_id": s.snapshot_id, "tool_call_id": c.id, "tool_name": c.tool_name, "arguments": c.arguments,
-         "created_at": s.timestamp.isoformat(), "path": s.location}
-        for s, waiting in rows for c in waiting
-    ]  # fmt: skip
-    ready = [{"snapshot_id": s.snapshot_id, "created_at": s.timestamp.isoformat(), "path": s.location}
-             for s, waiting in rows if not waiting]  # fmt: skip
-    stopped = [
-        {"snapshot_id": s.snapshot_id, "status": "interrupted", "file_status": s.status,
-         "created_at": s.timestamp.isoformat(), "path": s.location,
-         "running_calls": [{"tool_call_id": e.tool_call_id, "tool_name": e.tool_name, "arguments": e.arguments}
-                           for e in running_calls(s)],
-         "hint": resume_hint(s, where)}
-        for s in interrupted
-    ]  # fmt: skip
-    in_progress = [
-        {"snapshot_id": s.snapshot_id, "status": "running", "created_at": s.timestamp.isoformat(), "path": s.location,
-         "running_calls": [{"tool_call_id": e.tool_call_id, "tool_name": e.tool_name, "arguments": e.arguments}
-                           for e in running_calls(s)]}
-        for s in running
-    ]  # fmt: skip
-    return {"pending": pending, "ready_to_resume": ready, "running": in_progress, "interrupted": stopped}
-
-
-def _call_status(snapshot: Any, call: Any, state: str) -> tuple[str, list[str]]:
-    """``(status, details)`` of one call of the paused step: the ledger's status, who decided, the result.
-
-    Details are escaped for the terminal (:func:`printable`).
-    """
-    entry = snapshot.ledger.get(call.id or "")
-    decision = next((d for d in snapshot.tool_execution_decisions if d.tool_call_id == call.id), None)
-    if decision is None and entry is not None:
-        decision = entry.decision
-    status = entry.status if entry is not None else "pending"
-    if status == "pending" and decision is not None:
-        status = "approved" if decision.execute else "rejected"
-    details = ["awaiting a decision"] if status == "pending" else []
-    if status == "pending" and state == "resumed":
-        status, details = (
-            "undecided",
-            [f"no longer decided here: the run continued in {printable(snapshot.continued_in)}"],
-        )
-    elif status == "pending" and state == "done":
-        status, details = "undecided", ["the run finished"]
-    if status == "running" and state == "interrupted":
-        details.append("its process stopped mid-call: outcome unknown")
-    if decision is not None:
-        details.append(f"by {printable(decision.decided_by or 'unknown')}")
-        if decision.execute and decision.final_tool_params is not None:
-            edited = json.dumps(decision.final_tool_params, ensure_ascii=False)
-            details.append(f"arguments edited to {printable(edited)}")
-        if decision.feedback:
-            details.append(f"feedback: {printable(decision.feedback)}")
-    text = (entry.result or {}).get("text") if entry is not None else None
-    if text is not None:
-        shown = str(text)
-        details.append(f"result: {printable(shown[:160])}{' …' if len(shown) > 160 else ''}")
-    return status, details
-
-
-_STATES = {
-    "interrupted": "interrupted (the {noun} says 'running', but no process holds it)",
-    "running": "running (a process holds it now: {held})",
-}
+        print_list(out, where, [(s, awaiting_decision(s)) for s in paused], running, interrupted, as_json)
 
 
 @approvals.command("show")
@@ -196,60 +85,7 @@ def show(
         with errors_as_exit_codes(out, busy=where.busy(found)):
             snapshot = where.store.load(found)
             state = where.state(snapshot)
-        _print_snapshot(out, where, snapshot, state, as_json)
-
-
-def _print_snapshot(out: Any, where: Where, snapshot: Any, state: str, as_json: bool) -> None:
-    descriptions = _descriptions(snapshot)
-    calls = [(c, *_call_status(snapshot, c, state)) for c in snapshot.pending_tool_calls]
-    question = next((m.text for m in snapshot.messages if m.role.value == "user" and m.text), None)
-    model_calls = snapshot.component_visits.get("chat_generator", 0)
-    if as_json:
-        echo_json({
-            "snapshot_id": snapshot.snapshot_id, "path": snapshot.location, "status": state,
-            "file_status": snapshot.status, "created_at": snapshot.timestamp.isoformat(),
-            "position": snapshot.position, "model_calls": model_calls, "step_count": snapshot.step_count,
-            "agent_file": snapshot.metadata.get("agent_file"), "question": question,
-            "continued_in": snapshot.continued_in, "outcome": snapshot.outcome,
-            "calls": [{**c.to_dict(), "status": status, "details": details} for c, status, details in calls],
-            "descriptions": descriptions,
-            "hint": resume_hint(snapshot, where) if state == "interrupted" else None,
-        })  # fmt: skip
-        return
-    out.print(f"Snapshot {printable(snapshot.snapshot_id)}", style="bold", markup=False)
-    when = "paused" if snapshot.status == "paused" else "last saved"
-    shown_state = _STATES.get(state, state).format(noun=where.noun, held=_HELD)
-    facts = [f"status: {shown_state}", f"{when} {age(snapshot.timestamp)} ago", f"model calls so far: {model_calls}"]
-    out.print("  " + " · ".join(facts), markup=False)
-    for label, value in (("file" if where.files else "location", snapshot.location),
-                         ("agent file", snapshot.metadata.get("agent_file")),
-                         ("question", question), ("continued in", snapshot.continued_in)):  # fmt: skip
-        if value:
-            out.print(f"  {label}: {printable(value)}", markup=False)
-    if state == "interrupted":
-        out.print(f"  {resume_hint(snapshot, where)}", style="yellow", markup=False)
-    if not calls:
-        out.print("  Paused before the model call: no tool calls to decide.", markup=False)
-    for call, status, details in calls:
-        line = call_line(call.id, call.tool_name, call.arguments)
-        line.append(f"  {status}", style="yellow" if status in ("pending", "running") else "green")
-        if details:
-            line.append(" · " + " · ".join(details), style="dim")
-        out.print(line)
-        if status == "pending" and descriptions.get(call.tool_name):
-            out.print(f"      {printable(descriptions[call.tool_name])}", style="dim", markup=False)
-
-
-def _descriptions(snapshot: Any) -> dict[str, str]:
-    from handrail.human_in_the_loop.snapshots import get_tool_calls_and_descriptions_from_snapshot
-
-    if snapshot.position != "tool_invoker":
-        return {}
-    return get_tool_calls_and_descriptions_from_snapshot(snapshot, breakpoint_tool_only=False)[1]
-
-
-def _calls_text(calls: list[Any]) -> str:
-    return ", ".join(f"{printable(c.id)} ({printable(c.tool_name)})" for c in calls)
+        print_snapshot(out, where, snapshot, state, as_json)
 
 
 def _choose_call(out: Any, snapshot: Any, call_id: str | None, where: Where) -> Any:
@@ -269,15 +105,15 @@ def _choose_call(out: Any, snapshot: Any, call_id: str | None, where: Where) -> 
         if not waiting and len(decided) == 1:
             return decided[0]
         if not waiting:
-            fail_usage(out, f"No call of snapshot {name} awaits a decision (decided: {_calls_text(decided) or 'none'}"
+            fail_usage(out, f"No call of snapshot {name} awaits a decision (decided: {calls_text(decided) or 'none'}"
                             f"{'; name one with --call to repeat its decision' if decided else ''}); resume it with "
                             f"'handrail resume {quote(str(snapshot.snapshot_id))} {where.arg}'.")  # fmt: skip
-        fail_usage(out, f"Snapshot {name} has {len(waiting)} calls awaiting a decision: {_calls_text(waiting)}; "
+        fail_usage(out, f"Snapshot {name} has {len(waiting)} calls awaiting a decision: {calls_text(waiting)}; "
                         f"choose one with --call.")  # fmt: skip
     match = next((c for c in snapshot.pending_tool_calls if c.id == call_id), None)
     if match is None:
         fail_usage(out, f"Call '{printable(call_id)}' is not a call of snapshot {name}; "
-                        f"calls awaiting a decision: {_calls_text(waiting) or 'none'}.")  # fmt: skip
+                        f"calls awaiting a decision: {calls_text(waiting) or 'none'}.")  # fmt: skip
     return match
 
 
@@ -310,11 +146,11 @@ def _check_open(out: Any, snapshot: Any, where: Where) -> None:
     state = where.state(snapshot)
     if state == "interrupted":
         fail_usage(out, f"Snapshot {name} was interrupted: its {where.noun} says 'running' but no process holds it "
-                        f"({_CAUSE}), so decisions can no longer be recorded in it. {resume_hint(snapshot, where)} "
+                        f"({CAUSE}), so decisions can no longer be recorded in it. {resume_hint(snapshot, where)} "
                         f"Calls still without a decision then pause the run again under a new snapshot id, where "
                         f"you decide them.")  # fmt: skip
     if state == "running":
-        fail_busy(out, f"Snapshot {name} is held by a running process right now ({_HELD}); decisions are recorded "
+        fail_busy(out, f"Snapshot {name} is held by a running process right now ({HELD}); decisions are recorded "
                        f"while no run holds it. When the run pauses again, decide in its new snapshot "
                        f"(handrail approvals list {where.arg}).")  # fmt: skip
     reason = unavailable_reason(snapshot)
@@ -364,7 +200,7 @@ def _decide(
     waiting = awaiting_decision(updated)
     if waiting:
         them = "it" if len(waiting) == 1 else "them"
-        out.print(f"Still awaiting a decision: {_calls_text(waiting)}. Resuming now would pause the run again at "
+        out.print(f"Still awaiting a decision: {calls_text(waiting)}. Resuming now would pause the run again at "
                   f"{them}.", markup=False)  # fmt: skip
     else:
         out.print(f"Every call is decided. Continue the run with: handrail resume "
