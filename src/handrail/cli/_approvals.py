@@ -119,9 +119,9 @@ def _choose_call(out: Any, snapshot: Any, call_id: str | None, where: Where) -> 
 
 def _decided(snapshot: Any) -> list[Any]:
     """The calls of the paused step that have a decision (given for the step, or recorded in the ledger)."""
-    given = {d.tool_call_id for d in snapshot.tool_execution_decisions}
-    recorded = {call_id for call_id, entry in snapshot.ledger.items() if entry.decision is not None}
-    return [c for c in snapshot.pending_tool_calls if c.id in given | recorded]
+    from handrail.human_in_the_loop.snapshots import recorded_decision
+
+    return [c for c in snapshot.pending_tool_calls if recorded_decision(snapshot, c.id) is not None]
 
 
 def _parse_edit(out: Any, text: str | None) -> dict[str, Any] | None:

@@ -94,10 +94,10 @@ def _call_status(snapshot: Any, call: Any, state: str) -> tuple[str, list[str]]:
 
     Details are escaped for the terminal (:func:`printable`).
     """
+    from handrail.human_in_the_loop.snapshots import recorded_decision
+
     entry = snapshot.ledger.get(call.id or "")
-    decision = next((d for d in snapshot.tool_execution_decisions if d.tool_call_id == call.id), None)
-    if decision is None and entry is not None:
-        decision = entry.decision
+    decision = recorded_decision(snapshot, call.id)
     status = entry.status if entry is not None else "pending"
     if status == "pending" and decision is not None:
         status = "approved" if decision.execute else "rejected"

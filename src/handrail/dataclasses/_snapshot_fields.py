@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from handrail.core.typed_json import decode_value
 from handrail.dataclasses._ledger import LedgerEntry, parse_datetime
@@ -15,6 +15,8 @@ from handrail.dataclasses.breakpoints import AgentBreakpoint
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.errors import ConfigurationError, SnapshotError
+
+T = TypeVar("T")
 
 __all__ = [
     "POSITIONS",
@@ -41,18 +43,23 @@ def _fail(key: str, expected: str, value: Any) -> SnapshotError:
     return SnapshotError(f"Snapshot key {key!r}: expected {expected}, got {value!r:.120}")
 
 
-def _messages(value: Any, key: str) -> list[ChatMessage]:
+def _dicts(value: Any, key: str, what: str, read: Callable[[dict[str, Any]], T], prefix: str = "") -> list[T]:
+    """A list of ``what`` dicts, each read with ``read``; errors name the key and the index."""
     if not isinstance(value, list):
-        raise _fail(key, "a list of message dicts", value)
-    messages = []
+        raise _fail(key, f"a list of {what} dicts", value)
+    out = []
     for i, item in enumerate(value):
         if not isinstance(item, dict):
-            raise SnapshotError(f"Snapshot {key}[{i}]: expected a message dict, got {item!r:.120}")
+            raise SnapshotError(f"Snapshot {key}[{i}]: expected a {what} dict, got {item!r:.120}")
         try:
-            messages.append(ChatMessage.from_dict(item))
+            out.append(read(item))
         except _CONVERSION_ERRORS as exc:
-            raise SnapshotError(f"Snapshot {key}[{i}]: cannot read the message: {exc}") from exc
-    return messages
+            raise SnapshotError(f"Snapshot {key}[{i}]: {prefix}{exc}") from exc
+    return out
+
+
+def _messages(value: Any, key: str) -> list[ChatMessage]:
+    return _dicts(value, key, "message", ChatMessage.from_dict, "cannot read the message: ")
 
 
 def _state(value: Any, key: str) -> dict[str, Any]:
@@ -87,17 +94,7 @@ def _choice(choices: tuple[str, ...]) -> Callable[[Any, str], str]:
 
 
 def _decisions(value: Any, key: str) -> list[ToolExecutionDecision]:
-    if not isinstance(value, list):
-        raise _fail(key, "a list of decision dicts", value)
-    decisions = []
-    for i, item in enumerate(value):
-        try:
-            if not isinstance(item, dict):
-                raise TypeError(f"expected a decision dict, got {item!r:.120}")
-            decisions.append(ToolExecutionDecision.from_dict(item))
-        except _CONVERSION_ERRORS as exc:
-            raise SnapshotError(f"Snapshot {key}[{i}]: {exc}") from exc
-    return decisions
+    return _dicts(value, key, "decision", ToolExecutionDecision.from_dict)
 
 
 def _ledger(value: Any, key: str) -> dict[str, LedgerEntry]:

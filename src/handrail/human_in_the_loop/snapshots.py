@@ -32,7 +32,13 @@ from typing import Any
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import ConfigurationError
-from handrail.stores._snapshot_common import awaiting_decision, check_snapshot, unavailable_reason, with_decision
+from handrail.stores._snapshot_common import (
+    awaiting_decision,
+    check_snapshot,
+    recorded_decision,
+    unavailable_reason,
+    with_decision,
+)
 from handrail.stores.snapshot_file import FileSnapshotStore
 from handrail.stores.types import PendingApproval
 
@@ -43,6 +49,7 @@ __all__ = [
     "list_paused",
     "list_pending",
     "record_decision",
+    "recorded_decision",
     "snapshot_files",
     "unavailable_reason",
     "with_decision",

@@ -42,6 +42,7 @@ __all__ = [
     "id_from_name",
     "new_snapshot_id",
     "pending_approvals",
+    "recorded_decision",
     "unavailable_reason",
     "with_decision",
 ]
@@ -250,10 +251,19 @@ def _target_call(snapshot: AgentSnapshot, decision: ToolExecutionDecision) -> To
     return call
 
 
-def _existing(snapshot: AgentSnapshot, call_id: str) -> ToolExecutionDecision | None:
+def recorded_decision(snapshot: AgentSnapshot, call_id: str | None) -> ToolExecutionDecision | None:
+    """The decision known for a call of the paused step: given for the step, else recorded in the ledger.
+
+    Args:
+        snapshot: The snapshot.
+        call_id: The call's id.
+
+    Returns:
+        The decision, or None when the call has none.
+    """
     found = next((d for d in snapshot.tool_execution_decisions if d.tool_call_id == call_id), None)
     if found is None:
-        entry = snapshot.ledger.get(call_id)
+        entry = snapshot.ledger.get(call_id or "")
         found = entry.decision if entry is not None else None
     return found
 
@@ -322,7 +332,7 @@ def with_decision(
     call = _target_call(snapshot, decision)
     call_id = decision.tool_call_id
     assert call_id is not None  # checked by _target_call
-    previous = _existing(snapshot, call_id)
+    previous = recorded_decision(snapshot, call_id)
     if previous is not None:
         if _same(previous, decision, call):
             return snapshot
