@@ -79,14 +79,19 @@ class Where:
         """A snapshot's file name (``<id>.json``) or ``snapshot <id>``, for warnings."""
         return f"{snapshot_id}.json" if self.files else f"snapshot {snapshot_id}"
 
-    def claimed(self, snapshot_id: str) -> bool:
-        """Whether a process holds the snapshot's claim now; a claim that cannot be checked counts as held."""
+    def claimed(self, snapshot_id: str, *, unchecked: bool = True) -> bool:
+        """Whether a process holds the snapshot's claim now.
+
+        Args:
+            snapshot_id: The snapshot.
+            unchecked: What a claim that cannot be checked (e.g. in a read-only directory) counts as.
+        """
         from handrail.errors import HandrailError
 
         try:
-            return self.store.claimed(snapshot_id)
+            return bool(self.store.claimed(snapshot_id))
         except OSError:
-            return True
+            return unchecked
         except HandrailError:
             return False
 
@@ -99,21 +104,6 @@ class Where:
         if snapshot.status == "running" and snapshot.snapshot_id and not self.claimed(snapshot.snapshot_id):
             return "interrupted"
         return str(snapshot.status)
-
-    def _held(self, snapshot: AgentSnapshot) -> bool:
-        """Whether a process holds the snapshot's claim.
-
-        A ``running`` snapshot: as :meth:`claimed` says. A ``paused`` one: only when that is certain (a claim that
-        cannot be checked, e.g. in a read-only directory, leaves it listed as paused).
-        """
-        if snapshot.status == "running":
-            return self.claimed(str(snapshot.snapshot_id))
-        from handrail.errors import HandrailError
-
-        try:
-            return bool(self.store.claimed(str(snapshot.snapshot_id)))
-        except (OSError, HandrailError):
-            return False
 
     def busy(self, snapshot_id: str) -> Callable[[], bool]:
         """For :func:`~handrail.cli._common.errors_as_exit_codes`: whether the snapshot is claimed right now."""
@@ -154,8 +144,9 @@ class Where:
         found = self.store.list_snapshots(
             ("paused", "running"), on_error=lambda snapshot_id, exc: skipped(self.record_name(snapshot_id), exc)
         )
-        # A paused snapshot whose claim is held is being resumed (the resume has not marked it 'running' yet).
-        held = {id(s) for s in found if s.snapshot_id and self._held(s)}
+        # A paused snapshot whose claim is held is being resumed (the resume has not marked it 'running' yet); one
+        # whose claim cannot be checked stays listed as paused.
+        held = {id(s) for s in found if s.snapshot_id and self.claimed(s.snapshot_id, unchecked=s.status == "running")}
         paused = [s for s in found if s.status == "paused" and id(s) not in held]
         running = [s for s in found if id(s) in held]
         interrupted = [s for s in found if s.status == "running" and id(s) not in held]
