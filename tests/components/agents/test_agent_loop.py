@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
 
 from handrail.components.agents import Agent
-from handrail.dataclasses import ChatMessage, ChatRole, StreamingChunk
+from handrail.dataclasses import ChatMessage, ChatRole, StreamingChunk, TextContent
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 
@@ -414,6 +415,13 @@ class TestSystemPrompt:
         for recorded in gen.calls:
             assert system_messages(recorded["messages"]) == [0]
 
+    def test_a_system_message_after_the_first_position_is_named_in_a_warning(self) -> None:
+        agent, gen = agent_with([reply("ok")], system_prompt="sys")
+        history = [user("a"), reply("b"), ChatMessage.from_system("late"), user("c")]
+        with pytest.warns(UserWarning, match=r"system messages after the first position \(indexes \[3\]\)"):
+            agent.run(history)
+        assert system_messages(gen.calls[0]["messages"]) == [0, 3]
+
 
 # --------------------------------------------------------------------------- state arguments
 
@@ -423,9 +431,27 @@ class TestArguments:
         agent, gen = agent_with([reply("ok")])
         with pytest.raises(TypeError):
             agent.run("hi")  # type: ignore[arg-type]
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match=r"messages\[1\] is a str, not a ChatMessage"):
             agent.run([user("hi"), "there"])  # type: ignore[list-item]
         assert gen.calls == []
+
+    def test_long_history_with_one_bad_message_names_it(self) -> None:
+        agent, gen = agent_with([reply("ok")])
+        history: list[Any] = [user(str(i)) for i in range(2_000)]
+        history[1_234] = {"role": "user", "content": "a dict"}
+        with pytest.raises(TypeError, match=r"messages\[1234\] is a dict"):
+            agent.run(history)
+        assert gen.calls == []
+
+    def test_a_chat_message_subclass_is_accepted(self) -> None:
+        @dataclasses.dataclass(slots=True)
+        class Tagged(ChatMessage):
+            tag: str = ""
+
+        agent, gen = agent_with([reply("ok")])
+        out = agent.run([Tagged(ChatRole.USER, [TextContent("hi")], tag="x")])
+        assert out["last_message"].text == "ok"
+        assert isinstance(gen.calls[0]["messages"][0], Tagged)
 
     def test_streaming_callback_is_the_second_positional_parameter(self) -> None:
         chunks: list[Any] = []

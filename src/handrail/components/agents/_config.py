@@ -282,15 +282,12 @@ def check_messages(messages: Any) -> list[ChatMessage]:
     """
     if not isinstance(messages, list | tuple):
         raise ConfigurationTypeError(f"messages must be a list of ChatMessage, got {type(messages).__name__}.")
-    if set(map(type, messages)) <= _PLAIN_MESSAGE:  # the common case, checked at C speed for long histories
+    if list(map(type, messages)).count(ChatMessage) == len(messages):  # the common case, at C speed (~10 ns each)
         return list(messages)
     for i, m in enumerate(messages):
         if not isinstance(m, ChatMessage):
             raise ConfigurationTypeError(f"messages[{i}] is a {type(m).__name__}, not a ChatMessage.")
     return list(messages)
-
-
-_PLAIN_MESSAGE = frozenset({ChatMessage})
 
 
 def select_tools(configured: list[Tool | Toolset] | Toolset, runtime: Any) -> list[Tool | Toolset]:
