@@ -56,8 +56,10 @@ def measure(name: str, make) -> None:
         if hasattr(store, "close"):
             store.close()
     ms = lambda xs: f"{statistics.median(xs) * 1000:8.1f} ms"  # noqa: E731
-    print(f"{name:10s} write 2000 in one call {ms(writes)} | retrieve all {ms(reads)} | "
-          f"retrieve last_k=10 {ms(reads_k)} | 400 writes of one round {ms(batched)}")
+    print(
+        f"{name:10s} write 2000 in one call {ms(writes)} | retrieve all {ms(reads)} | "
+        f"retrieve last_k=10 {ms(reads_k)} | 400 writes of one round {ms(batched)}"
+    )
 
 
 if __name__ == "__main__":

@@ -491,10 +491,29 @@ def w3() -> dict[str, Any]:
         "sync": timed(s, "ms"),
         "async": timed(sa, "ms"),
         "same_agent_empty_history_sync": timed(s0, "ms"),
+        **_w3_parts(hist),
         "rss_after_history_built_kb": rss_base,
         "peak_rss_kb": peak,
         "peak_minus_base_kb": peak - rss_base,
         "tracemalloc_peak_one_run_kb": tm,
+    }
+
+
+def _w3_parts(hist: list[ChatMessage]) -> dict[str, Any]:
+    """What a run spends on the history itself, measured on its own (µs per 2,000 messages).
+
+    ``history_copy_and_free``: one new list of the history, made and freed — the least any run that returns the
+    history as a new list pays. ``history_input_checks``: the Agent's checks of its input (every message is a
+    ChatMessage; no system message after the first position, DESIGN.md §3.8), on a fresh copy as a run makes it.
+    """
+    from handrail.components.agents import _config
+
+    def checks() -> None:
+        _config.with_system_prompt(_config.check_messages(hist), None, None)
+
+    return {
+        "history_copy_and_free": timed(bench_sync(lambda: list(hist), 20, 300), "us"),
+        "history_input_checks": timed(bench_sync(checks, 20, 300), "us"),
     }
 
 

@@ -267,6 +267,12 @@ def w3_ratio(w: dict[str, Any], k: str) -> float | None:
     return a / b if a is not None and b else None
 
 
+def w3_floor(w: dict[str, Any], k: str) -> float | None:
+    """The W3 ratio of a run whose only history cost is one copy of the list (made and freed)."""
+    copy, one = stat(w, k, ("w3", "history_copy_and_free")), stat(w, k, ("w3", "same_agent_empty_history_sync"))
+    return (one + copy / 1000) / one if copy is not None and one else None
+
+
 def scaling(w: dict[str, Any], k: str) -> str | None:
     vals = [stat(w, k, ("w1_scaling", f"steps_{n}", "per_step_us")) for n in (10, 50, 100, 200)]
     return None if None in vals else " / ".join(f"{v:.0f}" for v in vals if v is not None)
@@ -407,6 +413,8 @@ ROWS: list[tuple[str, Callable[[dict[str, Any], str], Any], str, str | None, str
         None,
     ),
     ("W3 history cost: 2,000 ÷ 1 message", w3_ratio, "×", "lower", "≤ ×1.05", lambda h, s: h <= 1.05),
+    ("W3 of that: the input checks, 2,000 messages", path_fn(("w3", "history_input_checks"), ()), "µs", None, "", None),
+    ("W3 floor: 1-message run plus one copy of the history, ÷ 1-message run", w3_floor, "×", None, "", None),
     (
         "W4 snapshot of a 2,000-message paused run → JSON",
         keyed("w4", W4_SNAPSHOT),
