@@ -29,7 +29,15 @@ def layout(state: State) -> list[tuple[str, list[str], str | None]]:
 
 
 def refusal(name: str, limit: int) -> str:
-    return f"Tool '{name}' reached its limit of {limit} calls in this run; the call was not run."
+    calls = "call" if limit == 1 else "calls"
+    return f"Tool '{name}' reached its limit of {limit} {calls} in this run; the call was not run."
+
+
+@pytest.mark.parametrize(("limit", "words"), [(0, "0 calls"), (1, "1 call"), (2, "2 calls")])
+def test_the_refusal_message_counts_calls_grammatically(limit: int, words: str) -> None:
+    assert MaxToolCallsHook.message("search", limit) == (
+        f"Tool 'search' reached its limit of {words} in this run; the call was not run."
+    )
 
 
 def test_within_limits_nothing_changes() -> None:

@@ -144,6 +144,8 @@ async def test_run_async() -> None:
     ("patterns", "error", "match"),
     [
         ([], ConfigurationError, "patterns is empty"),
+        ([""], ConfigurationError, r"patterns\[0\] is empty"),
+        ([r"sk-\w+", ""], ConfigurationError, r"patterns\[1\] is empty.*nothing"),
         (["("], ConfigurationError, r"the pattern '\(' does not compile"),
         ("sk-.*", ConfigurationTypeError, "must be a list of strings"),
         ([1], ConfigurationTypeError, "must be a list of strings"),

@@ -87,10 +87,50 @@ def test_a_bare_lambda_is_refused_as_well() -> None:
 
 
 def test_an_object_without_run_is_refused() -> None:
-    with pytest.raises(ConfigurationTypeError, match="is a int, which has no callable run"):
+    with pytest.raises(ConfigurationTypeError, match=r"hooks\['before_run'\]\[0\]: int has no callable run"):
         validate_hooks({"before_run": [3]})
-    with pytest.raises(ConfigurationTypeError, match="NotRunnable, which has no callable run"):
+    with pytest.raises(ConfigurationTypeError, match="NotRunnable has no callable run"):
         validate_hooks({"before_run": [NotRunnable()]})
+
+
+class AsyncRunHook:
+    async def run(self, state: State) -> None:
+        pass
+
+
+class SyncRunAsyncHook:
+    def run(self, state: State) -> None:
+        pass
+
+    def run_async(self, state: State) -> None:
+        pass
+
+
+class BothForms:
+    def run(self, state: State) -> None:
+        pass
+
+    async def run_async(self, state: State) -> None:
+        pass
+
+
+def test_a_hook_whose_run_is_a_coroutine_function_is_refused() -> None:
+    with pytest.raises(
+        ConfigurationTypeError,
+        match=r"hooks\['after_run'\]\[0\]: AsyncRunHook\.run is a coroutine function \(async def\), so it would "
+        r"never run.*async def run_async\(self, state\).*sync run\(self, state\).*@hook",
+    ):
+        validate_hooks({"after_run": [AsyncRunHook()]})
+
+
+def test_a_hook_whose_run_async_is_not_a_coroutine_function_is_refused() -> None:
+    with pytest.raises(ConfigurationTypeError, match=r"SyncRunAsyncHook\.run_async is not a coroutine function"):
+        validate_hooks({"after_run": [SyncRunAsyncHook()]})
+
+
+def test_a_hook_with_a_sync_run_and_an_async_run_async_is_accepted() -> None:
+    both = BothForms()
+    assert validate_hooks({"after_run": [both], "before_llm": [decorated_async]})["after_run"] == [both]
 
 
 def test_a_class_is_refused_asking_for_an_instance() -> None:

@@ -2,7 +2,7 @@
 
 Pass them as ``Agent(hooks={point: [hook, ...]})``; the points are ``before_run``,
 ``before_llm``, ``before_tool``, ``after_tool``, ``on_exit`` and ``after_run``
-(:data:`HOOK_POINTS`). A hook is any object with ``run(state)`` (:class:`Hook`), or a function
+(:data:`HOOK_POINTS`). A hook is any object with a sync ``run(state)`` (:class:`Hook`), or a function
 decorated with :func:`hook`. Hooks at one point run in list order. Ready-made hooks:
 :class:`TokenBudgetHook`, :class:`ToolResultTruncationHook`, :class:`RedactionHook`,
 :class:`MaxToolCallsHook`.

@@ -17,11 +17,15 @@ __all__ = ["MaxToolCallsHook"]
 class MaxToolCallsHook(ReadyMadeHook):
     """Refuse a tool call once its tool has reached its limit of calls in the run.
 
-    A ``before_tool`` hook. For each pending call, in call order, it counts the calls of that
-    tool already run (``state.data["tool_call_counts"]``) plus the calls of it allowed earlier in
-    the same step; a call that would go beyond the limit is not run and gets the error result
-    ``"Tool '<name>' reached its limit of N calls in this run; the call was not run."``, which the
-    model reads.
+    A ``before_tool`` hook. For each pending call, in call order, it adds the tool's count so far
+    in ``state.data["tool_call_counts"]`` to the calls of that tool it let through earlier in the
+    same step; a call that would go beyond the limit is not run and gets the error result
+    ``"Tool '<name>' reached its limit of N calls in this run; the call was not run."`` ("1 call"
+    for a limit of 1), which the model reads.
+
+    ``tool_call_counts`` counts, as in Haystack, one per tool-result message of the run: a call that
+    failed, had invalid arguments or named an unknown tool counts too; a call rejected by an approver,
+    or refused by this hook, does not.
 
     A refused call is laid out as a rejection pair before the message holding the remaining
     calls: ``[..., assistant(refused call), tool(error result), assistant(remaining calls)]``;
@@ -68,8 +72,9 @@ class MaxToolCallsHook(ReadyMadeHook):
 
     @staticmethod
     def message(tool_name: str, limit: int) -> str:
-        """Return the error result text of a refused call."""
-        return f"Tool '{tool_name}' reached its limit of {limit} calls in this run; the call was not run."
+        """Return the error result text of a refused call ("1 call", "N calls")."""
+        calls = "call" if limit == 1 else "calls"
+        return f"Tool '{tool_name}' reached its limit of {limit} {calls} in this run; the call was not run."
 
     def run(self, state: State) -> None:
         """Refuse the pending calls beyond their tool's limit.

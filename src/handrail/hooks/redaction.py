@@ -46,7 +46,8 @@ class RedactionHook(ReadyMadeHook):
 
     Raises:
         ConfigurationTypeError: When ``patterns`` is not a list of strings.
-        ConfigurationError: When it is empty or a pattern does not compile (the message names it).
+        ConfigurationError: When it is empty, a pattern is the empty string (named by its index), or a
+            pattern does not compile (the message names it).
 
     Example:
         >>> from handrail.dataclasses import ChatMessage
@@ -78,6 +79,12 @@ class RedactionHook(ReadyMadeHook):
             if not patterns:
                 raise ConfigurationError(
                     "RedactionHook: patterns is empty, so nothing would be masked; pass None for the defaults."
+                )
+            empty = [i for i, p in enumerate(patterns) if not p]
+            if empty:
+                raise ConfigurationError(
+                    f"RedactionHook: patterns[{empty[0]}] is empty; an empty pattern matches only empty text, so "
+                    f"nothing would be masked by it. Remove it."
                 )
         self.patterns: list[str] | None = list(patterns) if patterns is not None else None
         """The patterns given (None: the defaults)."""

@@ -3,7 +3,10 @@
 A hook is an object with ``run(state)`` that the Agent calls at one of six points of a run,
 with the run's :class:`~handrail.dataclasses.state.State`. It reads and changes State:
 ``state.data["messages"]`` is the live history, ``state.data["stop_run"] = "reason"`` asks the
-run to stop, ``state.data["continue_run"] = True`` (at ``on_exit``) asks it to go on.
+run to stop, ``state.data["continue_run"] = True`` (at ``on_exit``) asks it to go on. After each
+hook the Agent checks the reserved keys it may have broken (``messages`` a list of ChatMessage,
+``stop_run`` None or a non-empty str, ``continue_run`` a bool, ...) and raises a ``RunError``
+naming the hook otherwise.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ HookPoint = Literal["before_run", "before_llm", "before_tool", "after_tool", "on
 - ``before_tool``: before the calls of a step run; the last message holds the pending calls.
 - ``after_tool``: after they ran; the step's results follow the last assistant message with calls.
 - ``on_exit``: when an exit condition holds; ``continue_run = True`` asks for another step.
-- ``after_run``: once, after the run ended (a stop asked here is ignored).
+- ``after_run``: once, when the run ended on an exit condition (text, exit tool, ``max_agent_steps``,
+  a ``stop_run`` ...); not when the run raised or paused. A stop asked here is ignored.
 """
 
 HOOK_POINTS: tuple[HookPoint, ...] = typing.get_args(HookPoint)
@@ -34,9 +38,11 @@ HOOK_POINTS: tuple[HookPoint, ...] = typing.get_args(HookPoint)
 class Hook(Protocol):
     """An object the Agent calls at a hook point.
 
-    Only ``run`` is required. A hook may also define:
+    Only ``run`` is required; it must be sync (an ``async def run`` would never be awaited, and is
+    refused when the Agent is built). A hook may also define:
 
-    - ``async run_async(state)``: preferred by async runs (else ``run`` is used);
+    - ``async run_async(state)``: preferred by async runs (else ``run`` is used); it must be a
+      coroutine function (``async def``);
     - ``warm_up()`` and ``close()``: called once per run and per object, even when the same
       object sits at several points;
     - ``to_dict()`` / ``from_dict(data)``: the ``{"type", "init_parameters"}`` envelope, needed to

@@ -45,8 +45,9 @@ def _check_hook(obj: Any, point: HookPoint, where: str) -> None:
                 f"(from handrail.hooks import hook), which requires exactly one parameter annotated State."
             )
         raise ConfigurationTypeError(
-            f"{where} is a {type(obj).__name__}, which has no callable run(state) method; a hook needs one."
+            f"{where}: {type(obj).__name__} has no callable run(state) method; a hook needs one."
         )
+    _check_run_forms(obj, where)
     allowed = getattr(obj, "allowed_hook_points", None)
     if allowed is None:
         return
@@ -59,6 +60,24 @@ def _check_hook(obj: Any, point: HookPoint, where: str) -> None:
         names = ", ".join(repr(p) for p in allowed) or "none"
         raise ConfigurationError(
             f"{where}: {type(obj).__name__} cannot run at {point!r}; its allowed hook points are: {names}."
+        )
+
+
+def _check_run_forms(obj: Any, where: str) -> None:
+    """Refuse a ``run`` the Agent would call without awaiting, and a ``run_async`` it could not await."""
+    name = type(obj).__name__
+    if inspect.iscoroutinefunction(obj.run):
+        raise ConfigurationTypeError(
+            f"{where}: {name}.run is a coroutine function (async def), so it would never run: the Agent calls "
+            f"run(state) without awaiting it. Put the async work in async def run_async(self, state) (used by "
+            f"Agent.run_async) and keep a sync run(self, state) (used by Agent.run), or decorate an async "
+            f"function with @hook (from handrail.hooks import hook)."
+        )
+    run_async = getattr(obj, "run_async", None)
+    if run_async is not None and not inspect.iscoroutinefunction(run_async):
+        raise ConfigurationTypeError(
+            f"{where}: {name}.run_async is not a coroutine function ({run_async!r:.80}); Agent.run_async awaits it, "
+            f"so define it as async def run_async(self, state), or remove it (async runs then call run)."
         )
 
 
@@ -77,8 +96,9 @@ def validate_hooks(hooks: Mapping[str, Sequence[Any]] | None) -> dict[HookPoint,
         ConfigurationError: For an unknown point (the message lists the valid ones), or a hook
             placed at a point outside its ``allowed_hook_points`` (the message names them).
         ConfigurationTypeError: When ``hooks`` is not a mapping, a value is not a list, or an item
-            is a plain function (wrap it with ``@hook``), a class, or an object without a
-            callable ``run``.
+            is a plain function (wrap it with ``@hook``), a class, an object without a callable
+            ``run``, one whose ``run`` is a coroutine function (it would never be awaited), or one
+            whose ``run_async`` is not a coroutine function.
 
     Example:
         >>> from handrail.hooks import TokenBudgetHook

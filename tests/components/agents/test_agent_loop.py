@@ -10,6 +10,7 @@ import pytest
 
 from handrail.components.agents import Agent
 from handrail.dataclasses import ChatMessage, ChatRole, StreamingChunk, TextContent
+from handrail.errors import RunError
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 
@@ -131,6 +132,19 @@ class TestToolLoop:
         )
         out = agent.run([user("hi")])
         assert out["token_usage"] == {"prompt_tokens": 4, "details": {"cached": 6, "audio": 0.5, "reasoning": 1}}
+
+    @pytest.mark.parametrize("first, second", [(1, {"cached": 1}), ({"cached": 1}, 1)])
+    def test_usage_fields_of_different_shapes_do_not_end_the_run(self, first: Any, second: Any) -> None:
+        agent, _ = agent_with(
+            [
+                calls_msg(call("echo", {"text": "a"}, "1"), meta={"usage": {"details": first, "total_tokens": 2}}),
+                reply("x", usage={"details": second, "total_tokens": 3}),
+            ],
+            tools=[ECHO_TOOL],
+        )
+        out = agent.run([user("hi")])
+        assert out["exit_reason"] == "text"
+        assert out["token_usage"] == {"details": first, "total_tokens": 5}  # the first shape is kept
 
     def test_no_usage_reported(self) -> None:
         agent, _ = agent_with([reply("x", usage={})], tools=[ECHO_TOOL])
@@ -452,6 +466,16 @@ class TestArguments:
         out = agent.run([Tagged(ChatRole.USER, [TextContent("hi")], tag="x")])
         assert out["last_message"].text == "ok"
         assert isinstance(gen.calls[0]["messages"][0], Tagged)
+
+    @pytest.mark.parametrize("with_tools", [False, True])
+    def test_a_generator_returning_no_replies_is_a_run_error(self, with_tools: bool) -> None:
+        class Silent:
+            def run(self, messages: list[ChatMessage], tools: Any = None) -> dict[str, Any]:
+                return {"replies": []}
+
+        agent = Agent(chat_generator=Silent(), tools=[ECHO_TOOL] if with_tools else None)
+        with pytest.raises(RunError, match=r"Silent.run returned no replies"):
+            agent.run([user("hi")])
 
     def test_streaming_callback_is_the_second_positional_parameter(self) -> None:
         chunks: list[Any] = []

@@ -34,7 +34,7 @@ from handrail.tools import create_tool_from_function
 from tests.components.agents.hitl_helpers import ScriptedStrategy
 
 SECRET = "sk-test0123456789abcdefghijkl"
-LIMIT_TEXT = "Tool 'search' reached its limit of {n} calls in this run; the call was not run."
+LIMIT_TEXT = "Tool 'search' reached its limit of {n} in this run; the call was not run."
 effects: list[str] = []
 """What the tools and function hooks did, in order (cleared before each test)."""
 
@@ -316,9 +316,9 @@ def test_max_tool_calls_refuses_calls_beyond_the_limit(mode: str) -> None:
     second_input = gen.calls[1]["messages"]
     refused = [r for r in results(second_input) if r.error]
     assert [r.origin.id for r in refused] == ["search_c"]
-    assert refused[0].result == LIMIT_TEXT.format(n=2)
+    assert refused[0].result == LIMIT_TEXT.format(n="2 calls")
     third = results(gen.calls[2]["messages"])[-1]
-    assert third.origin.id == "search_d" and third.error and third.result == LIMIT_TEXT.format(n=2)
+    assert third.origin.id == "search_d" and third.error and third.result == LIMIT_TEXT.format(n="2 calls")
     # every call the model made is answered exactly once, after the message that holds it
     history = result["messages"]
     for i, message in enumerate(history):
@@ -360,7 +360,7 @@ def test_max_tool_calls_a_rejected_call_does_not_use_up_the_limit() -> None:
     assert strategy.asked == ["search_a", "search_b"]  # c is refused by the limit, so never asked about
     assert effects == ["search:b"]
     assert result["tool_call_counts"] == {"search": 1}
-    assert results(result["messages"])[-1].result == LIMIT_TEXT.format(n=1)
+    assert results(result["messages"])[-1].result == LIMIT_TEXT.format(n="1 call")
 
 
 @MODES

@@ -223,8 +223,8 @@ def check_strategies(strategies: Any) -> None:
     """Check ``confirmation_strategies``: ``{name | (name, ...) | "*": strategy}``.
 
     Raises:
-        ConfigurationTypeError: A non-dict, a key that is neither a str nor a tuple of str, or a
-            strategy without a callable ``run``.
+        ConfigurationTypeError: A non-dict, a key that is neither a str nor a tuple of str, a strategy
+            class instead of an instance, or a strategy without a callable ``run``.
     """
     if strategies is None:
         return
@@ -239,9 +239,15 @@ def check_strategies(strategies: Any) -> None:
             raise ConfigurationTypeError(
                 f"confirmation_strategies key {key!r} must be a tool name, a tuple of names or '*'."
             )
+        if isinstance(strategy, type):
+            raise ConfigurationTypeError(
+                f"confirmation_strategies[{key!r}] is the class '{strategy.__qualname__}', not a strategy object; "
+                f"pass an instance ({strategy.__name__}(...))."
+            )
         if not callable(getattr(strategy, "run", None)):
             raise ConfigurationTypeError(
-                f"confirmation_strategies[{key!r}] is a {type(strategy).__name__}, which has no run() method."
+                f"confirmation_strategies[{key!r}]: {type(strategy).__name__} has no callable run() method; a "
+                f"confirmation strategy needs one (run_async is optional)."
             )
 
 

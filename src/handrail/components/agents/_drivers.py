@@ -1,7 +1,8 @@
 """The agent's two thin drivers: they execute effects and hold no loop logic.
 
 Tool effects are executed by the shared drivers of the tool step; this module adds the
-model call, sync and async.
+model call, sync and async. Both run a ``RunHooks`` effect's hooks in order and check the reserved
+State keys after each one (:func:`~handrail.components.agents._hook_checks.check_after_hook`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents._confirm import ConfirmCalls, confirm_async, confirm_sync
+from handrail.components.agents._hook_checks import check_after_hook
 from handrail.components.agents._machine import CallModel, Effect, RunHooks
 from handrail.components.agents._pause_effects import Finish, Pause
 from handrail.components.tools._execution import drive_async, drive_sync
@@ -48,6 +50,8 @@ def _replies(output: Any, generator: Any) -> list[ChatMessage]:
         raise RunError(
             f"{type(generator).__name__}.run must return {{'replies': [ChatMessage, ...]}}, got {output!r:.200}"
         )
+    if not replies:  # nothing to append, answer or run: the run would end on the user's own message or loop
+        raise RunError(f"{type(generator).__name__}.run returned no replies ({{'replies': []}}); it must return one.")
     return replies
 
 
@@ -59,6 +63,7 @@ def run_machine_sync(machine: Generator[Effect, Any, None], model: ModelCall) ->
         if type(effect) is RunHooks:
             for hook in effect.hooks:
                 hook.run(effect.state)
+                check_after_hook(hook, effect.point, effect.state.data)
             return None
         if type(effect) is Pause or type(effect) is Finish:
             return effect.execute()
@@ -103,6 +108,7 @@ async def run_machine_async(machine: Generator[Effect, Any, None], model: ModelC
                     await run_hook_async(effect.state)
                 else:
                     hook.run(effect.state)
+                check_after_hook(hook, effect.point, effect.state.data)
             return None
         if type(effect) is ConfirmCalls:
             return await confirm_async(effect)

@@ -92,14 +92,22 @@ class RunPlan:
 
 
 def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
-    """Add every numeric field of ``usage`` into ``total`` (nested dicts recursively)."""
+    """Add every numeric field of ``usage`` into ``total`` (nested dicts recursively).
+
+    A field whose shape differs from the total's (a number where earlier replies had a dict, or the
+    reverse) is left out: a provider's metadata must not end the run.
+    """
     for key, value in usage.items():
         if isinstance(value, bool):
             continue
         if isinstance(value, int | float):
-            total[key] = total.get(key, 0) + value
+            before = total.get(key, 0)
+            if isinstance(before, int | float) and not isinstance(before, bool):
+                total[key] = before + value
         elif isinstance(value, Mapping):
-            _add_usage(total.setdefault(key, {}), value)
+            nested = total.setdefault(key, {})
+            if isinstance(nested, dict):
+                _add_usage(nested, value)
 
 
 def _with_calls(message: ChatMessage, calls: list[ToolCall]) -> ChatMessage:
@@ -323,7 +331,7 @@ def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
        without error (judged on names and error flags, not rewritten text) or a hook set ``stop_run``.
     6. When an exit condition holds, the ``on_exit`` hooks run; ``continue_run`` set there keeps the
        loop going. After ``max_agent_steps`` model calls the reason is ``"max_agent_steps"``.
-    7. ``after_run`` hooks run on every exit.
+    7. ``after_run`` hooks run on every exit condition (not when an effect raised, nor at a pause).
 
     The outcome is written into ``state`` (messages, counters, ``exit_reason``).
     """

@@ -109,7 +109,7 @@ def _build(
     cfg.check_callback(callback, sync_run=req.sync_run, where="run-time" if req.streaming_callback else "init")
     stores = _store_use(agent, req, snapshot)
     if snapshot is not None:
-        history, kwargs = _resume_input(snapshot, req), {}
+        history, kwargs = _resume_input(snapshot, req, agent._required), {}
     else:
         history = cfg.check_messages(req.messages)
         kwargs = _prompt_and_state_args(agent, history, req.kwargs)
@@ -118,6 +118,11 @@ def _build(
     if req.generation_kwargs is not None and not isinstance(req.generation_kwargs, dict):
         raise ConfigurationTypeError(
             f"generation_kwargs must be a dict or None, got {type(req.generation_kwargs).__name__}."
+        )
+    if req.context is not None and not isinstance(req.context, dict):
+        raise ConfigurationTypeError(
+            f"confirmation_strategy_context must be a dict or None, got {type(req.context).__name__}; it is "
+            f"passed to every confirmation strategy as is (put your objects in a dict)."
         )
     tools = _run_tools(agent, req)
     break_point = check_break_point(req.break_point, None if tools.has_toolset else tools.names)
@@ -252,15 +257,16 @@ def _prompt_and_state_args(agent: Any, history: list[ChatMessage], kwargs: dict[
     return kwargs
 
 
-def _resume_input(snapshot: AgentSnapshot, req: RunRequest) -> list[ChatMessage]:
-    """The history of a resumed run; arguments that only shape a fresh run must be left out."""
+def _resume_input(snapshot: AgentSnapshot, req: RunRequest, required: frozenset[str]) -> list[ChatMessage]:
+    """The history of a resumed run; arguments that only shape a fresh run must be left out (None: not given)."""
     if req.messages:
         raise ConfigurationError(
             "messages must be empty when resuming from a snapshot: the history comes from the snapshot "
             "(call run(messages=[], snapshot=...))."
         )
-    if req.system_prompt is not None or req.kwargs:
-        given = ["system_prompt"] * (req.system_prompt is not None) + sorted(req.kwargs)
+    kwargs = sorted(k for k, v in req.kwargs.items() if v is not None or k not in required)
+    if req.system_prompt is not None or kwargs:
+        given = ["system_prompt"] * (req.system_prompt is not None) + kwargs
         raise ConfigurationError(
             f"{given} cannot be given when resuming: the system message and State come from the snapshot."
         )

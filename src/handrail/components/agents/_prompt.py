@@ -7,9 +7,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from handrail.dataclasses.chat_message import ChatMessage
+from handrail.dataclasses.state import RESERVED_KEYS
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
 __all__ = ["check_user_prompt", "render_user_prompt", "template_variables"]
+
+_RESERVED_NAMES = frozenset({*RESERVED_KEYS, "messages", "last_message"})
+"""State keys the Agent keeps in every run and keys of its result: never template variables."""
 
 
 @functools.cache
@@ -46,8 +50,10 @@ def check_user_prompt(
     Raises:
         ConfigurationTypeError: A non-str template, or required_variables that is neither a list of
             names nor ``"*"``.
-        ConfigurationError: Invalid Jinja2; a variable that is also a state key or a run parameter;
-            required_variables without a template, or naming variables the template does not use.
+        ConfigurationError: Invalid Jinja2; a variable that is also a state key (the user's or a
+            reserved one such as ``step_count``), a key of the run's result (``last_message``) or a run
+            parameter; required_variables without a template, or naming variables the template does
+            not use.
     """
     if user_prompt is None:
         if required_variables:
@@ -56,6 +62,12 @@ def check_user_prompt(
     if not isinstance(user_prompt, str):
         raise ConfigurationTypeError(f"user_prompt must be a Jinja2 template string, got {type(user_prompt).__name__}.")
     variables = template_variables(user_prompt)
+    reserved_clash = sorted(variables & (_RESERVED_NAMES - set(run_parameters)))
+    if reserved_clash:
+        raise ConfigurationError(
+            f"user_prompt variables {reserved_clash} are reserved State or result keys of the Agent "
+            f"({sorted(_RESERVED_NAMES)}); rename them."
+        )
     state_clash = sorted(variables & set(reserved))
     if state_clash:
         raise ConfigurationError(
@@ -83,12 +95,31 @@ def check_user_prompt(
 def render_user_prompt(template: str, values: Mapping[str, Any], required: frozenset[str]) -> ChatMessage:
     """Render the template with ``values`` into one user message.
 
+    Args:
+        template: The ``user_prompt`` template.
+        values: The variables passed to ``run``; a required variable may be present with None (the
+            run refuses it: None means "not given").
+        required: The required variables.
+
+    Returns:
+        The rendered user message.
+
     Raises:
-        ConfigurationError: A required variable is missing, or rendering failed.
+        ConfigurationError: A required variable is missing or given as None (both named), or
+            rendering failed.
     """
     missing = sorted(v for v in required if v not in values)
-    if missing:
-        raise ConfigurationError(f"Missing required user_prompt variables {missing}; pass them to run() as keywords.")
+    given_none = sorted(v for v in required if v in values and values[v] is None)
+    if missing or given_none:
+        problems = []
+        if missing:
+            problems.append(f"Missing required user_prompt variables {missing}; pass them to run() as keywords.")
+        if given_none:
+            problems.append(
+                f"Required user_prompt variables {given_none} were given as None, which run() treats as not given "
+                f"(a Pipeline passes None for an input nothing is connected to); pass a value, e.g. '' for empty text."
+            )
+        raise ConfigurationError(" ".join(problems))
     compiled, _ = _compiled(template)
     try:
         text = compiled.render(**values)

@@ -84,11 +84,13 @@ def refresh_sockets(agent: Any) -> None:
 
 
 def given_arguments(agent: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Drop the None values of state keys and ``user_prompt`` variables: None means "not given".
+    """Drop the None values of state keys and optional ``user_prompt`` variables: None means "not given".
 
     A Pipeline passes every optional input socket its default (None) when nothing is connected to it;
     such a key must neither start State with None nor render as ``"None"`` in the prompt, nor count as
-    an argument when resuming from a snapshot. Other names are kept so that the run still reports them.
+    an argument when resuming from a snapshot. Other names are kept so that the run still reports them;
+    so is a required variable given as None, so that the run names it as given as None rather than
+    as missing.
 
     Args:
         agent: The Agent.
@@ -97,5 +99,6 @@ def given_arguments(agent: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     Returns:
         A new dict without those None values.
     """
-    optional = set(_state_types(agent.state_schema)) | set(_prompt_variables(agent.user_prompt, None))
+    variables = _prompt_variables(agent.user_prompt, agent.required_variables)
+    optional = set(_state_types(agent.state_schema)) | {name for name, required in variables.items() if not required}
     return {k: v for k, v in kwargs.items() if v is not None or k not in optional}

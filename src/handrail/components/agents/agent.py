@@ -253,8 +253,8 @@ class Agent:
                 locked and read again; decisions in ``tool_execution_decisions`` answer the paused calls by id.
             system_prompt: Replaces a leading system message for this run (DESIGN.md §3.8).
             tools: This run's tools: objects, names of configured tools, or a Toolset.
-            confirmation_strategy_context: Passed to every confirmation strategy by identity (a lock, a
-                websocket, a queue); never copied or serialized.
+            confirmation_strategy_context: A dict passed to every confirmation strategy by identity (a lock,
+                a websocket, a queue in it); never copied or serialized.
             chat_message_store_kwargs: ``{"chat_history_id": str, "last_k": int | None}``: the stored history of
                 that chat (its last ``last_k`` rounds) goes before ``messages``; the new exchange is written after
                 the run completes (a run that pauses or fails writes nothing). Without a chat_history_id nothing
