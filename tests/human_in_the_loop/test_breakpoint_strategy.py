@@ -128,3 +128,10 @@ def test_a_store_instead_of_a_directory(tmp_path: Path) -> None:
         BreakpointConfirmationStrategy(tmp_path, snapshot_store=url)
     with pytest.raises(ConfigurationTypeError, match="SnapshotStore"):
         BreakpointConfirmationStrategy(snapshot_store=object())
+
+
+def test_a_store_class_instead_of_a_store_object_is_refused() -> None:
+    from handrail.stores import SQLiteSnapshotStore
+
+    with pytest.raises(ConfigurationTypeError, match="snapshot_store is the class 'SQLiteSnapshotStore', not a store"):
+        BreakpointConfirmationStrategy(snapshot_store=SQLiteSnapshotStore)

@@ -127,12 +127,19 @@ def test_injected_values_are_shown_read_only_and_not_editable(feed: Any) -> None
 
 @pytest.mark.parametrize(
     "lines",
-    [(), ("what",), ("n",), ("m",), ("m", "Paris", "oops"), ("m", "Paris", "")],
+    [(), ("what",), ("m",), ("m", "Paris", "oops"), ("m", "Paris", "")],
 )
 def test_end_of_input_at_any_prompt_rejects(feed: Any, lines: tuple[str, ...]) -> None:
     result, out = ask(feed, *lines)
     assert result == EOF_REJECT
     assert "No answer (end of input): the tool call is rejected." in out
+
+
+def test_end_of_input_at_the_optional_feedback_prompt_is_no_feedback(feed: Any) -> None:
+    result, out = ask(feed, "n")
+    assert result == ConfirmationUIResult("reject")  # the person answered n; the feedback is optional
+    assert out.endswith("Feedback message (optional, Enter for none): ")
+    assert "No answer (end of input)" not in out
 
 
 def test_notify(feed: Any) -> None:

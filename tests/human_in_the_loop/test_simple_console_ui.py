@@ -139,7 +139,6 @@ def test_only_injected_arguments_gives_empty_params() -> None:
     [
         [],  # at the question
         ["what"],  # at the question, after an invalid answer
-        ["n"],  # at the feedback line
         ["m"],  # at the first argument
         ["m", "Paris", "oops"],  # re-asking after bad JSON
         ["m", "Paris", ""],  # at the last argument
@@ -149,6 +148,13 @@ def test_end_of_input_at_any_prompt_rejects(lines: list[str]) -> None:
     result, _, sink = ask(lines)
     assert result == EOF_REJECT
     assert sink.lines[-1] == "No answer (end of input): the tool call is rejected."
+
+
+def test_end_of_input_at_the_optional_feedback_prompt_is_no_feedback() -> None:
+    result, source, sink = ask(["n"])
+    assert result == ConfirmationUIResult("reject")  # the person answered n; the feedback is optional
+    assert source.prompts[-1] == "Feedback message (optional, Enter for none): "
+    assert "No answer (end of input)" not in sink.text
 
 
 def test_notify_shows_a_message() -> None:
@@ -167,10 +173,19 @@ def test_reads_real_piped_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
 
 
 def test_end_of_real_stdin_rejects(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("maybe\n"))
     result = SimpleConsoleUI().get_user_confirmation("t", "d", {})
     assert result == EOF_REJECT
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_end_of_real_stdin_after_no_rejects_without_feedback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
+    result = SimpleConsoleUI().get_user_confirmation("t", "d", {})
+    assert result == ConfirmationUIResult("reject")
+    assert "No answer (end of input)" not in capsys.readouterr().out
 
 
 def test_works_in_a_process_with_piped_stdin() -> None:

@@ -419,6 +419,31 @@ def test_construction_checks_policy_and_ui() -> None:
         BlockingConfirmationStrategy(AlwaysAskPolicy(), ScriptedUI())  # type: ignore[call-arg]
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"confirmation_policy": AlwaysAskPolicy, "confirmation_ui": SimpleConsoleUI()},
+            "confirmation_policy is the class 'AlwaysAskPolicy', not a policy object; pass an instance: "
+            "AlwaysAskPolicy().",
+        ),
+        (
+            {"confirmation_policy": AskOncePolicy(), "confirmation_ui": RichConsoleUI},
+            "confirmation_ui is the class 'RichConsoleUI', not a UI object; pass an instance: RichConsoleUI().",
+        ),
+        (
+            {"confirmation_policy": NeverAskPolicy(), "confirmation_ui": ScriptedUI},
+            "confirmation_ui is the class 'ScriptedUI', not a UI object; pass an instance: ScriptedUI().",
+        ),
+    ],
+    ids=["policy-class", "rich-ui-class", "custom-ui-class"],
+)
+def test_construction_refuses_a_class_instead_of_an_object(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigurationTypeError) as caught:
+        BlockingConfirmationStrategy(**kwargs)
+    assert str(caught.value) == message
+
+
 @pytest.mark.parametrize("policy", [AlwaysAskPolicy(), NeverAskPolicy(), AskOncePolicy()])
 @pytest.mark.parametrize("ui", [SimpleConsoleUI(), RichConsoleUI(), ScriptedUI()])
 def test_serialization_round_trip(policy: Any, ui: Any) -> None:

@@ -19,6 +19,8 @@ from typing import Any, NoReturn
 
 import click
 
+from handrail.core.terminal import printable, terminal_json
+
 __all__ = [
     "EXIT_BUSY",
     "EXIT_NO_ANSWER",
@@ -44,35 +46,6 @@ __all__ = [
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_PAUSED, EXIT_BUSY = 0, 1, 2, 3, 4, 5
 
-# Characters a terminal may act on: C0 controls (ESC, CR, BEL, ...), DEL and C1 controls, line and paragraph
-# separators, and the bidirectional controls that reorder what is shown.
-_CONTROLS = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-_UNSAFE = re.compile(f"[{_CONTROLS}]")
-_UNSAFE_BUT_LINES = re.compile(f"(?![\n\t])[{_CONTROLS}]")
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    code = ord(char)
-    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-
-def printable(value: object, *, keep_newlines: bool = False) -> str:
-    r"""``str(value)`` with every control character written as an escape (``\x1b``, ``\r``, ``\u202e``).
-
-    Use it for anything a model, a tool or a file chose before printing it. Spaces and other text stay
-    as they are.
-
-    Args:
-        value: What to show.
-        keep_newlines: Keep newlines and tabs (multi-line text such as an answer); else they are shown
-            as ``\n`` and ``\t`` so the value stays on one line.
-    """
-    text = str(value)
-    return (_UNSAFE_BUT_LINES if keep_newlines else _UNSAFE).sub(_escape, text)
-
 
 def echo_json(value: Any) -> None:
     r"""Print ``value`` as one line of JSON (UTF-8, not ASCII-escaped) that is safe to show in a terminal.
@@ -80,8 +53,7 @@ def echo_json(value: Any) -> None:
     ``json.dumps`` escapes C0 controls but not DEL, C1 or bidirectional controls; those are written as
     ``\uXXXX`` escapes too, so the line is the same JSON data and holds no character a terminal acts on.
     """
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    click.echo(_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
+    click.echo(terminal_json(json.dumps(value, ensure_ascii=False, default=str)))
 
 
 class Printer:

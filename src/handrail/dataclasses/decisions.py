@@ -5,12 +5,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
-from handrail.errors import ConfigurationError
+from handrail.errors import ConfigurationError, ConfigurationTypeError
 
 __all__ = ["ConfirmationAction", "ConfirmationUIResult", "ToolExecutionDecision"]
 
 ConfirmationAction = Literal["confirm", "reject", "modify"]
 _ACTIONS: tuple[str, ...] = get_args(ConfirmationAction)
+
+
+def _check_str(owner: str, field: str, value: object, *, optional: bool) -> None:
+    """Refuse a field that is not a str (or None, when ``optional``), naming the field and the type received."""
+    if isinstance(value, str) or (optional and value is None):
+        return
+    expected = "a str or None" if optional else "a str"
+    raise ConfigurationTypeError(f"{owner}.{field} must be {expected}, got {type(value).__name__} ({value!r:.80}).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +28,7 @@ class ConfirmationUIResult:
     Raises:
         ConfigurationError: For an action other than confirm / reject / modify, or
             ``new_tool_params`` that is not a dict.
+        ConfigurationTypeError: When ``feedback`` is not a str or None.
     """
 
     action: ConfirmationAction
@@ -38,6 +47,7 @@ class ConfirmationUIResult:
             raise ConfigurationError(
                 f"ConfirmationUIResult.new_tool_params must be a dict, got {type(self.new_tool_params).__name__}."
             )
+        _check_str("ConfirmationUIResult", "feedback", self.feedback, optional=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a dict."""
@@ -60,6 +70,8 @@ class ToolExecutionDecision:
 
     Raises:
         ConfigurationError: When ``execute`` is not a bool or ``final_tool_params`` is not a dict.
+        ConfigurationTypeError: When ``tool_name`` is not a str, or ``tool_call_id``, ``feedback`` or
+            ``decided_by`` is not a str or None.
     """
 
     tool_name: str
@@ -82,6 +94,9 @@ class ToolExecutionDecision:
             raise ConfigurationError(
                 f"ToolExecutionDecision.final_tool_params must be a dict, got {type(self.final_tool_params).__name__}."
             )
+        _check_str("ToolExecutionDecision", "tool_name", self.tool_name, optional=False)
+        for name in ("tool_call_id", "feedback", "decided_by"):
+            _check_str("ToolExecutionDecision", name, getattr(self, name), optional=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a dict."""

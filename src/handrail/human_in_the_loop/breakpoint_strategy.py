@@ -42,7 +42,8 @@ class BreakpointConfirmationStrategy:
             ``{"agent_file": "/abs/path/agent.yaml"}``, which ``handrail resume`` reads).
 
     Raises:
-        ConfigurationTypeError: When ``snapshot_file_path`` is not a str/PathLike or ``metadata`` not a dict.
+        ConfigurationTypeError: When ``snapshot_file_path`` is not a str/PathLike, ``snapshot_store`` is a class or
+            lacks the store methods, or ``metadata`` is not a dict.
         ConfigurationError: When both or neither of ``snapshot_file_path`` / ``snapshot_store`` are given, the path
             is empty, or ``metadata`` is not JSON-compatible.
 
@@ -81,6 +82,11 @@ class BreakpointConfirmationStrategy:
             path = os.fspath(snapshot_file_path)
             if not isinstance(path, str) or not path.strip():
                 raise ConfigurationError(f"snapshot_file_path must be a non-empty directory path, got {path!r}.")
+        if isinstance(snapshot_store, type):
+            raise ConfigurationTypeError(
+                f"snapshot_store is the class {snapshot_store.__name__!r}, not a store object; "
+                f"pass an instance (or a URL such as 'sqlite:///approvals.db')."
+            )
         if snapshot_store is not None and not isinstance(snapshot_store, str):
             missing = [
                 m for m in ("create", "replace", "claim", "load") if not callable(getattr(snapshot_store, m, None))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import re
 import threading
 from collections.abc import Mapping
@@ -19,6 +18,7 @@ from typing import Any, Self
 from handrail.core.serialization import default_from_dict, default_to_dict
 from handrail.dataclasses.decisions import ConfirmationUIResult
 from handrail.errors import SerializationError
+from handrail.human_in_the_loop._nested import encode_json
 
 __all__ = ["AlwaysAskPolicy", "AskOncePolicy", "NeverAskPolicy", "params_digest"]
 
@@ -33,13 +33,14 @@ def params_digest(tool_params: Mapping[str, Any]) -> str:
 
     Returns:
         The hex SHA-256 (64 characters) of
-        ``json.dumps(params, sort_keys=True, ensure_ascii=False, default=str)``.
+        ``json.dumps(params, sort_keys=True, ensure_ascii=False, default=str)`` (the same text is
+        built without recursion for arguments nested deeper than the recursion limit).
 
     Example:
         >>> params_digest({"a": 1, "b": 2}) == params_digest({"b": 2, "a": 1})
         True
     """
-    text = json.dumps(dict(tool_params), sort_keys=True, ensure_ascii=False, default=str)
+    text = encode_json(dict(tool_params), sort_keys=True)  # the same text at any depth of nesting
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -11,7 +11,6 @@ receives the answers; :meth:`~BlockingConfirmationStrategy.run` and
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -20,6 +19,7 @@ from handrail.core.serialization import object_from_dict, object_to_dict, qualif
 from handrail.core.threads import to_thread
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
 from handrail.errors import ConfigurationTypeError, SerializationError
+from handrail.human_in_the_loop._nested import copy_params
 from handrail.human_in_the_loop.breakpoint_strategy import BreakpointConfirmationStrategy
 from handrail.human_in_the_loop.policies import params_digest
 from handrail.human_in_the_loop.templates import (
@@ -78,7 +78,7 @@ class _Call:
         kwargs: dict[str, Any] = {
             "tool_name": self.tool_name,
             "tool_description": self.tool_description,
-            "tool_params": copy.deepcopy(self.tool_params),
+            "tool_params": copy_params(self.tool_params),
         }
         if self.injected_params:  # UIs written for Haystack do not take injected_params
             kwargs["injected_params"] = dict(self.injected_params)
@@ -130,7 +130,8 @@ class BlockingConfirmationStrategy:
         user_feedback_template: Appended after one space when there is feedback (``{feedback}``).
 
     Raises:
-        ConfigurationTypeError: When the policy or UI lacks the required methods, or a template is not a str.
+        ConfigurationTypeError: When the policy or UI is a class instead of an object or lacks the required
+            methods, or a template is not a str.
         ConfigurationError: When a template is malformed or uses an unknown placeholder.
 
     Example:
@@ -333,7 +334,7 @@ class BlockingConfirmationStrategy:
         params = data.get("init_parameters")
         if not isinstance(params, Mapping):
             raise SerializationError(f"{cls.__name__} data has no 'init_parameters': {data!r}")
-        kwargs = copy.deepcopy(dict(params))
+        kwargs = copy_params(dict(params))
         for key in ("confirmation_policy", "confirmation_ui"):
             if not isinstance(kwargs.get(key), Mapping):
                 raise SerializationError(f"{cls.__name__} data has no '{key}' envelope: {data!r}")
@@ -437,7 +438,7 @@ def _settle(answer: ConfirmationUIResult, call: _Call) -> ConfirmationUIResult |
     if not final or params_digest(final) == params_digest(call.tool_params):
         return ConfirmationUIResult("confirm", feedback=answer.feedback)
     if call.validate_params is not None:
-        reason = call.validate_params(copy.deepcopy(final))
+        reason = call.validate_params(copy_params(final))
         if reason is not None:
             return reason
     return ConfirmationUIResult("modify", feedback=answer.feedback, new_tool_params=final)
@@ -448,7 +449,16 @@ def _label(ui: object) -> str:
     return label if isinstance(label, str) and label else type(ui).__name__
 
 
+def _refuse_class(value: object, name: str, what: str) -> None:
+    """Refuse a class passed where an object belongs (``AlwaysAskPolicy`` for ``AlwaysAskPolicy()``)."""
+    if isinstance(value, type):
+        raise ConfigurationTypeError(
+            f"{name} is the class {value.__name__!r}, not {what} object; pass an instance: {value.__name__}()."
+        )
+
+
 def _check_policy(policy: object) -> None:
+    _refuse_class(policy, "confirmation_policy", "a policy")
     missing = [m for m in ("should_ask", "update_after_confirmation") if not callable(getattr(policy, m, None))]
     if missing:
         raise ConfigurationTypeError(
@@ -457,6 +467,7 @@ def _check_policy(policy: object) -> None:
 
 
 def _check_ui(ui: object) -> None:
+    _refuse_class(ui, "confirmation_ui", "a UI")
     if not any(callable(getattr(ui, m, None)) for m in ("get_user_confirmation", "get_user_confirmation_async")):
         raise ConfigurationTypeError(
             f"confirmation_ui must be a ConfirmationUI; {type(ui).__name__} has neither get_user_confirmation "

@@ -1,4 +1,4 @@
-"""Console user interfaces that ask a person about a tool call.
+r"""Console user interfaces that ask a person about a tool call.
 
 :class:`SimpleConsoleUI` uses ``input()`` / ``print()``; :class:`RichConsoleUI` draws a rich
 panel and reads answers through ``rich.prompt``. Both behave the same:
@@ -8,12 +8,17 @@ panel and reads answers through ``rich.prompt``. Both behave the same:
 2. Ask ``y``/``yes`` (confirm), ``n``/``no`` (reject) or ``m``/``modify`` (edit); answers are
    trimmed and case-insensitive, anything else is asked again. There is no default answer:
    an empty line is asked again, so a stray Enter never approves a call.
-3. After ``n``, read an optional feedback line (empty means none).
+3. After ``n``, read an optional feedback line (empty, or end of input, means none).
 4. After ``m``, ask for each editable argument (injected ones are not editable) with the
    current value as default (Enter keeps it): strings are typed raw, other values as JSON
    (invalid JSON is asked again). A call without editable arguments yields modify with ``{}``,
    which strategies treat as confirm.
-5. End of input at any prompt rejects the call with the feedback ``"No answer (end of input)"``.
+5. End of input at any other prompt rejects the call with the feedback ``"No answer (end of input)"``.
+
+Everything shown that the model, a tool or a file chose (tool name, description, argument keys and
+values, State values, notices) has its control characters escaped (``\x1b``, ``\r``), so an escape
+sequence in an argument can never redraw the lines above and show the person other arguments than
+the ones that run.
 
 Prompts work on piped stdin (no terminal needed). Every question and notice is shown under
 one module-level lock shared by both classes, so calls from several threads never interleave.
@@ -30,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from handrail.core.serialization import default_from_dict, default_to_dict
 from handrail.dataclasses.decisions import ConfirmationUIResult
+from handrail.human_in_the_loop._display import printable, show_value
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,13 +65,6 @@ _NO_EDITABLE = "This call has no editable arguments; it runs as proposed."
 _EOF_NOTICE = "No answer (end of input): the tool call is rejected."
 
 
-def _show(value: Any) -> str:
-    """Render a value as the person types it: strings raw, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
 class _ConsoleUI:
     """The dialogue shared by the console UIs; subclasses only render and read lines."""
 
@@ -88,9 +87,9 @@ class _ConsoleUI:
             injected_params: ``{parameter: value}`` read from State, shown read-only; never editable.
 
         Returns:
-            ``confirm``; ``reject`` with the feedback line (None when empty, ``"No answer (end of
-            input)"`` when input ended); or ``modify`` with every argument of ``tool_params``
-            (edited or kept), ``{}`` when none is editable.
+            ``confirm``; ``reject`` with the feedback line (None when empty or when input ended at
+            it; ``"No answer (end of input)"`` when input ended before the answer); or ``modify``
+            with every argument of ``tool_params`` (edited or kept), ``{}`` when none is editable.
         """
         injected = dict(injected_params or {})
         with _CONSOLE_LOCK:
@@ -105,17 +104,20 @@ class _ConsoleUI:
         """Show a notice before the next question (e.g. why an edit was refused).
 
         Args:
-            message: The text to show.
+            message: The text to show (on one line, control characters escaped).
         """
         with _CONSOLE_LOCK:
-            self._say_notice(message)
+            self._say_notice(printable(message))
 
     def _dialogue(self, tool_params: dict[str, Any], injected: dict[str, Any]) -> ConfirmationUIResult:
         action = self._ask_action()
         if action == "confirm":
             return ConfirmationUIResult("confirm")
         if action == "reject":
-            feedback = self._read(_FEEDBACK_QUESTION).strip()
+            try:
+                feedback = self._read(_FEEDBACK_QUESTION).strip()
+            except EOFError:  # the person answered n; the feedback is optional
+                feedback = ""
             return ConfirmationUIResult("reject", feedback=feedback or None)
         return ConfirmationUIResult("modify", new_tool_params=self._edit(tool_params, injected))
 
@@ -138,15 +140,16 @@ class _ConsoleUI:
 
     def _edit_value(self, key: str, current: Any) -> Any:
         while True:
-            typed = self._read_edit(key, _show(current))
+            typed = self._read_edit(key, show_value(current))
             if typed is None:
                 return current
             if isinstance(current, str):
                 return typed
             try:
                 return json.loads(typed)
-            except json.JSONDecodeError as exc:
-                self._say(_INVALID_JSON.format(key=key, error=exc.msg))
+            except (json.JSONDecodeError, RecursionError) as exc:
+                error = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+                self._say(_INVALID_JSON.format(key=printable(key), error=error))
 
     # Rendering and reading, provided by each console UI.
 
@@ -214,25 +217,25 @@ class SimpleConsoleUI(_ConsoleUI):
         self, tool_name: str, tool_description: str, tool_params: Mapping[str, Any], injected: Mapping[str, Any]
     ) -> None:
         self._out("\n--- Tool Execution Request ---")
-        self._out(f"Tool: {tool_name}")
-        self._out(f"Description: {tool_description}")
+        self._out(f"Tool: {printable(tool_name)}")
+        self._out(f"Description: {printable(tool_description)}")
         self._out("Arguments:")
         if not tool_params:
             self._out("  (No arguments)")
         for key, value in tool_params.items():
             suffix = " (from State, read-only)" if key in injected else ""
-            self._out(f"  {key}: {_show(value)}{suffix}")
+            self._out(f"  {printable(key)}: {show_value(value)}{suffix}")
         if injected:
             self._out("From State (read-only):")
             for key, value in injected.items():
-                self._out(f"  {key}: {_show(value)}")
+                self._out(f"  {printable(key)}: {show_value(value)}")
         self._out("-" * 30)
 
     def _read(self, question: str) -> str:
         return (self._input_fn or builtins.input)(f"{question}: ")
 
     def _read_edit(self, key: str, shown: str) -> str | None:
-        typed = (self._input_fn or builtins.input)(f"  {key} [{shown}]: ")
+        typed = (self._input_fn or builtins.input)(f"  {printable(key)} [{shown}]: ")
         return typed or None
 
     def _say(self, message: str) -> None:
@@ -246,8 +249,8 @@ class RichConsoleUI(_ConsoleUI):
     """Ask at the console with a rich panel and ``rich.prompt``.
 
     Answers are read through rich's ``Console.input`` (so from ``sys.stdin``, piped or not).
-    Names and values are shown as plain text: square brackets in them are never read as rich
-    markup.
+    Names and values are shown as plain text (``rich.text.Text``): square brackets in them are never
+    read as rich markup, and their control characters are escaped.
 
     Args:
         console: The rich ``Console`` to draw on; None creates one on each use (writing to the
@@ -290,19 +293,19 @@ class RichConsoleUI(_ConsoleUI):
         from rich.text import Text
 
         body = Text()
-        body.append("Tool: ", style="bold").append(tool_name, style="cyan").append("\n")
-        body.append("Description: ", style="bold").append(tool_description).append("\n")
+        body.append("Tool: ", style="bold").append(printable(tool_name), style="cyan").append("\n")
+        body.append("Description: ", style="bold").append(printable(tool_description)).append("\n")
         body.append("Arguments:", style="bold")
         if not tool_params:
             body.append("\n  (No arguments)", style="dim")
         for key, value in tool_params.items():
-            body.append(f"\n  {key}: ", style="green").append(_show(value))
+            body.append(f"\n  {printable(key)}: ", style="green").append(show_value(value))
             if key in injected:
                 body.append(" (from State, read-only)", style="dim")
         if injected:
             body.append("\nFrom State (read-only):", style="bold")
             for key, value in injected.items():
-                body.append(f"\n  {key}: ", style="dim").append(_show(value), style="dim")
+                body.append(f"\n  {printable(key)}: ", style="dim").append(show_value(value), style="dim")
         self._console().print(Panel(body, title="🔧 Tool Execution Request", title_align="left", expand=False))
 
     def _ask(self, question: str, default: str | None = None) -> str:
@@ -316,7 +319,7 @@ class RichConsoleUI(_ConsoleUI):
 
     def _read_edit(self, key: str, shown: str) -> str | None:
         keep = _Kept(shown)  # rich returns the default object itself when the line is empty
-        typed = self._ask(f"  {key}", default=keep)
+        typed = self._ask(f"  {printable(key)}", default=keep)
         return None if typed is keep or typed == "" else typed
 
     def _say(self, message: str) -> None:
