@@ -112,3 +112,14 @@ class QueueUI:
 
     async def notify_async(self, message: str) -> None:
         self.notices.append(message)
+
+
+DEEP = 5_000  # far past the default recursion limit of 1,000
+
+
+def nested(depth: int, leaf: Any = 1) -> dict[str, Any]:
+    """Tool arguments ``{"x": {"a": {"a": ... leaf}}}`` nested ``depth`` levels under ``x``."""
+    value: Any = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return {"x": value}

@@ -23,16 +23,7 @@ from handrail.human_in_the_loop import (
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 
-from ._helpers import Lines, ScriptedInput, ScriptedUI
-
-DEEP = 5_000  # far past the default recursion limit of 1,000
-
-
-def nested(depth: int, leaf: Any = 1) -> dict[str, Any]:
-    value: Any = leaf
-    for _ in range(depth):
-        value = {"a": value}
-    return {"x": value}
+from ._helpers import DEEP, Lines, ScriptedInput, ScriptedUI, nested
 
 
 def depth_of(value: Any) -> int:

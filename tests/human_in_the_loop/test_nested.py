@@ -12,14 +12,7 @@ import pytest
 from handrail.human_in_the_loop._nested import _encode_iteratively, copy_params, encode_json
 from handrail.human_in_the_loop.policies import params_digest
 
-DEEP = 5_000  # far past the default recursion limit of 1,000
-
-
-def nested(depth: int, leaf: Any = 1) -> dict[str, Any]:
-    value: Any = leaf
-    for _ in range(depth):
-        value = {"a": value}
-    return {"x": value}
+from ._helpers import DEEP, nested
 
 
 def test_copy_params_copies_any_depth_and_keeps_sharing_and_cycles() -> None:
