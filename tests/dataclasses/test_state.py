@@ -343,3 +343,26 @@ def test_from_dict_does_not_merge_messages_twice() -> None:
     state.set("messages", [ChatMessage.from_user("a"), ChatMessage.from_user("b")])
     back = State.from_dict(state.to_dict())
     assert [m.text for m in back.get("messages")] == ["a", "b"]
+
+
+def test_a_user_defined_messages_entry_survives_the_round_trip() -> None:
+    state = State({"messages": {"type": list[ChatMessage], "handler": replace_values}})
+    state.set("messages", [ChatMessage.from_user("a")])
+
+    back = State.from_dict(state.to_dict())
+
+    assert back.schema["messages"] == {"type": list[ChatMessage], "handler": replace_values}
+    assert [m.text for m in back.get("messages")] == ["a"]
+    back.set("messages", [ChatMessage.from_user("b")])
+    assert [m.text for m in back.get("messages")] == ["b"]  # replaced, not merged by the default handler
+
+
+def test_a_payload_without_a_messages_entry_still_gets_the_default_one() -> None:
+    old = {"schema": {"n": {"type": "int", "handler": None}}, "data": {"n": 1, "messages": []}}
+
+    back = State.from_dict(old)
+
+    assert back.schema["messages"] == {"type": list[ChatMessage], "handler": merge_lists}
+    back.set("messages", [ChatMessage.from_user("a")])
+    back.set("messages", [ChatMessage.from_user("b")])
+    assert [m.text for m in back.get("messages")] == ["a", "b"]

@@ -60,6 +60,10 @@ def _is_list_type(tp: Any) -> bool:
     return tp is list or typing.get_origin(tp) is list
 
 
+def _default_messages_entry() -> dict[str, Any]:
+    return {"type": list[ChatMessage], "handler": merge_lists}
+
+
 def _reserved_defaults() -> dict[str, Any]:
     return {
         "step_count": 0,
@@ -124,7 +128,7 @@ class State:
         user_schema = dict(schema or {})
         validate_state_schema(user_schema)
         full: dict[str, dict[str, Any]] = {k: dict(v) for k, v in user_schema.items()}
-        full.setdefault("messages", {"type": list[ChatMessage], "handler": merge_lists})
+        full.setdefault("messages", _default_messages_entry())
         self.schema: dict[str, dict[str, Any]] = full
         """The full schema: the user's keys plus ``messages`` (reserved keys are kept apart)."""
         self._handlers: dict[str, Handler] = {
@@ -176,7 +180,11 @@ class State:
 
         Returns:
             ``{"schema": {key: {"type": str, "handler": str | None}}, "data": {key: value}}``; values
-            must be JSON-compatible (messages are written through ``ChatMessage.to_dict``).
+            must be JSON-compatible (messages are written through ``ChatMessage.to_dict``). The
+            ``messages`` entry is written only when the user's schema redefined it.
+
+        Raises:
+            SerializationError: When a type or handler cannot be written (a lambda, a closure).
         """
         schema = {
             k: {
@@ -184,7 +192,7 @@ class State:
                 "handler": serialize_callable(v["handler"]) if v.get("handler") else None,
             }
             for k, v in self.schema.items()
-            if k != "messages"
+            if k != "messages" or v != _default_messages_entry()
         }
         data = dict(self.user_values())
         data["messages"] = [m.to_dict() for m in self._data["messages"]]
@@ -192,7 +200,14 @@ class State:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> State:
-        """Rebuild a State written by :meth:`to_dict` (``data`` is not modified)."""
+        """Rebuild a State written by :meth:`to_dict` (``data`` is not modified).
+
+        A payload without a ``messages`` schema entry (the default, and every payload written
+        before user-defined ``messages`` entries were kept) gets the default one.
+
+        Raises:
+            SerializationError: When a type or handler path cannot be imported back.
+        """
         schema = {
             k: {
                 "type": deserialize_type(v["type"]),

@@ -25,12 +25,11 @@ from handrail.core.serialization import (
     serialize_callable,
 )
 from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.tools._conversion import is_plain_json
+from handrail.tools._docstrings import docstring_of, parse_docstring
 from handrail.tools.from_function import (
-    _docstring,
     _is_callable_type,
     _is_injected,
-    _is_plain_json,
-    _parse_docstring,
     _schema_from_fields,
     _unwrap_optional,
 )
@@ -110,13 +109,13 @@ class ComponentTool(Tool):
             if n not in from_state and not _is_injected(s.type) and not _is_callable_type(s.type)
         }
         if parameters is None:
-            _, param_docs = _parse_docstring(_docstring(cls.run))
+            _, param_docs = parse_docstring(docstring_of(cls.run))
             parameters = _socket_schema(cls.__name__, fields, param_docs)
             self._unresolved_parameters: dict[str, Any] | None = None
         else:
             self._unresolved_parameters = copy.deepcopy(parameters)
         if description is None:
-            description = _parse_docstring(_docstring(cls))[0] or f"Runs the {cls.__name__} component."
+            description = parse_docstring(docstring_of(cls))[0] or f"Runs the {cls.__name__} component."
         self.component = component
         self._warmed = False
         converters = {n: c for n, s in fields.items() if (c := _converter(s.type)) is not None}
@@ -232,7 +231,7 @@ def _socket_schema(label: str, fields: Mapping[str, InputSocket], param_docs: Ma
 
 def _converter(tp: Any) -> _Converter | None:
     """How a JSON argument becomes a value of the socket type ``tp`` (None: pass it through)."""
-    if _is_plain_json(tp):
+    if is_plain_json(tp):
         return None
     single = _single_class(tp)
     if single is not None:

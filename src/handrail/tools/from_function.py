@@ -29,14 +29,22 @@ import collections.abc
 import dataclasses
 import functools
 import inspect
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
 from handrail.dataclasses.state import State
-from handrail.errors import ConfigurationError, SchemaGenerationError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, SchemaGenerationError
+from handrail.tools._conversion import (
+    accept_enum_values,
+    converting,
+    converting_async,
+    is_plain_json,
+    type_label,
+    unconverted,
+)
+from handrail.tools._docstrings import docstring_of, parse_docstring
 from handrail.tools.tool import Tool, ToolCallId
 
 __all__ = ["FunctionTool", "create_tool_from_function", "tool"]
@@ -45,11 +53,6 @@ __all__ = ["FunctionTool", "create_tool_from_function", "tool"]
 _NAMED_SCHEMAS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
 # Keys whose values are instance data, not schemas.
 _DATA_KEYS = frozenset({"default", "enum", "const", "examples"})
-# Google-style docstring section headers (each alone on a line, followed by a colon).
-_PARAM_SECTIONS = frozenset({"Args", "Arguments", "Parameters"})
-_SECTIONS = _PARAM_SECTIONS | frozenset({"Returns", "Yields", "Raises", "Example", "Examples", "Note", "Notes"})
-# ``name: text`` or ``name (type): text`` opening an entry of an ``Args:`` section.
-_PARAM_ENTRY = re.compile(r"(?P<name>\*{0,2}\w+)\s*(?:\((?P<type>.*?)\))?\s*:\s*(?P<text>.*)")
 
 
 def create_tool_from_function(
@@ -98,9 +101,11 @@ def create_tool_from_function(
     Raises:
         SchemaGenerationError: When a parameter has no type hint, the hints cannot be resolved,
             or pydantic cannot build a JSON Schema (or a validator) for a hint.
-        ConfigurationError: When no name is given and the callable has no ``__name__``, or the
-            Tool's own checks fail (an unknown ``inputs_from_state`` parameter, ...).
-        ConfigurationTypeError: When the Tool's own type checks fail.
+        ConfigurationError: When the name given is empty, no name is given and the callable has
+            no ``__name__``, or the Tool's own checks fail (an unknown ``inputs_from_state``
+            parameter, ...).
+        ConfigurationTypeError: When ``function`` is not callable, ``name`` is not a str, or the
+            Tool's own type checks fail.
 
     Example:
         >>> def get_weather(city: str) -> str:
@@ -116,10 +121,16 @@ def create_tool_from_function(
         >>> t.parameters["properties"]["city"]["description"]
         "The city's name."
     """
+    if not callable(function):
+        raise ConfigurationTypeError(f"Cannot make a tool of {function!r}: it is not callable; pass a function.")
+    if name is not None and not isinstance(name, str):
+        raise ConfigurationTypeError(f"A tool's name must be a str, got {type(name).__name__}: {name!r}.")
+    if name == "":
+        raise ConfigurationError(f"Cannot make a tool of {function!r}: the name given is empty; pass a non-empty name.")
     tool_name = name if name is not None else getattr(function, "__name__", None)
     if not isinstance(tool_name, str) or not tool_name:
         raise ConfigurationError(f"Cannot name a tool for {function!r}: it has no __name__; pass name=...")
-    doc_description, param_docs = _parse_docstring(_docstring(function))
+    doc_description, param_docs = parse_docstring(docstring_of(function))
     if description is None:
         description = doc_description
     # A malformed inputs_from_state is reported by Tool's own checks below.
@@ -127,7 +138,7 @@ def create_tool_from_function(
     fields = _schema_fields(function, tool_name, {p for p in from_state if isinstance(p, str)})
     parameters = _schema_from_fields(getattr(function, "__name__", tool_name), fields, param_docs)
     is_async = inspect.iscoroutinefunction(function)
-    tool_class = Tool if all(_is_plain_json(hint) for hint, _ in fields.values()) else FunctionTool
+    tool_class = Tool if all(is_plain_json(hint) for hint, _ in fields.values()) else FunctionTool
     return tool_class(
         name=tool_name,
         description=description,
@@ -244,91 +255,23 @@ class FunctionTool(Tool):
         super().__post_init__()
         from_state = set((self.inputs_from_state or {}).values())
         if self.function is not None:
-            original = _unconverted(self.function)
-            self.function = _converting(original, _argument_adapters(original, self.name, from_state))
+            original = unconverted(self.function)
+            self.function = converting(original, _argument_adapters(original, self.name, from_state))
         if self.async_function is not None:
-            original_async = _unconverted(self.async_function)
+            original_async = unconverted(self.async_function)
             adapters = _argument_adapters(original_async, self.name, from_state)
-            self.async_function = _converting_async(original_async, adapters)
+            self.async_function = converting_async(original_async, adapters)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
         return all(
-            _unconverted(getattr(self, f.name)) == _unconverted(getattr(other, f.name))
+            unconverted(getattr(self, f.name)) == unconverted(getattr(other, f.name))
             for f in dataclasses.fields(self)
             if f.compare
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value, like Tool
-
-
-_ORIGINAL = "_handrail_unconverted"
-"""Attribute of a converting wrapper holding the function it wraps."""
-
-
-def _unconverted(function: Any) -> Any:
-    """Return the function a converting wrapper wraps, or ``function`` itself."""
-    return getattr(function, _ORIGINAL, function)
-
-
-def _converting(function: Callable[..., Any], adapters: Mapping[str, tuple[Any, str]]) -> Callable[..., Any]:
-    """Wrap ``function`` so its keyword arguments named in ``adapters`` are converted first."""
-    if not adapters:
-        return function
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return function(*args, **_convert(adapters, kwargs))
-
-    return _mark(call, function)
-
-
-def _converting_async(function: Callable[..., Any], adapters: Mapping[str, tuple[Any, str]]) -> Callable[..., Any]:
-    """The ``async def`` twin of :func:`_converting` (so the wrapper is a coroutine function too)."""
-    if not adapters:
-        return function
-
-    async def call(*args: Any, **kwargs: Any) -> Any:
-        return await function(*args, **_convert(adapters, kwargs))
-
-    return _mark(call, function)
-
-
-def _mark(wrapper: Callable[..., Any], function: Callable[..., Any]) -> Callable[..., Any]:
-    """Give ``wrapper`` the name, docstring and signature of ``function``, and remember ``function``."""
-    functools.update_wrapper(wrapper, function, updated=())
-    setattr(wrapper, _ORIGINAL, function)
-    return wrapper
-
-
-def _convert(adapters: Mapping[str, tuple[Any, str]], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Convert the values in ``kwargs`` that have an adapter (in place; ``kwargs`` is the call's own dict).
-
-    Raises:
-        ValueError: Naming the argument and what pydantic found wrong with it.
-    """
-    import pydantic
-
-    problem = None
-    for name, (adapter, label) in adapters.items():
-        if name not in kwargs:
-            continue
-        try:
-            kwargs[name] = adapter.validate_python(kwargs[name])
-        except pydantic.ValidationError as exc:
-            details = "; ".join(
-                f"{'.'.join(str(part) for part in error['loc']) or 'value'}: {error['msg']}" for error in exc.errors()
-            )
-            problem = f"argument '{name}' could not be converted to {label}: {details}"
-            break
-    if problem is not None:  # raised outside the except block: the message says it all, no chained traceback
-        raise ValueError(problem)
-    return kwargs
-
-
-def _type_label(hint: Any) -> str:
-    """A short name of a type: ``Point``, ``list[Point]``, ``Point | None``, ``Optional[Point]``."""
-    return hint.__name__ if isinstance(hint, type) else re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", str(hint))
 
 
 def _argument_adapters(
@@ -343,114 +286,16 @@ def _argument_adapters(
 
     adapters: dict[str, tuple[Any, str]] = {}
     for name, (hint, _) in _schema_fields(function, tool_name, from_state).items():
-        if _is_plain_json(hint):
+        if is_plain_json(hint):
             continue
         base, _text = _split_description(hint)
         try:
-            adapters[name] = (pydantic.TypeAdapter(base), _type_label(base))
+            adapters[name] = (pydantic.TypeAdapter(accept_enum_values(base)), type_label(base))
         except (pydantic.PydanticUserError, TypeError, ValueError) as exc:
             raise SchemaGenerationError(
                 f"Tool '{tool_name}': cannot build a validator for parameter '{name}' ({hint!r}): {exc}"
             ) from exc
     return adapters
-
-
-_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
-_PLAIN_SEQUENCES = frozenset({list, collections.abc.Sequence, collections.abc.Collection, collections.abc.Iterable})
-_PLAIN_MAPPINGS = frozenset({dict, collections.abc.Mapping})
-
-
-def _is_plain_json(hint: Any) -> bool:
-    """True when a JSON value that fits ``hint``'s schema already is the Python value the function expects.
-
-    Plain are ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``object``, ``Literal`` of
-    those, and lists (or ``Sequence``), ``str``-keyed dicts (or ``Mapping``), unions and
-    ``Annotated`` forms (with descriptions or constraints as metadata) of plain types. Anything else
-    (models, dataclasses, TypedDicts, Enums, tuples, sets, datetimes, other dict keys, validators
-    in ``Annotated``) is converted.
-    """
-    if hint is Any or hint is object or hint in _PLAIN_SCALARS:
-        return True
-    if isinstance(hint, typing.NewType):
-        return _is_plain_json(hint.__supertype__)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is typing.Annotated:
-        return _is_plain_json(args[0]) and all(_is_plain_metadata(m) for m in args[1:])
-    if origin is typing.Literal:
-        return all(type(value) in _PLAIN_SCALARS for value in args)
-    if origin in (typing.Union, types.UnionType):
-        return all(_is_plain_json(arg) for arg in args)
-    if hint in _PLAIN_SEQUENCES or origin in _PLAIN_SEQUENCES:
-        return all(_is_plain_json(arg) for arg in args)
-    if hint in _PLAIN_MAPPINGS or origin in _PLAIN_MAPPINGS:
-        return not args or ((args[0] is str or args[0] is Any) and _is_plain_json(args[1]))
-    return False
-
-
-def _is_plain_metadata(metadata: Any) -> bool:
-    """True for ``Annotated`` metadata that only describes or constrains (checked by the JSON Schema)."""
-    import annotated_types
-    from pydantic.fields import FieldInfo
-
-    return isinstance(metadata, str | annotated_types.BaseMetadata | FieldInfo)
-
-
-def _docstring(function: Callable[..., Any]) -> str:
-    """Return ``function``'s docstring (a partial's is its underlying function's), or ``""``."""
-    while isinstance(function, functools.partial):
-        function = function.func
-    doc = getattr(function, "__doc__", None)
-    return doc if isinstance(doc, str) else ""
-
-
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into ``(description, {parameter: description})``.
-
-    The description is the cleaned text before the first section header; the parameters'
-    descriptions come from the ``Args:``/``Arguments:``/``Parameters:`` sections.
-    """
-    lines = inspect.cleandoc(doc).splitlines()
-    headers = [i for i, line in enumerate(lines) if line.strip().endswith(":") and line.strip()[:-1] in _SECTIONS]
-    if not headers:
-        return "\n".join(lines).rstrip(), {}
-    description = "\n".join(lines[: headers[0]]).rstrip()
-    param_docs: dict[str, str] = {}
-    for index, start in enumerate(headers):
-        if lines[start].strip()[:-1] in _PARAM_SECTIONS:
-            end = headers[index + 1] if index + 1 < len(headers) else len(lines)
-            # cleandoc dedents the first line on its own: a header there has no indent to compare.
-            header_indent = -1 if start == 0 else _indent(lines[start])
-            param_docs.update(_parse_args_section(header_indent, lines[start + 1 : end]))
-    return description, param_docs
-
-
-def _parse_args_section(header_indent: int, body: list[str]) -> dict[str, str]:
-    """Parse the entries of an ``Args:`` section (``body`` ends at the next header)."""
-    entry_indent: int | None = None
-    entries: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in body:
-        if not line.strip():
-            continue
-        indent = _indent(line)
-        if indent <= header_indent:  # text back at the header's level ends the section
-            break
-        if entry_indent is None:
-            entry_indent = indent
-        if indent > entry_indent:
-            if current is not None:
-                current.append(line.strip())
-            continue
-        match = _PARAM_ENTRY.fullmatch(line.strip())
-        current = None
-        if match is not None:
-            current = entries[match["name"].lstrip("*")] = [match["text"]]
-    return {name: text for name, parts in entries.items() if (text := " ".join(p for p in parts if p))}
-
-
-def _indent(line: str) -> int:
-    """The number of leading whitespace characters of ``line``."""
-    return len(line) - len(line.lstrip())
 
 
 def _schema_fields(function: Callable[..., Any], tool_name: str, from_state: set[str]) -> dict[str, tuple[Any, Any]]:

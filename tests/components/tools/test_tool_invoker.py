@@ -14,6 +14,7 @@ import pytest
 from handrail.components.tools import ToolInvoker
 from handrail.dataclasses import ChatMessage, ChatRole, State, StreamingChunk
 from handrail.errors import (
+    ConfigurationTypeError,
     HandrailError,
     StringConversionError,
     ToolInvocationError,
@@ -94,6 +95,14 @@ class TestConstruction:
     def test_bad_max_workers(self, bad: Any) -> None:
         with pytest.raises(ValueError, match="max_workers"):
             ToolInvoker([ECHO_TOOL], max_workers=bad)
+
+    @pytest.mark.parametrize(
+        "flag", ["raise_on_failure", "convert_result_to_json_string", "enable_streaming_callback_passthrough"]
+    )
+    @pytest.mark.parametrize("bad", ["no", 0, None])
+    def test_flags_must_be_bools(self, flag: str, bad: Any) -> None:
+        with pytest.raises(ConfigurationTypeError, match=f"{flag} must be a bool, got {bad!r}"):
+            ToolInvoker([ECHO_TOOL], **{flag: bad})
 
     def test_warm_up_is_idempotent_and_reaches_every_tool(self) -> None:
         tool = warm_echo_tool()

@@ -49,7 +49,8 @@ class ToolInvoker:
 
     Raises:
         ConfigurationError: No tools, duplicate names, or ``max_workers`` < 1.
-        ConfigurationTypeError: A tool that is not a Tool or Toolset.
+        ConfigurationTypeError: A tool that is not a Tool or Toolset, a callback that is not
+            callable, or a flag that is not a bool.
 
     Example:
         >>> def weather(city: str) -> str:
@@ -76,6 +77,13 @@ class ToolInvoker:
             raise ConfigurationError("ToolInvoker requires at least one tool.")
         if streaming_callback is not None and not callable(streaming_callback):
             raise ConfigurationTypeError("streaming_callback must be callable or None.")
+        for flag, value in (
+            ("raise_on_failure", raise_on_failure),
+            ("convert_result_to_json_string", convert_result_to_json_string),
+            ("enable_streaming_callback_passthrough", enable_streaming_callback_passthrough),
+        ):
+            if not isinstance(value, bool):
+                raise ConfigurationTypeError(f"ToolInvoker: {flag} must be a bool, got {value!r}.")
         self.tools = tools
         self.raise_on_failure = raise_on_failure
         self.convert_result_to_json_string = convert_result_to_json_string

@@ -1,16 +1,17 @@
 """OpenAIChatGenerator: chat models behind the OpenAI API or any OpenAI-compatible server.
 
-The conversion to and from OpenAI's wire format lives only in the private
-``_openai_wire`` module next to this one: the rest of handrail never sees a provider's
-message dicts. HTTP, timeouts and retries are the ``openai`` SDK's; it is imported when
-this module is loaded, which only happens on use (``handrail.components.generators.chat``
-exports the class lazily).
+The conversion to and from OpenAI's wire format lives only in the private ``_openai_wire``
+(requests), ``_openai_replies`` (replies) and ``_openai_errors`` (failures) modules next to this
+one: the rest of handrail never sees a provider's message dicts. HTTP, timeouts and retries are
+the ``openai`` SDK's; it is imported when this module is loaded, which only happens on use
+(``handrail.components.generators.chat`` exports the class lazily).
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import sys
 import threading
 import weakref
 from asyncio import AbstractEventLoop, get_running_loop
@@ -18,13 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from handrail.components.generators.chat._openai_errors import decoding, server_errors
+from handrail.components.generators.chat._openai_replies import StreamReader, completion_to_replies
 from handrail.components.generators.chat._openai_wire import (
-    StreamReader,
     check_generation_kwargs,
-    completion_to_replies,
     load_sdk,
     messages_to_wire,
-    server_errors,
     tool_to_wire,
 )
 from handrail.core.component import component
@@ -40,7 +40,7 @@ from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_too
 if TYPE_CHECKING:
     import httpx
     from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.chat import ChatCompletionChunk
 
 __all__ = ["OpenAIChatGenerator"]
 
@@ -115,7 +115,8 @@ class OpenAIChatGenerator:
         async_http_client: httpx.AsyncClient | None = None,
     ) -> None:
         load_sdk()
-        _check_settings(api_key, model, streaming_callback, api_base_url, timeout, max_retries, tools_strict)
+        _check_settings(api_key, model, streaming_callback, api_base_url, organization, tools_strict)
+        _check_transport(timeout, max_retries, http_client, async_http_client)
         check_generation_kwargs(generation_kwargs or {})
         flatten_tools(tools)
         self.api_key = api_key
@@ -237,20 +238,25 @@ class OpenAIChatGenerator:
         Raises:
             ConfigurationTypeError: An async callback, or messages that are not ChatMessages.
             ConfigurationError: A missing API key or call id, or bad generation kwargs; nothing was sent.
-            GenerationError: The server is unreachable (one line naming its URL), timed out, or
-                answered with an error status (``status_code`` set).
+            GenerationError: The server is unreachable (one line naming its URL), timed out, lost
+                the connection before its reply was complete, answered with an error status
+                (``status_code`` set), or answered with something that is not a chat completion
+                (not JSON, no choices, a stream without events).
         """
         request = self._prepare(messages, streaming_callback, generation_kwargs, tools, sync_run=True)
         client = self._sync_client()
-        with server_errors(str(client.base_url).rstrip("/")):
+        with server_errors(str(client.base_url).rstrip("/")) as exchange:
             if request.callback is None:
-                completion = cast("ChatCompletion", client.chat.completions.create(**request.body))
+                with decoding("the response body"):
+                    completion = client.chat.completions.create(**request.body)
                 return {"replies": completion_to_replies(completion)}
             reader = StreamReader()
             with cast("Stream[ChatCompletionChunk]", client.chat.completions.create(**request.body)) as stream:
-                for chunk in stream:
-                    request.callback(reader.convert(chunk))
-            return {"replies": [reader.assembler.message()]}
+                exchange.streaming = True
+                events = iter(stream)
+                while (chunk := reader.next_chunk(events)) is not None:
+                    request.callback(chunk)
+            return {"replies": [reader.message()]}
 
     async def run_async(
         self,
@@ -263,18 +269,21 @@ class OpenAIChatGenerator:
         """Async twin of :meth:`run` (same arguments, result and errors); the callback may be sync or async."""
         request = self._prepare(messages, streaming_callback, generation_kwargs, tools, sync_run=False)
         client = self._async_client()
-        with server_errors(str(client.base_url).rstrip("/")):
+        with server_errors(str(client.base_url).rstrip("/")) as exchange:
             if request.callback is None:
-                completion = cast("ChatCompletion", await client.chat.completions.create(**request.body))
+                with decoding("the response body"):
+                    completion = await client.chat.completions.create(**request.body)
                 return {"replies": completion_to_replies(completion)}
             reader = StreamReader()
             stream = cast("AsyncStream[ChatCompletionChunk]", await client.chat.completions.create(**request.body))
             async with stream:
-                async for chunk in stream:
-                    result = request.callback(reader.convert(chunk))
+                exchange.streaming = True
+                events = aiter(stream)
+                while (chunk := await reader.anext_chunk(events)) is not None:
+                    result = request.callback(chunk)
                     if inspect.isawaitable(result):
                         await result
-            return {"replies": [reader.assembler.message()]}
+            return {"replies": [reader.message()]}
 
     # ---------------------------------------------------------- serialization
 
@@ -324,15 +333,14 @@ def _check_settings(
     model: Any,
     streaming_callback: Any,
     api_base_url: Any,
-    timeout: Any,
-    max_retries: Any,
+    organization: Any,
     tools_strict: Any,
 ) -> None:
-    """Check the generator's init arguments (before anything is stored).
+    """Check the generator's init arguments about the model and the account (before anything is stored).
 
     Raises:
         ConfigurationTypeError: For a value of the wrong type.
-        ConfigurationError: For an empty model name, a timeout ≤ 0 or a negative retry count.
+        ConfigurationError: For an empty model name.
     """
     if not isinstance(api_key, Secret):
         raise ConfigurationTypeError(
@@ -345,11 +353,41 @@ def _check_settings(
         raise ConfigurationTypeError(f"streaming_callback must be callable, got {streaming_callback!r}.")
     if api_base_url is not None and not isinstance(api_base_url, str):
         raise ConfigurationTypeError(f"api_base_url must be a str URL, got {type(api_base_url).__name__}.")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
-        raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}.")
-    if max_retries is not None and (
-        isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
-    ):
-        raise ConfigurationError(f"max_retries must be an integer ≥ 0, got {max_retries!r}.")
+    if organization is not None and not isinstance(organization, str):
+        raise ConfigurationTypeError(f"organization must be a str id or None, got {type(organization).__name__}.")
     if not isinstance(tools_strict, bool):
         raise ConfigurationTypeError(f"tools_strict must be a bool, got {tools_strict!r}.")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _http_client_classes(name: str) -> tuple[type, ...]:
+    """``httpx.<name>`` and ``httpx2.<name>`` where loaded (a client given to us has loaded its library)."""
+    found = (getattr(sys.modules.get(module), name, None) for module in ("httpx", "httpx2"))
+    return tuple(c for c in found if isinstance(c, type))
+
+
+def _check_transport(timeout: Any, max_retries: Any, http_client: Any, async_http_client: Any) -> None:
+    """Check the generator's init arguments about HTTP (before anything is stored).
+
+    Raises:
+        ConfigurationTypeError: For a value of the wrong type (a client that is not an httpx
+            client of the right kind included).
+        ConfigurationError: For a timeout ≤ 0 or a negative retry count.
+    """
+    if timeout is not None and not _is_number(timeout):
+        raise ConfigurationTypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}.")
+    if timeout is not None and timeout <= 0:
+        raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}.")
+    if max_retries is not None and (isinstance(max_retries, bool) or not isinstance(max_retries, int)):
+        raise ConfigurationTypeError(f"max_retries must be an integer, got {type(max_retries).__name__}.")
+    if max_retries is not None and max_retries < 0:
+        raise ConfigurationError(f"max_retries must be an integer ≥ 0, got {max_retries!r}.")
+    for label, value, kind in (
+        ("http_client", http_client, "Client"),
+        ("async_http_client", async_http_client, "AsyncClient"),
+    ):
+        if value is not None and not isinstance(value, _http_client_classes(kind)):
+            raise ConfigurationTypeError(f"{label} must be an httpx.{kind}, got {type(value).__name__}.")
