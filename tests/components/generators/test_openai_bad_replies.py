@@ -162,6 +162,86 @@ def test_a_callback_error_is_not_taken_for_a_bad_reply() -> None:
         gen.run(HI, streaming_callback=broken)
 
 
+@MODES
+async def test_an_error_body_with_status_200_is_reported_with_the_servers_message(mode: str) -> None:
+    body = {"error": {"message": "model 'qwen' not found", "type": "invalid_request_error", "code": 404}}
+    gen = RecordedServer(answering(body)).generator(max_retries=0)
+
+    with pytest.raises(GenerationError) as info:
+        await run(gen, mode)
+
+    assert_one_line(info.value, "the response body is an error, not a chat completion: model 'qwen' not found")
+
+
+def test_the_servers_error_message_is_escaped_and_clipped() -> None:
+    body = {"error": {"message": "bad\x1b[31m request\nline two " + "x" * 1000}}
+    gen = RecordedServer(answering(body)).generator(max_retries=0)
+
+    with pytest.raises(GenerationError) as info:
+        gen.run(HI)
+
+    assert_one_line(info.value, "bad\\x1b[31m request line two xxx")
+    assert "\x1b" not in str(info.value)
+    assert len(str(info.value)) < 400
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [({"error": "overloaded"}, ": overloaded"), ({"error": {"code": 503}}, ': {"code": 503}')],
+    ids=["string", "no-message"],
+)
+def test_an_error_body_without_a_message_is_reported_as_sent(body: Any, expected: str) -> None:
+    gen = RecordedServer(answering(body)).generator(max_retries=0)
+
+    with pytest.raises(GenerationError) as info:
+        gen.run(HI)
+
+    assert_one_line(info.value, "the response body is an error", expected)
+
+
+# --------------------------------------------------------------------------- streams cut short
+
+
+def event(payload: Any) -> bytes:
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+HE = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "he"}}]}
+
+
+@MODES
+@pytest.mark.parametrize(
+    "data",
+    [
+        event(HE),
+        event(HE) + b'data: {"choices": [{"index": 0, "delta": {"content": "llo"',
+        event(HE) + b"data: [DONE]\n\n",
+        event(HE) + event({"choices": [], "usage": {"prompt_tokens": 1, "total_tokens": 3}}),
+    ],
+    ids=["clean-close", "half-written-last-event", "done-without-finish-reason", "usage-without-finish-reason"],
+)
+async def test_a_stream_that_ends_before_a_finish_reason_is_a_generation_error(mode: str, data: bytes) -> None:
+    chunks: list[StreamingChunk] = []
+    gen = RecordedServer(answering(data, content_type="text/event-stream")).generator(max_retries=0)
+
+    with pytest.raises(GenerationError) as info:
+        await run(gen, mode, streaming_callback=chunks.append)
+
+    assert_one_line(info.value, "the stream ended before the reply was complete: no finish_reason")
+    assert [c.content for c in chunks][:1] == ["he"]
+
+
+@MODES
+async def test_a_stream_with_a_finish_reason_and_no_done_is_accepted(mode: str) -> None:
+    data = event(HE) + event(chunk({"content": "llo"}, "stop"))
+    gen = RecordedServer(answering(data, content_type="text/event-stream")).generator(max_retries=0)
+
+    (reply,) = await run(gen, mode, streaming_callback=ignore)
+
+    assert reply.text == "hello"
+    assert reply.meta["finish_reason"] == "stop"
+
+
 # --------------------------------------------------------------------------- no choices, no stream
 
 
@@ -280,6 +360,74 @@ def test_fragments_without_a_name_continue_the_call_they_follow() -> None:
     assert reply.tool_calls == [
         ToolCall(tool_name="add", arguments={"a": 1}),
         ToolCall(tool_name="sub", arguments={"a": 2}),
+    ]
+
+
+def test_fragments_that_repeat_the_name_continue_the_call_until_its_arguments_are_whole() -> None:
+    chunks: list[StreamingChunk] = []
+    events = [
+        unindexed("add", '{"a"'),
+        unindexed("add", ": 1"),
+        unindexed("add", "}"),
+        unindexed("add", '{"a": 2}'),
+        chunk({}, "tool_calls"),
+    ]
+    gen = RecordedServer(streaming(*events)).generator()
+
+    (reply,) = gen.run(HI, streaming_callback=chunks.append)["replies"]
+
+    assert reply.tool_calls == [
+        ToolCall(tool_name="add", arguments={"a": 1}),
+        ToolCall(tool_name="add", arguments={"a": 2}),
+    ]
+    assert [(c.index, c.start) for c in chunks[:4]] == [(0, True), (0, False), (0, False), (1, True)]
+
+
+def test_a_fragment_naming_another_tool_starts_a_new_call_even_mid_arguments() -> None:
+    events = [unindexed("add", '{"a"'), unindexed("sub", '{"a": 2}'), chunk({}, "tool_calls")]
+    gen = RecordedServer(streaming(*events)).generator()
+
+    (reply,) = gen.run(HI, streaming_callback=ignore)["replies"]
+
+    assert reply.tool_calls == [
+        ToolCall(tool_name="add", arguments='{"a"'),
+        ToolCall(tool_name="sub", arguments={"a": 2}),
+    ]
+
+
+def object_fragment(arguments: Any, name: str | None = None) -> dict[str, Any]:
+    function = {"arguments": arguments} if name is None else {"name": name, "arguments": arguments}
+    return chunk({"tool_calls": [{"type": "function", "function": function}]})
+
+
+@MODES
+async def test_object_fragments_of_one_call_are_merged(mode: str) -> None:
+    events = [object_fragment({"a": 1}, "add"), object_fragment({"b": 2}), chunk({}, "tool_calls")]
+    gen = RecordedServer(streaming(*events)).generator()
+
+    (reply,) = await run(gen, mode, streaming_callback=ignore)
+
+    assert reply.tool_calls == [ToolCall(tool_name="add", arguments={"a": 1, "b": 2})]
+
+
+def test_object_fragments_that_clash_are_kept_as_sent() -> None:
+    events = [object_fragment({"a": 1}, "add"), object_fragment({"a": 2}), chunk({}, "tool_calls")]
+    gen = RecordedServer(streaming(*events)).generator()
+
+    (reply,) = gen.run(HI, streaming_callback=ignore)["replies"]
+
+    assert reply.tool_calls == [ToolCall(tool_name="add", arguments='{"a": 1}{"a": 2}')]
+
+
+def test_object_arguments_under_a_repeated_name_are_separate_calls() -> None:
+    events = [object_fragment({"a": 1}, "add"), object_fragment({"a": 2}, "add"), chunk({}, "tool_calls")]
+    gen = RecordedServer(streaming(*events)).generator()
+
+    (reply,) = gen.run(HI, streaming_callback=ignore)["replies"]
+
+    assert reply.tool_calls == [
+        ToolCall(tool_name="add", arguments={"a": 1}),
+        ToolCall(tool_name="add", arguments={"a": 2}),
     ]
 
 

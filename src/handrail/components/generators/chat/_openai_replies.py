@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, cast, get_args
 
 from pydantic import BaseModel
@@ -94,6 +95,20 @@ def _finish_reason(raw: Any) -> str | None:
     return "tool_calls" if raw == "function_call" else raw
 
 
+def _printable(text: str, limit: int = 300) -> str:
+    """``text`` with control characters escaped (a server's text never drives the terminal), cut to ``limit``."""
+    escaped = "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+    return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"
+
+
+def _server_error(error: Any) -> str:
+    """What an ``{"error": ...}`` body says: its ``message``, else the whole value as JSON."""
+    message = _field(error, "message") if _is_record(error) else error
+    if not isinstance(message, str) or not message.strip():
+        message = json.dumps(error, ensure_ascii=False, default=str)
+    return _printable(" ".join(message.split()))
+
+
 def _arguments_text(value: Any) -> str | None:
     """Arguments (or a fragment of them) as text: a string as sent, any other JSON value as JSON."""
     if value is None or isinstance(value, str):
@@ -165,12 +180,17 @@ def completion_to_replies(completion: Any) -> list[ChatMessage]:
             body held when it was not one).
 
     Raises:
-        MalformedReply: When the body is not a chat completion object, has no choices, or a
-            choice, message or tool call has the wrong shape (the message says where).
+        MalformedReply: When the body is not a chat completion object (an ``{"error": ...}``
+            body is reported with the server's message, escaped and cut to 300 characters), has
+            no choices, or a choice, message or tool call has the wrong shape (the message says
+            where).
     """
     if not _is_record(completion):
         raise MalformedReply(f"the response body is {_describe(completion)}, not a chat completion object")
     choices = _field(completion, "choices")
+    error = _field(completion, "error")
+    if choices is None and error is not None:
+        raise MalformedReply(f"the response body is an error, not a chat completion: {_server_error(error)}")
     if choices is None:
         raise MalformedReply(
             "the response body has no 'choices' (is this an OpenAI-compatible chat completions endpoint?)"
@@ -186,13 +206,60 @@ def completion_to_replies(completion: Any) -> list[ChatMessage]:
 # --------------------------------------------------------------------------- streams
 
 
+@dataclass(slots=True)
+class _Call:
+    """What the reader knows of one streamed tool call (mirrors the assembler's calls, in order)."""
+
+    id: str | None
+    name: str | None = None
+    fragments: list[Any] = field(default_factory=list)
+    """The ``arguments`` fragments as sent (text, or a JSON value such as a dict)."""
+
+    def text(self) -> str:
+        """The arguments so far as the assembler joins them."""
+        return "".join(_arguments_text(f) or "" for f in self.fragments)
+
+    def is_complete(self) -> bool:
+        """True when the arguments so far are one whole JSON value."""
+        try:
+            json.loads(self.text())
+        except (ValueError, RecursionError):
+            return False
+        return True
+
+    def merged(self) -> dict[str, Any] | None:
+        """The union of the call's object fragments when it came as several, without a clashing key; else None."""
+        parts = [f for f in self.fragments if f not in (None, "")]
+        if len(parts) < 2 or not all(isinstance(p, Mapping) for p in parts):
+            return None
+        merged: dict[str, Any] = {}
+        for part in parts:
+            for key, value in part.items():
+                if str(key) in merged and merged[str(key)] != value:
+                    return None  # two values for one key: keep the joined text, so nothing is dropped
+                merged[str(key)] = value
+        return merged
+
+
 class StreamReader:
     """Turns SDK chunks into StreamingChunks and assembles the reply (no I/O).
 
     Tool-call fragments go where their ``index`` says (a new ``id`` starts a new call even at
     a known index). A fragment with neither continues the call last placed at its position in
-    the chunk, unless it carries a name and that call has one already: then it starts a new
-    call, so calls a server sends without index and id are never merged.
+    the chunk, unless it carries a name and that call has one already and either the names
+    differ or the call's arguments so far are a whole JSON value (``json.loads`` succeeds):
+    then it starts a new call. So calls a server sends without index and id are never merged,
+    and a server that repeats the name on every fragment of one call does not split it.
+
+    Arguments sent as JSON objects rather than text: a call whose fragments are all objects
+    gets their union (``{"x": 1}`` then ``{"y": 2}`` make ``{"x": 1, "y": 2}``). When two of
+    them give one key different values, or objects and text are mixed, the fragments are kept
+    joined as text, exactly as sent, and the tool step answers the model with an error: no
+    value is ever dropped. One object fragment is already whole JSON, so the same name
+    arriving again with no index and id starts a new call.
+
+    A stream that ends before any choice has received a ``finish_reason`` was cut short (a
+    server always sends one on its last choice chunk): :meth:`message` refuses it.
     """
 
     def __init__(self) -> None:
@@ -200,9 +267,12 @@ class StreamReader:
         self._text_started = False
         self._events = 0
         self._saw_choice = False
+        self._finished = False
         self._seen: set[int] = set()
         self._named: set[int] = set()
         self._moved: dict[int, int] = {}
+        self._calls: list[_Call] = []
+        self._by_index: dict[int, _Call] = {}
 
     def next_chunk(self, events: Iterator[Any]) -> StreamingChunk | None:
         """Read and convert the next event of ``events``; None at the end of the stream.
@@ -224,13 +294,24 @@ class StreamReader:
         """Return the assembled reply.
 
         Raises:
-            MalformedReply: When the stream held no event, or no event with a choice.
+            MalformedReply: When the stream held no event, no event with a choice, or ended
+                before any choice received a ``finish_reason`` (cut short, even if cleanly).
         """
         if not self._events:
             raise MalformedReply("the stream ended without a single event (does the server support streaming?)")
         if not self._saw_choice:
             raise MalformedReply("it returned no choices")
-        return self.assembler.message()
+        if not self._finished:
+            raise MalformedReply("the stream ended before the reply was complete: no finish_reason")
+        message = self.assembler.message()
+        merged = [call.merged() for call in self._calls]
+        if len(merged) != len(message.tool_calls) or all(m is None for m in merged):
+            return message
+        calls = [
+            call if arguments is None else ToolCall(tool_name=call.tool_name, arguments=arguments, id=call.id)
+            for call, arguments in zip(message.tool_calls, merged, strict=True)
+        ]
+        return ChatMessage.from_assistant(text=message.text, meta=message.meta, tool_calls=calls)
 
     def convert(self, chunk: Any) -> StreamingChunk:
         """Convert one SDK chunk and add it to the reply being assembled.
@@ -249,6 +330,8 @@ class StreamReader:
             return converted
         self._saw_choice = True
         choice = _record(choices[0], "a stream event's choices[0]")
+        if any(_is_record(c) and _field(c, "finish_reason") is not None for c in choices):
+            self._finished = True
         finish = _finish_reason(_field(choice, "finish_reason"))
         meta["index"] = _field(choice, "index")
         if finish is not None:
@@ -286,7 +369,9 @@ class StreamReader:
             name = _text(_field(function, "name"), f"{where}.function.name") or None
             call_id = _call_id(_field(wire, "id"), f"{where}.id")
             index, new = self._place(_field(wire, "index"), position, call_id, name)
-            arguments = _arguments_text(_field(function, "arguments"))
+            raw_arguments = _field(function, "arguments")
+            self._track(index, call_id, name, raw_arguments)
+            arguments = _arguments_text(raw_arguments)
             deltas.append(ToolCallDelta(index=index, tool_name=name, arguments=arguments, id=call_id))
             start = start or new or call_id is not None
         return deltas, start
@@ -299,7 +384,8 @@ class StreamReader:
             index = position
         else:
             index = self._moved.get(position, position)
-            if name is not None and index in self._named:
+            current = self._by_index.get(index)
+            if name is not None and index in self._named and self._ends(current, name):
                 index = max(self._seen) + 1
                 self._moved[position] = index
         new = index not in self._seen
@@ -307,3 +393,21 @@ class StreamReader:
         if name is not None:
             self._named.add(index)
         return index, new
+
+    @staticmethod
+    def _ends(current: _Call | None, name: str) -> bool:
+        """Whether a fragment named ``name`` without index and id starts a new call after ``current``."""
+        return current is None or current.name != name or current.is_complete()
+
+    def _track(self, index: int, call_id: str | None, name: str | None, arguments: Any) -> None:
+        """Record a placed fragment in the call it joins, starting calls where the assembler does."""
+        current = self._by_index.get(index)
+        if current is None or (call_id is not None and current.id is not None and call_id != current.id):
+            current = _Call(id=call_id)
+            self._calls.append(current)
+            self._by_index[index] = current
+        elif call_id is not None and current.id is None:
+            current.id = call_id
+        if name and current.name is None:
+            current.name = name
+        current.fragments.append(arguments)

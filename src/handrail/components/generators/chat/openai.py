@@ -241,7 +241,8 @@ class OpenAIChatGenerator:
             GenerationError: The server is unreachable (one line naming its URL), timed out, lost
                 the connection before its reply was complete, answered with an error status
                 (``status_code`` set), or answered with something that is not a chat completion
-                (not JSON, no choices, a stream without events).
+                (not JSON, no choices, an ``{"error": ...}`` body, a stream without events or one
+                that ended before a ``finish_reason``).
         """
         request = self._prepare(messages, streaming_callback, generation_kwargs, tools, sync_run=True)
         client = self._sync_client()
