@@ -147,3 +147,36 @@ def test_a_tool_module_beside_the_agent_file_is_importable(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert data["tool_call_counts"] == {"shout": 1}
+
+
+BROKEN_STREAM = '''
+from handrail.dataclasses import StreamingChunk
+from handrail.errors import GenerationError
+
+
+class BrokenStream:
+    """Streams half an answer, then loses the server."""
+
+    def run(self, messages, tools=None, streaming_callback=None):
+        if streaming_callback is not None:
+            streaming_callback(StreamingChunk(content="It is"))
+        raise GenerationError("Lost the connection to the server in the middle of its streamed reply.")
+
+    def to_dict(self):
+        return {"type": "broken_stream_gen.BrokenStream", "init_parameters": {}}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls()
+'''
+
+
+def test_an_error_after_streamed_text_starts_on_its_own_line(tmp_path: Path) -> None:
+    (tmp_path / "broken_stream_gen.py").write_text(BROKEN_STREAM, encoding="utf-8")
+    path = tmp_path / "agent.yaml"
+    path.write_text("generator:\n  type: broken_stream_gen.BrokenStream\n  init_parameters: {}\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["run", "--allow-module", "broken_stream_gen", str(path), "q"])
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert "It is" in lines
+    assert any(line.startswith("error:") and "Lost the connection" in line for line in lines), result.output

@@ -306,6 +306,16 @@ def test_too_deep_nesting_is_refused() -> None:
         encode_value(deep)
 
 
+@pytest.mark.parametrize("check", [encode_value, check_json])
+def test_the_path_of_a_too_deep_value_is_clipped_in_the_message(check: Any) -> None:
+    deep: Any = {"leaf": 1}
+    for _ in range(MAX_DEPTH * 2):
+        deep = {"a": deep}
+    with pytest.raises(SerializationError, match="nested more than") as info:
+        check({"arguments": deep})
+    assert "…" in str(info.value) and len(str(info.value)) < 300
+
+
 def test_the_deepest_allowed_nesting_round_trips() -> None:
     deep: Any = (1,)
     for _ in range(MAX_DEPTH - 1):

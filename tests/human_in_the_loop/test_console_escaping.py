@@ -21,6 +21,9 @@ from ._helpers import Lines, ScriptedInput
 
 SPOOF = "bob\x1b[1A\x1b[2K\r  to: alice\x1b[8m (hidden)"
 SPOOF_SHOWN = r"bob\x1b[1A\x1b[2K\r  to: alice\x1b[8m (hidden)"
+# An argument value with control characters is shown as a quoted JSON string (a real "\n" and the two
+# characters backslash and n must not look alike).
+SPOOF_VALUE = r'"bob\u001b[1A\u001b[2K\r  to: alice\u001b[8m (hidden)"'
 PARAMS: dict[str, Any] = {
     "to": SPOOF,
     "note\x07": "ring\x07 del\x7f csi\x9b bidi\u202e",
@@ -34,10 +37,10 @@ RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\
 SHOWN = (
     r"Tool: send\x1b[31m",
     r"Sends mail.\rFAKE",
-    f"to: {SPOOF_SHOWN}",
-    r"note\x07: ring\x07 del\x7f csi\x9b bidi\u202e",
+    f"to: {SPOOF_VALUE}",
+    r'note\x07: "ring\u0007 del\u007f csi\u009b bidi\u202e"',
     r'nested: {"k": "x\u001by\u009b\u2028"}',
-    r"user\r: root\x1b[2J",
+    r'user\r: "root\u001b[2J"',
 )
 
 
@@ -60,7 +63,7 @@ def test_simple_console_ui_escapes_the_edit_prompts_but_keeps_the_values() -> No
     assert result == ConfirmationUIResult("modify", new_tool_params=params)
     prompts = "\n".join(source.prompts)
     assert not RAW_CONTROL.search(prompts + sink.text)
-    assert f"  to [{SPOOF_SHOWN}]: " in source.prompts
+    assert f"  to [{SPOOF_VALUE}]: " in source.prompts
     assert '  n\\x1b [{"a": 1}]: ' in source.prompts
     assert r"Invalid JSON for 'n\x1b'" in sink.text
 
@@ -98,7 +101,7 @@ def test_rich_console_ui_escapes_the_edit_prompt_and_reads_no_markup(rich_ui: An
     assert result == ConfirmationUIResult("modify", new_tool_params=params)
     text = out.getvalue()
     assert not RAW_CONTROL.search(text), repr(text)
-    assert r"to\x1b[1m [bold]: [red]bob[/red]\x9b" in text
+    assert r'to\x1b[1m [bold]: "[red]bob[/red]\u009b"' in text
     assert "Tool: send [b]x[/b]" in text
     assert "Description: [i]d[/i]" in text
 
@@ -107,3 +110,19 @@ def test_rich_console_ui_escapes_notices(rich_ui: Any) -> None:
     ui, out = rich_ui()
     ui.notify(f"refused: {SPOOF}")
     assert out.getvalue() == f"! refused: {SPOOF_SHOWN}\n"
+
+
+@pytest.mark.parametrize("ui_kind", ["simple", "rich"])
+def test_a_real_newline_and_a_backslash_n_look_different(ui_kind: str, rich_ui: Any) -> None:
+    params = {"cmd": "echo a\nrm -rf ~", "literal": "echo a\\nrm -rf ~", "plain": "just text"}
+    if ui_kind == "simple":
+        sink = Lines()
+        SimpleConsoleUI(input_fn=ScriptedInput(["y"]), output_fn=sink).get_user_confirmation("t", "d", params)
+        text = sink.text
+    else:
+        ui, out = rich_ui("y")
+        ui.get_user_confirmation("t", "d", params)
+        text = out.getvalue()
+    assert r'cmd: "echo a\nrm -rf ~"' in text
+    assert r'literal: "echo a\\nrm -rf ~"' in text
+    assert "plain: just text" in text

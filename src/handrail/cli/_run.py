@@ -267,6 +267,9 @@ def run(
                 assert where is not None  # only a pausing strategy pauses a run started from the command line
                 _paused(out, exc, where, printer, as_json)
                 sys.exit(EXIT_PAUSED)
+            finally:
+                if printer is not None:
+                    printer.end_text()  # an error line must not continue half a line of streamed text
     _finish(out, agent, result, printer, as_json)
 
 
@@ -380,4 +383,7 @@ def _resume(
         except BreakpointException as exc:
             _paused(out, exc, where, printer, as_json)
             sys.exit(EXIT_PAUSED)
+        finally:
+            if printer is not None:
+                printer.end_text()  # an error line must not continue half a line of streamed text
     _finish(out, agent, result, printer, as_json)

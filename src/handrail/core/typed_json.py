@@ -86,7 +86,7 @@ class _Encoder:
         self.active: set[int] = set()
 
     def path(self) -> str:
-        return "".join(self.segments)
+        return clip_path("".join(self.segments))
 
     def fail(self, value: object, reason: str) -> SerializationError:
         return SerializationError(f"{self.path()}: a {type_name(value)} cannot be written to a snapshot: {reason}")
@@ -254,6 +254,21 @@ def _first_problem(children: Any, depth: int) -> tuple[str, str] | None:
     return None
 
 
+def clip_path(path: str, limit: int = 160) -> str:
+    """``path`` itself, or its start and end around ``…`` when longer than ``limit`` characters.
+
+    A path into a value nested 64 levels deep would otherwise fill the error message.
+
+    Example:
+        >>> clip_path("args" + "['a']" * 40, limit=30)
+        "args['a']['a']['a'][…'a']['a']"
+    """
+    if len(path) <= limit:
+        return path
+    head = limit * 2 // 3
+    return f"{path[:head]}…{path[head - limit + 1 :]}"
+
+
 def check_json(value: Any, where: str = "value") -> None:
     """Check that ``json.dumps(value, allow_nan=False)`` would accept ``value``; name the first part it refuses.
 
@@ -273,4 +288,4 @@ def check_json(value: Any, where: str = "value") -> None:
     """
     problem = _json_problem(value, 0)
     if problem is not None:
-        raise SerializationError(f"{where}{problem[0]}: {problem[1]}.")
+        raise SerializationError(f"{clip_path(where + problem[0])}: {problem[1]}.")

@@ -8,6 +8,7 @@ character is shown as an escape instead (:mod:`handrail.core.terminal`, which th
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from handrail.core.terminal import printable, terminal_json
@@ -19,8 +20,10 @@ __all__ = ["printable", "show_value"]
 def show_value(value: Any) -> str:
     r"""Render an argument as the person types it: a string raw, anything else as JSON; safe for a terminal.
 
-    A string's control characters are escaped as by :func:`printable`. JSON already escapes C0 controls;
-    DEL, C1 and bidirectional controls are written as ``\uXXXX`` too, so the text is the same JSON data.
+    A plain string is shown as it is; one holding a control character or a backslash is shown as a quoted
+    JSON string, so a real newline (``"a\nb"``) and the two characters backslash and n (``"a\\nb"``) look
+    different. JSON already escapes C0 controls; DEL, C1 and bidirectional controls are written as
+    ``\uXXXX`` too, so the text is the same JSON data.
     Arguments nested deeper than the recursion limit are rendered too.
 
     Args:
@@ -30,7 +33,11 @@ def show_value(value: Any) -> str:
         One line of text (``repr`` for a value JSON cannot hold, such as a reference cycle).
     """
     if isinstance(value, str):
-        return printable(value)
+        shown = printable(value)
+        if shown == value and "\\" not in value:
+            return value
+        # Escapes alone would show a real newline and the two characters \n alike: quote it as JSON instead.
+        return terminal_json(json.dumps(value, ensure_ascii=False))
     try:
         text = encode_json(value)
     except (TypeError, ValueError):  # not JSON data (a tuple key, a cycle): shown, never typed back

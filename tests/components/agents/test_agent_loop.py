@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from handrail.components.agents import Agent
-from handrail.dataclasses import ChatMessage, ChatRole, StreamingChunk, TextContent
+from handrail.dataclasses import ChatMessage, ChatRole, StreamingChunk, TextContent, ToolCall
 from handrail.errors import RunError
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
@@ -476,6 +476,21 @@ class TestArguments:
         agent = Agent(chat_generator=Silent(), tools=[ECHO_TOOL] if with_tools else None)
         with pytest.raises(RunError, match=r"Silent.run returned no replies"):
             agent.run([user("hi")])
+
+    @pytest.mark.parametrize("role", ["user", "tool", "system"])
+    def test_a_generator_replying_with_a_non_assistant_message_is_a_run_error(self, role: str) -> None:
+        make = {
+            "user": lambda: ChatMessage.from_user("I am the answer"),
+            "system": lambda: ChatMessage.from_system("new rules"),
+            "tool": lambda: ChatMessage.from_tool("r", ToolCall("echo", {}, "c1")),
+        }[role]
+
+        class Confused:
+            def run(self, messages: list[ChatMessage], tools: Any = None) -> dict[str, Any]:
+                return {"replies": [make()]}
+
+        with pytest.raises(RunError, match=rf"returned a {role} message as replies\[0\]"):
+            Agent(chat_generator=Confused(), tools=[ECHO_TOOL]).run([user("hi")])
 
     def test_streaming_callback_is_the_second_positional_parameter(self) -> None:
         chunks: list[Any] = []

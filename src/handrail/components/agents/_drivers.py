@@ -18,7 +18,7 @@ from handrail.components.agents._machine import CallModel, Effect, RunHooks
 from handrail.components.agents._pause_effects import Finish, Pause
 from handrail.components.tools._execution import drive_async, drive_sync
 from handrail.core.threads import to_thread
-from handrail.dataclasses.chat_message import ChatMessage
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import RunError
 
@@ -42,9 +42,17 @@ class ModelCall:
     """The run's streaming callback (also receives the tool-result chunks)."""
 
 
+_ASSISTANT = ChatRole.ASSISTANT
+
+
 def _replies(output: Any, generator: Any) -> list[ChatMessage]:
     replies = output.get("replies") if type(output) is dict else None
-    if type(replies) is list and len(replies) == 1 and type(replies[0]) is ChatMessage:
+    if (
+        type(replies) is list
+        and len(replies) == 1
+        and type(replies[0]) is ChatMessage
+        and replies[0].role is _ASSISTANT
+    ):
         return replies  # the common case, checked cheaply
     if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
         raise RunError(
@@ -52,6 +60,12 @@ def _replies(output: Any, generator: Any) -> list[ChatMessage]:
         )
     if not replies:  # nothing to append, answer or run: the run would end on the user's own message or loop
         raise RunError(f"{type(generator).__name__}.run returned no replies ({{'replies': []}}); it must return one.")
+    for i, reply in enumerate(replies):
+        if reply.role is not _ASSISTANT:  # a user or tool "reply" would be taken as the answer, or loop
+            raise RunError(
+                f"{type(generator).__name__}.run returned a {reply.role.value} message as replies[{i}]; "
+                f"replies must be assistant messages (ChatMessage.from_assistant)."
+            )
     return replies
 
 

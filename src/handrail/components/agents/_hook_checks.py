@@ -35,15 +35,15 @@ def _messages_error(messages: Any) -> tuple[str, Any, str] | None:
 
 
 def _counts_ok(counts: Any) -> bool:
-    return isinstance(counts, dict) and all(type(k) is str and _is_count(v) for k, v in counts.items())
+    return isinstance(counts, dict) and all(type(k) is str and _is_count(v) and v >= 0 for k, v in counts.items())
 
 
 _RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("step_count", lambda v: _is_count(v) and v >= 0, "it must be an int ≥ 0 (the model calls made so far)"),
-    ("tool_call_counts", _counts_ok, "it must be a dict of tool name to int"),
+    ("tool_call_counts", _counts_ok, "it must be a dict of tool name to int ≥ 0"),
     ("token_usage", lambda v: isinstance(v, dict), "it must be a dict (the summed usage of the replies)"),
-    ("stop_run", lambda v: v is None or (isinstance(v, str) and v != ""),
-     "it must be None or a non-empty str (the reason the run stops, which becomes its exit_reason)"),
+    ("stop_run", lambda v: v is None or (isinstance(v, str) and v.strip() != ""),
+     "it must be None or a str that is not blank (the reason the run stops, which becomes its exit_reason)"),
     ("continue_run", lambda v: v is True or v is False, "it must be a bool"),
     ("exit_reason", lambda v: v is None or isinstance(v, str), "it must be None or a str"),
 )  # fmt: skip
@@ -70,8 +70,8 @@ def check_after_hook(hook: Any, point: str, data: dict[str, Any]) -> None:
 
     Raises:
         RunError: ``messages`` is not a list of ChatMessage (subclasses allowed), ``step_count`` is not
-            an int ≥ 0, ``tool_call_counts`` not a dict of str to int, ``token_usage`` not a dict,
-            ``stop_run`` neither None nor a non-empty str, ``continue_run`` not a bool, ``exit_reason``
+            an int ≥ 0, ``tool_call_counts`` not a dict of str to int ≥ 0, ``token_usage`` not a dict,
+            ``stop_run`` neither None nor a str that is not blank, ``continue_run`` not a bool, ``exit_reason``
             neither None nor a str, or one of these keys was removed. The message names the hook,
             the point, the key and what it holds.
     """
