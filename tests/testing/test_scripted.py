@@ -242,3 +242,13 @@ def test_tools_given_at_init_are_offered_by_default() -> None:
     gen.run([ChatMessage.from_user("hi")])
     gen.run([ChatMessage.from_user("hi")], tools=[])
     assert [c["tools"] for c in gen.calls] == [[tool], []]
+
+
+def test_arguments_nested_past_the_recursion_limit_are_recorded_without_a_crash() -> None:
+    deep: Any = 1
+    for _ in range(2_000):
+        deep = {"a": deep}
+    message = ChatMessage.from_assistant(tool_calls=[ToolCall("echo", {"x": deep}, "c1")])
+    gen = ScriptedChatGenerator([ChatMessage.from_assistant("ok")])
+    assert gen.run([ChatMessage.from_user("hi"), message])["replies"][0].text == "ok"
+    assert gen.calls[0]["messages"][1] is message  # kept by reference: a deep copy cannot be made

@@ -68,9 +68,13 @@ class ScriptedChatGenerator:
 
     def _next(self, messages: list[ChatMessage], tools: Any, generation_kwargs: dict[str, Any] | None) -> ScriptItem:
         tools = tools if tools is not None else self.tools
+        try:
+            recorded = copy.deepcopy(list(messages))
+        except RecursionError:  # arguments nested past the recursion limit: recorded by reference
+            recorded = list(messages)
         self.calls.append(
             {
-                "messages": copy.deepcopy(list(messages)),
+                "messages": recorded,
                 "tools": list(tools) if tools is not None else None,
                 "generation_kwargs": copy.deepcopy(generation_kwargs) if generation_kwargs is not None else None,
             }

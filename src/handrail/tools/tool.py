@@ -167,7 +167,10 @@ class Tool:
             ``{"source": key, "handler": fn, "raw_result": bool}`` or a multi config
             ``{name: {"source": key, "handler": fn}}``.
         inputs_from_state: ``{state_key: parameter}``: values read from State into parameters the
-            model did not fill. Every parameter must exist in the function's signature.
+            model did not fill. Every parameter must exist in the function's signature. A value the
+            model sends for such a parameter wins, as in Haystack ("LLM args beat State"), so this is
+            not a way to keep a value out of the model's reach: check it in the tool or in a
+            ``before_tool`` hook.
         outputs_to_state: ``{state_key: {"source": result_key, "handler": fn}}``: values written to
             State from a dict result (no source = the whole result).
         async_function: A coroutine function used by async runs (sync runs use ``function``).

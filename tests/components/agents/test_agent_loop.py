@@ -146,6 +146,17 @@ class TestToolLoop:
         assert out["exit_reason"] == "text"
         assert out["token_usage"] == {"details": first, "total_tokens": 5}  # the first shape is kept
 
+    def test_usage_numbers_that_are_negative_or_not_finite_are_left_out(self) -> None:
+        agent, _ = agent_with(
+            [
+                calls_msg(call("echo", {"text": "a"}, "1"), meta={"usage": {"total_tokens": float("nan")}}),
+                calls_msg(call("echo", {"text": "b"}, "2"), meta={"usage": {"total_tokens": -100}}),
+                reply("x", usage={"total_tokens": 7, "cost": float("inf")}),
+            ],
+            tools=[ECHO_TOOL],
+        )
+        assert agent.run([user("hi")])["token_usage"] == {"total_tokens": 7}
+
     def test_no_usage_reported(self) -> None:
         agent, _ = agent_with([reply("x", usage={})], tools=[ECHO_TOOL])
         out = agent.run([user("hi")])

@@ -7,6 +7,7 @@ loop (ids, validation, exits, counters); the drivers in ``_drivers`` only execut
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -95,12 +96,15 @@ def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
     """Add every numeric field of ``usage`` into ``total`` (nested dicts recursively).
 
     A field whose shape differs from the total's (a number where earlier replies had a dict, or the
-    reverse) is left out: a provider's metadata must not end the run.
+    reverse) is left out, and so is a number that is negative or not finite: a provider's metadata
+    must neither end the run nor blind a token budget.
     """
     for key, value in usage.items():
         if isinstance(value, bool):
             continue
         if isinstance(value, int | float):
+            if not math.isfinite(value) or value < 0:  # NaN would blind a token budget for good
+                continue
             before = total.get(key, 0)
             if isinstance(before, int | float) and not isinstance(before, bool):
                 total[key] = before + value
