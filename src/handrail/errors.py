@@ -26,6 +26,7 @@ Misuse errors (raised before any side effect) also derive from ``ValueError`` or
         ├── GenerationError                  a chat model (server or embedded) failed to give a usable reply
         ├── SnapshotUnavailableError         a snapshot is being resumed elsewhere, already resumed, or finished
         ├── StoreError                       a store is unreachable, holds a corrupt row, or has a newer schema
+        │   └── CorruptRecordError           a stored row (message, memory, snapshot) cannot be read
         ├── UnknownOutcomeError              a resumed call was found running: its outcome is unknown
         ├── PipelineError                    a pipeline component failed (names the component)
         │   └── PipelineMaxComponentRuns     a pipeline component ran more often than allowed
@@ -42,6 +43,7 @@ __all__ = [
     "ComponentError",
     "ConfigurationError",
     "ConfigurationTypeError",
+    "CorruptRecordError",
     "DecisionConflictError",
     "GenerationError",
     "HandrailError",
@@ -234,6 +236,14 @@ class StoreError(RunError):
 
     Its database is unreachable, a row is corrupt, or its schema was written by a newer handrail. The message
     names the store and the key; nothing was half-written.
+    """
+
+
+class CorruptRecordError(StoreError):
+    """A stored row cannot be read: not the JSON handrail wrote, not a message or snapshot, or of a newer format.
+
+    Raised when the row is read; the store itself works, and the row is left as it is. The message names the
+    store and the key. The CLI treats it like a corrupt snapshot file: bad input (exit status 2).
     """
 
 

@@ -274,3 +274,22 @@ def test_pause_for_approval_into_a_store_that_cannot_be_one(tmp_path: Path, log:
     result = cli("run", "--pause-for-approval", f"sqlite:///{tmp_path / 'db'}", agent, "q")
     assert result.exit_code == 2 and "is a directory, not a database file" in result.output
     no_traceback(result)
+
+
+@pytest.mark.parametrize("command", ["show", "approve", "resume"])
+def test_a_corrupt_record_in_a_database_store_is_bad_input_like_a_corrupt_file(
+    tmp_path: Path, log: Path, command: str
+) -> None:
+    import sqlite3
+
+    url = sqlite_url(tmp_path)
+    agent = agent_yaml(tmp_path / "agent.yaml", [PAY])
+    sid = last_json(cli("run", "--json", "--pause-for-approval", url, agent, "Pay."))["snapshot_id"]
+    with sqlite3.connect(tmp_path / "approvals.db") as db:
+        db.execute("UPDATE handrail_snapshots SET data = ? WHERE snapshot_id = ?", (b"{not json", sid))
+    args = ["resume", sid] if command == "resume" else ["approvals", command, sid]
+    result = cli(*args, "--store", url)
+    assert result.exit_code == 2, result.output
+    assert f"the record of snapshot {sid} cannot be read" in result.output
+    no_traceback(result)
+    assert transfers(log) == []

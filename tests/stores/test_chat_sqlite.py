@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.errors import StoreError
+from handrail.errors import CorruptRecordError, StoreError
 from handrail.stores.chat_sqlite import SQLiteChatMessageStore
 from handrail.stores.types import MESSAGE_ID_KEY, ChatMessageStore
 from handrail.testing.store_suites import ChatMessageStoreSuite
@@ -103,7 +103,7 @@ def test_a_corrupt_row_names_the_store_history_and_message(
     store.write_messages("chat-7", messages)
     bad_id = messages[1].meta[MESSAGE_ID_KEY]
     _sql(db_path, f"UPDATE handrail_chat_messages SET data = '{data}' WHERE message_id = '{bad_id}'")
-    with pytest.raises(StoreError) as caught:
+    with pytest.raises(CorruptRecordError) as caught:
         store.retrieve_messages("chat-7")
     assert "SQLiteChatMessageStore" in str(caught.value)
     assert "'chat-7'" in str(caught.value) and repr(bad_id) in str(caught.value)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.errors import StoreError
+from handrail.errors import CorruptRecordError, StoreError
 from handrail.stores.memory_sqlite import SQLiteMemoryStore
 from handrail.testing.store_suites.memory import MemoryStoreSuite
 
@@ -142,7 +142,7 @@ def test_a_corrupt_row_names_the_memory(path: Path, column: str, value: str) -> 
     with sqlite3.connect(path) as conn:
         conn.execute(f"UPDATE handrail_memories SET {column} = ?", (value,))
     conn.close()
-    with pytest.raises(StoreError, match=f"SQLiteMemoryStore.*{memory_id}"):
+    with pytest.raises(CorruptRecordError, match=f"SQLiteMemoryStore.*{memory_id}"):
         store.search_memories(query="tea", include_memory_metadata=True)
     store.close()
 

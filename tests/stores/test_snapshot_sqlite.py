@@ -8,7 +8,7 @@ import pytest
 
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import encode_snapshot
-from handrail.errors import SnapshotUnavailableError, StoreError
+from handrail.errors import CorruptRecordError, SnapshotUnavailableError, StoreError
 from handrail.stores.snapshot_sqlite import SQLiteSnapshotStore
 from handrail.stores.types import SnapshotStore
 from handrail.testing.store_suites.snapshots import SnapshotStoreSuite, make_paused_snapshot
@@ -72,7 +72,7 @@ def test_a_corrupt_row_names_the_store_and_the_id(
     good = store.save(make_paused_snapshot())
     bad = store.save(make_paused_snapshot())
     _sql(db_path, "UPDATE handrail_snapshots SET data = ? WHERE snapshot_id = ?", data, bad)
-    with pytest.raises(StoreError, match=rf"SQLiteSnapshotStore\('{db_path}'\).*snapshot {bad}"):
+    with pytest.raises(CorruptRecordError, match=rf"SQLiteSnapshotStore\('{db_path}'\).*snapshot {bad}"):
         store.load(bad)
     with pytest.raises(StoreError, match=bad):
         store.record_decision(bad, APPROVE)

@@ -179,6 +179,7 @@ def errors_as_exit_codes(
     """
     from handrail.errors import (
         ConfigurationError,
+        CorruptRecordError,
         DecisionConflictError,
         HandrailError,
         SnapshotDriftError,
@@ -204,7 +205,7 @@ def errors_as_exit_codes(
         fail_usage(out, str(exc))
     except DecisionConflictError as exc:
         fail_usage(out, f"Conflict: {exc} This decision was not recorded.")
-    except ConfigurationError as exc:
+    except (ConfigurationError, CorruptRecordError) as exc:  # a corrupt record is bad input, like a corrupt file
         fail_usage(out, str(exc))
     except PermissionError as exc:
         fail_usage(out, _permission_message(exc))

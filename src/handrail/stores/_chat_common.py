@@ -15,7 +15,7 @@ from typing import Any
 
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.dataclasses.snapshot import MessageCache
-from handrail.errors import ConfigurationError, ConfigurationTypeError, HandrailError, StoreError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, CorruptRecordError, HandrailError
 from handrail.stores.types import MESSAGE_ID_KEY, ensure_message_id
 
 __all__ = ["EncodedMessage", "check_history_id", "check_last_k", "decode_message", "encode_messages", "round_start"]
@@ -104,7 +104,7 @@ def decode_message(store: str, chat_history_id: str, message_id: str, data: str 
     """Rebuild a stored message; its ``meta["message_id"]`` is set to ``message_id``.
 
     Raises:
-        StoreError: The row is corrupt (not JSON, or not a message); the error names the store, the chat
+        CorruptRecordError: The row is corrupt (not JSON, or not a message); the error names the store, the chat
             history and the message id.
     """
     try:
@@ -113,7 +113,7 @@ def decode_message(store: str, chat_history_id: str, message_id: str, data: str 
             raise ConfigurationError(f"expected a JSON object, got {type(decoded).__name__}")
         message = ChatMessage.from_dict(decoded)
     except (ValueError, TypeError, KeyError, AttributeError, HandrailError) as exc:
-        raise StoreError(
+        raise CorruptRecordError(
             f"{store}: the stored message {message_id!r} of chat history {chat_history_id!r} is corrupt: {exc}"
         ) from exc
     message.meta[MESSAGE_ID_KEY] = message_id

@@ -23,7 +23,12 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError, StoreError
+from handrail.errors import (
+    ConfigurationError,
+    ConfigurationTypeError,
+    CorruptRecordError,
+    SerializationError,
+)
 from handrail.stores.types import ensure_message_id
 
 __all__ = [
@@ -296,16 +301,17 @@ def build_memory_message(store: str, row: Sequence[Any], *, include_metadata: bo
         (a float, higher is better; None without a query) and ``metadata`` (a dict).
 
     Raises:
-        StoreError: The stored row is corrupt (unknown role, metadata not a JSON object); names the store and id.
+        CorruptRecordError: The stored row is corrupt (unknown role, metadata not a JSON object); names the
+            store and id.
     """
     memory_id, role, name, content, user_id, run_id, agent_id, created_at, metadata, score = row
     if isinstance(metadata, str):
         try:
             metadata = json.loads(metadata)
         except ValueError as exc:
-            raise StoreError(f"{store}: memory {memory_id} holds metadata that is not JSON: {exc}") from exc
+            raise CorruptRecordError(f"{store}: memory {memory_id} holds metadata that is not JSON: {exc}") from exc
     if not isinstance(metadata, dict):
-        raise StoreError(f"{store}: memory {memory_id} holds metadata that is not a JSON object.")
+        raise CorruptRecordError(f"{store}: memory {memory_id} holds metadata that is not a JSON object.")
     meta: dict[str, Any] = {"memory_id": memory_id}
     if include_metadata:
         if isinstance(created_at, datetime):
@@ -321,7 +327,7 @@ def build_memory_message(store: str, row: Sequence[Any], *, include_metadata: bo
     try:
         return ChatMessage.from_dict({"role": role, "content": [{"text": content}], "name": name, "meta": meta})
     except (ConfigurationError, TypeError) as exc:
-        raise StoreError(f"{store}: memory {memory_id} is corrupt: {exc}") from exc
+        raise CorruptRecordError(f"{store}: memory {memory_id} is corrupt: {exc}") from exc
 
 
 def utc_now() -> str:

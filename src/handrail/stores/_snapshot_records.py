@@ -28,7 +28,7 @@ from typing import Any, Literal, Self
 
 from handrail.core.serialization import default_from_dict, default_to_dict, init_parameters
 from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot
-from handrail.errors import ConfigurationError, SnapshotError, SnapshotUnavailableError, StoreError
+from handrail.errors import ConfigurationError, CorruptRecordError, SnapshotError, SnapshotUnavailableError, StoreError
 from handrail.stores._snapshot_common import check_snapshot_id
 
 __all__ = ["OnSnapshotError", "Release", "SnapshotLease", "SnapshotRecords"]
@@ -167,13 +167,13 @@ class SnapshotRecords(ABC):
     def _decode(self, snapshot_id: str, data: bytes) -> AgentSnapshot:
         """The snapshot in a record (``location`` None); a corrupt record raises an error naming store and id.
 
-        A database record that cannot be read is a StoreError (the file store overrides this: a bad file is a
+        A database record that cannot be read is a CorruptRecordError (the file store overrides this: a bad file is a
         SnapshotError naming the file).
         """
         try:
             return decode_snapshot(data, source=self.locator(snapshot_id), allowed_modules=self.allowed_modules)
         except SnapshotError as exc:
-            raise StoreError(f"{self}: the record of snapshot {snapshot_id} cannot be read: {exc}") from exc
+            raise CorruptRecordError(f"{self}: the record of snapshot {snapshot_id} cannot be read: {exc}") from exc
 
     def _file_path(self, snapshot_id: str) -> Path | None:
         """The record's file, for a directory store (``PendingApproval.path``)."""
