@@ -296,46 +296,6 @@ async def test_a_cancelled_run_keeps_its_claim_until_its_sync_tool_thread_record
     assert json.loads(file.read_text())["status"] == "done"
 
 
-async def test_a_call_cancelled_before_its_thread_took_it_never_runs_and_frees_the_claim(tmp_path: Path) -> None:
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    loop = asyncio.get_running_loop()
-    busy = threading.Event()
-    executor = ThreadPoolExecutor(1)
-    loop.set_default_executor(executor)  # one thread, kept busy: the tool's call stays queued
-    blocker = loop.run_in_executor(None, busy.wait, 10)
-    runs: list[str] = []
-
-    def pay(name: str) -> str:
-        """Pay someone.
-
-        Args:
-            name: The name.
-        """
-        runs.append(name)
-        return "paid"
-
-    agent = Agent(
-        chat_generator=ScriptedChatGenerator([asst(calls=[("p1", "pay", {"name": "ann"})]), asst("x")]),
-        tools=[create_tool_from_function(pay), create_tool_from_function(transfer)],
-        confirmation_strategies={"transfer": BreakpointConfirmationStrategy(str(tmp_path))},
-    )
-    task = asyncio.create_task(agent.run_async([user("go")]))
-    while not [p for p in tmp_path.iterdir() if p.suffix == ".json"]:  # the ledger says p1 is running
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    busy.set()
-    await blocker
-    [file] = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
-    with pytest.raises(UnknownOutcomeError, match="'p1'"):  # claim free at once; the outcome stays unknown
-        await agent.run_async([], snapshot=load_snapshot(file))
-    assert runs == []
-
-
 class Level(enum.IntEnum):
     LOW = 1
 

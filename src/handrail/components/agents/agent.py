@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from handrail.components.agents import _config as cfg
+from handrail.components.agents import _warm
 from handrail.components.agents._drivers import run_machine_async, run_machine_sync
 from handrail.components.agents._machine import HookTable, agent_machine
 from handrail.components.agents._plan import RunRequest, start_run
@@ -154,8 +156,18 @@ class Agent:
         self.user_prompt = user_prompt
         self.required_variables = required_variables
         self._warmed: dict[int, object] = {}
+        self._warm_lock = threading.Lock()
         self._check()
         refresh_sockets(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(vars(self))
+        del state["_warm_lock"]  # a lock cannot be copied; copy.deepcopy(agent) gets a fresh one
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+        vars(self)["_warm_lock"] = threading.Lock()
 
     def __setattr__(self, name: str, value: Any) -> None:
         # None keeps meaning "the default" when an init parameter is reassigned after construction.
@@ -195,18 +207,10 @@ class Agent:
     def warm_up(self) -> None:
         """Warm up the chat generator and the tools (idempotent; runs do it automatically).
 
-        Each object is warmed once; objects assigned to ``chat_generator`` or ``tools`` later are
-        warmed on the next run.
+        Each object is warmed once, also when several threads start runs at once; objects assigned to
+        ``chat_generator`` or ``tools`` later are warmed on the next run.
         """
-        table = self._hook_table
-        hooks = [h for point in table.__slots__ for h in getattr(table, point)]
-        for obj in (self.chat_generator, *flatten_tools(self.tools), *hooks):
-            if id(obj) in self._warmed:
-                continue
-            warm = getattr(obj, "warm_up", None)
-            if callable(warm):
-                warm()
-            self._warmed[id(obj)] = obj  # the reference keeps the id from being reused by another object
+        _warm.warm_up(self)
 
     @staticmethod
     def _result(state: State) -> dict[str, Any]:
@@ -321,16 +325,21 @@ class Agent:
     ) -> dict[str, Any]:
         """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async.
 
-        Claiming a snapshot and loading history and memories from the stores run in a worker thread, so the event
-        loop is not blocked by their I/O.
+        Claiming a snapshot, loading history and memories from the stores and the first warm-up run in a worker
+        thread, so the event loop is not blocked by their I/O; a run cancelled meanwhile releases its claim.
         """
         req = RunRequest(
             messages, False, streaming_callback, generation_kwargs, system_prompt, tools, given_arguments(self, kwargs),
             confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
             chat_message_store_kwargs, memory_store_kwargs,
         )  # fmt: skip
-        if snapshot is not None or chat_message_store_kwargs is not None or memory_store_kwargs is not None:
-            plan, state, model = await to_thread(start_run, self, req)
+        if (
+            snapshot is not None
+            or chat_message_store_kwargs is not None
+            or memory_store_kwargs is not None
+            or _warm.needs_warm_up(self)
+        ):
+            plan, state, model = await _warm.start_run_off_loop(self, req)
         else:
             plan, state, model = start_run(self, req)
         try:

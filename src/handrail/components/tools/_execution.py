@@ -73,9 +73,9 @@ def run_calls_sync(effect: RunCalls) -> list[Outcome]:
 async def _observed_async(observer: CallObserver | None, inv: Invocation) -> Outcome:
     if observer is None:
         return await _call_async(inv)
-    observer.started(inv)
     if inv.tool.async_function is None and inv.tool.function is not None:
         return await _detached(observer, inv)
+    observer.started(inv)
     outcome = await _call_async(inv)
     observer.finished(inv, outcome)
     return outcome
@@ -86,7 +86,8 @@ async def _detached(observer: CallObserver, inv: Invocation) -> Outcome:
 
     A cancelled run leaves the thread running to its end, and what it did must still reach the ledger; the
     observer is told when the thread is done (``worker_ended``), or at once when the cancellation came before
-    the thread took the call (the call then never runs).
+    the thread took the call (the call then never runs, and its record stays ``pending``: the thread, not the
+    event loop, records ``running`` once it has taken the call).
     """
     observer.worker_started(inv)
     state = ["queued"]
@@ -98,6 +99,7 @@ async def _detached(observer: CallObserver, inv: Invocation) -> Outcome:
                 return False, ToolInvocationError(f"Call '{inv.call.id}' was cancelled before it ran.", inv.tool.name)
             state[0] = "running"
         try:
+            observer.started(inv)
             outcome = _call_sync(inv)
             observer.finished(inv, outcome)
             return outcome
