@@ -26,7 +26,9 @@ from typing import Any
 from handrail.errors import SerializationError
 
 __all__ = [
+    "active_allowlist",
     "default_from_dict",
+    "file_safe",
     "init_parameters",
     "default_to_dict",
     "deserialize_callable",
@@ -148,6 +150,32 @@ def restricted_imports(allowed_modules: Iterable[str]) -> Iterator[None]:
         _SCOPED_ALLOWLIST.reset(token)
 
 
+def active_allowlist() -> tuple[str, ...] | None:
+    """The module prefixes of the enclosing :func:`restricted_imports` (besides handrail), or None outside one.
+
+    An object built from a file can keep this and apply it again when it later resolves names (a router
+    rendering its templates), so the file's data cannot reach past the allowlist after loading.
+    """
+    return _SCOPED_ALLOWLIST.get()
+
+
+_FILE_SAFE = "__handrail_file_safe__"
+_F = typing.TypeVar("_F", bound=Callable[..., Any])
+
+
+def file_safe(function: _F) -> _F:
+    """Mark one of handrail's own functions as one a file may name as a callable (a State merge handler).
+
+    Under an allowlist, :func:`deserialize_callable` refuses handrail's other functions: some resolve names
+    or write files, and a file naming them (say, as a router filter) could reach past the allowlist.
+
+    Returns:
+        ``function`` itself.
+    """
+    setattr(function, _FILE_SAFE, True)
+    return function
+
+
 def _check_allowed(path: str, allowed_modules: Iterable[str] | None, shown: str | None = None) -> None:
     scoped = _SCOPED_ALLOWLIST.get()
     if scoped is not None:
@@ -185,6 +213,8 @@ def import_object(path: str, *, allowed_modules: Iterable[str] | None = None) ->
     """
     if not isinstance(path, str) or "." not in path:
         raise SerializationError(f"Cannot import {path!r}: expected a dotted path such as 'package.module.name'.")
+    if "__main__" in path.split(".")[1:]:  # importing pkg.__main__ runs that program (handrail.cli.__main__ exits)
+        raise SerializationError(f"Refusing to import '{path}': a '__main__' module runs a program when imported.")
     _check_allowed(path, allowed_modules)
     restricted = allowed_modules is not None or _SCOPED_ALLOWLIST.get() is not None
     parts = path.split(".")
@@ -264,11 +294,19 @@ def deserialize_callable(path: str, *, allowed_modules: Iterable[str] | None = N
         The callable.
 
     Raises:
-        SerializationError: When the path cannot be imported or does not name a callable.
+        SerializationError: When the path cannot be imported or does not name a callable, or, under an
+            allowlist (a file's data), names one of handrail's own functions not marked :func:`file_safe`.
     """
     obj = import_object(path, allowed_modules=allowed_modules)
     if not callable(obj):
         raise SerializationError(f"'{path}' does not name a callable.")
+    restricted = allowed_modules is not None or _SCOPED_ALLOWLIST.get() is not None
+    own = str(getattr(obj, "__module__", "") or "")
+    if restricted and (own == "handrail" or own.startswith("handrail.")) and not getattr(obj, _FILE_SAFE, False):
+        raise SerializationError(
+            f"Refusing '{path}' as a callable named in a file: handrail's own functions are not callables a file "
+            f"may name (some import by name or write files); name a function of a module you allow."
+        )
     return typing.cast(Callable[..., Any], obj)
 
 

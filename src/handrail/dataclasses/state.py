@@ -15,6 +15,7 @@ from typing import Any
 from handrail.core.serialization import (
     deserialize_callable,
     deserialize_type,
+    file_safe,
     serialize_callable,
     serialize_type,
 )
@@ -36,6 +37,7 @@ RESERVED_KEYS: tuple[str, ...] = (
 """Keys the Agent keeps in every State; a user schema may not define them."""
 
 
+@file_safe
 def merge_lists(current: Any, new: Any) -> list[Any]:
     """Concatenate two values as lists (``None`` counts as ``[]``, a scalar as ``[x]``).
 
@@ -51,6 +53,7 @@ def merge_lists(current: Any, new: Any) -> list[Any]:
     return [*left, *right]
 
 
+@file_safe
 def replace_values(current: Any, new: Any) -> Any:
     """Return ``new`` (the default handler for every non-list type)."""
     return new

@@ -11,7 +11,7 @@ from handrail.core.component import component
 from handrail.core.serialization import import_object, init_parameters, qualified_name
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import ChunkAssembler, StreamingCallback, StreamingChunk, is_async_callback
-from handrail.errors import ConfigurationTypeError, ScriptExhaustedError
+from handrail.errors import ConfigurationTypeError, ScriptExhaustedError, SerializationError
 
 __all__ = ["ScriptedChatGenerator", "ScriptItem"]
 
@@ -184,7 +184,13 @@ class ScriptedChatGenerator:
             if "message" in item:
                 replies.append(ChatMessage.from_dict(item["message"]))
             elif "exception" in item:
-                replies.append(import_object(item["exception"])(item["text"]))
+                kind = import_object(item["exception"])
+                if not (isinstance(kind, type) and issubclass(kind, BaseException)):  # check before calling it
+                    raise SerializationError(
+                        f"ScriptedChatGenerator: replies[{len(replies)}]['exception'] is {item['exception']!r}, "
+                        f"which is not an exception class."
+                    )
+                replies.append(kind(item["text"]))
             else:
                 replies.append([_chunk_from_dict(c) for c in item["chunks"]])
         return cls(replies, tools=tools)

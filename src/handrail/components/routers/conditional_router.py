@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING, Any
 from handrail.components.routers._routes import Route, parse_routes, value_matches
 from handrail.core.component import component
 from handrail.core.serialization import (
+    active_allowlist,
     deserialize_callable,
     deserialize_type,
     init_parameters,
     qualified_name,
+    restricted_imports,
     serialize_callable,
     serialize_type,
 )
@@ -109,6 +111,8 @@ class ConditionalRouter:
         self.validate_output_type = bool(validate_output_type)
         self.optional_variables: list[str] = _check_optional(optional_variables)
         self._environment = make_environment(native=self.unsafe, filters=self.custom_filters)
+        self._allowlist: tuple[str, ...] | None = None
+        """The allowlist of the file this router was loaded from: name lookups while rendering stay in it."""
         self._variables: dict[tuple[int, int], set[str]] = {}
         """The variables each template reads, by (route index, slot): slot 0 the condition, 1.. the outputs."""
         self._templates: list[tuple[Template, list[Template]]] = [self._compile(route) for route in self._parsed]
@@ -203,6 +207,9 @@ class ConditionalRouter:
 
     def _render(self, route: Route, slot: int, template: Template, values: dict[str, Any]) -> Any:
         try:
+            if self._allowlist is not None:
+                with restricted_imports(self._allowlist):
+                    return template.render(values)
             return template.render(values)
         except Exception as exc:  # any error a template or a user object raises while rendering
             raise self._error(
@@ -260,7 +267,8 @@ class ConditionalRouter:
         """Rebuild a router from :meth:`to_dict`'s envelope (``data`` is not modified).
 
         Types and filters are imported by their dotted paths, within the allowlist of an enclosing
-        :func:`~handrail.core.serialization.restricted_imports` when there is one.
+        :func:`~handrail.core.serialization.restricted_imports` when there is one; the router then renders its
+        templates under that allowlist too, so a filter that resolves names cannot reach past it.
 
         Args:
             data: The envelope.
@@ -281,7 +289,9 @@ class ConditionalRouter:
         params["routes"] = routes
         filters = params.get("custom_filters") or {}
         params["custom_filters"] = {name: deserialize_callable(path) for name, path in filters.items()}
-        return cls(**params)
+        router = cls(**params)
+        router._allowlist = active_allowlist()  # a file's router renders under the file's allowlist
+        return router
 
 
 def _read_types(value: Any) -> Any:

@@ -1,0 +1,93 @@
+"""Data from files (pipeline YAML, snapshots, agent files) must not import or run what the allowlist forbids."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from handrail import Pipeline
+from handrail.components.routers import RouteConditionException
+from handrail.core.serialization import deserialize_callable, import_object, restricted_imports
+from handrail.dataclasses.state import merge_lists
+from handrail.errors import PipelineError, SerializationError
+from handrail.testing import ScriptedChatGenerator
+
+ROUTER = "handrail.components.routers.conditional_router.ConditionalRouter"
+
+
+def router_yaml(filter_path: str, marker: Path) -> str:
+    return textwrap.dedent(f"""\
+        components:
+          r:
+            type: {ROUTER}
+            init_parameters:
+              routes:
+              - condition: "{{{{ ('os.system' | imp)('touch {marker}') == 0 }}}}"
+                output: '{{{{ value }}}}'
+                output_name: done
+                output_type: int
+              custom_filters: {{imp: {filter_path}}}
+        connections: []
+        """)
+
+
+def test_a_handrail_function_that_imports_by_name_is_refused_as_a_filter(tmp_path: Path) -> None:
+    marker = tmp_path / "PWNED"
+    with pytest.raises(SerializationError, match="handrail's own functions are not callables a file may name"):
+        Pipeline.loads(router_yaml("handrail.core.serialization.import_object", marker))
+    assert not marker.exists()
+
+
+def test_a_filter_of_an_allowed_module_cannot_import_past_the_allowlist_while_rendering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "myfilters.py").write_text(
+        "from handrail.core.serialization import import_object\n\n\ndef imp(path):\n    return import_object(path)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    marker = tmp_path / "PWNED"
+    pipeline = Pipeline.loads(router_yaml("myfilters.imp", marker), allowed_modules=["myfilters"])
+    with pytest.raises(PipelineError, match=r"Refusing to import 'os\.system'") as info:
+        pipeline.run({"r": {"value": 1}})
+    assert isinstance(info.value.__cause__, RouteConditionException)
+    assert not marker.exists()
+
+
+def test_the_same_router_built_in_python_is_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from handrail.components.routers import ConditionalRouter
+
+    route = {"condition": "{{ ('json.dumps' | imp)(value) == '1' }}", "output": "{{ value }}",
+             "output_name": "done", "output_type": int}  # fmt: skip
+    router = ConditionalRouter([route], custom_filters={"imp": import_object})
+    assert router.run(value=1) == {"done": 1}
+
+
+@pytest.mark.parametrize("path", ["handrail.cli.__main__.X", "handrail.cli.__main__"])
+def test_a_main_module_is_never_imported(path: str) -> None:
+    with pytest.raises(SerializationError, match="'__main__' module runs a program"):
+        import_object(path)  # importing it would run the CLI and raise SystemExit
+    with restricted_imports(()), pytest.raises(SerializationError, match="__main__"):
+        import_object(path)
+
+
+def test_only_marked_handrail_functions_may_be_named_as_callables_in_files() -> None:
+    with restricted_imports(()):
+        assert deserialize_callable("handrail.dataclasses.state.merge_lists") is merge_lists
+        with pytest.raises(SerializationError, match="not callables a file may name"):
+            deserialize_callable("handrail.core.files.atomic_write")
+    assert callable(deserialize_callable("handrail.core.files.atomic_write"))  # Python callers are trusted
+
+
+def test_a_scripted_exception_must_name_an_exception_class_before_anything_is_called(tmp_path: Path) -> None:
+    target = tmp_path / "created-by-a-file"
+    data = {
+        "type": "handrail.testing.ScriptedChatGenerator",
+        "init_parameters": {"replies": [{"exception": "handrail.stores.open_snapshot_store", "text": str(target)}]},
+    }
+    with pytest.raises(SerializationError, match="not an exception class"):
+        ScriptedChatGenerator.from_dict(json.loads(json.dumps(data)))
+    assert not target.exists()
