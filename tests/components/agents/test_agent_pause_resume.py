@@ -342,6 +342,9 @@ def test_decisions_of_the_wrong_type_are_named(tmp_path: Path) -> None:
         lambda d: d.update(messages=[]),
         lambda d: d["state"].update(step_count="many"),
         lambda d: d["messages"].pop(),
+        lambda d: d["ledger"]["c1"].update(tool_name="lookup"),  # the message says transfer
+        lambda d: d["ledger"]["c1"].update(arguments={"amount": 1}),  # what a person would be shown
+        lambda d: d["ledger"]["c1"].update(status="approved"),  # approved, with no decision recorded
     ],
 )
 def test_a_hand_edited_snapshot_that_contradicts_itself_is_refused(tmp_path: Path, edit: Any) -> None:

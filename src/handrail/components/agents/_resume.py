@@ -326,3 +326,25 @@ def check_consistency(snapshot: AgentSnapshot) -> None:
         raise SnapshotError(
             f"{where}: its ledger has unfinished calls {open_elsewhere} that are not calls of the paused step."
         )
+    _check_ledger_matches(snapshot, where)
+
+
+def _check_ledger_matches(snapshot: AgentSnapshot, where: str) -> None:
+    """The ledger's entries for the paused calls name the same tools (and, while undecided, the same arguments)."""
+    for call in snapshot.pending_tool_calls:
+        entry = snapshot.ledger.get(call.id or "")
+        if entry is None:
+            continue
+        if entry.tool_name != call.tool_name:
+            raise SnapshotError(
+                f"{where}: its ledger records call {call.id!r} as a call of tool {entry.tool_name!r}, but the paused "
+                f"step calls {call.tool_name!r}."
+            )
+        if entry.status == "pending" and isinstance(call.arguments, dict) and entry.arguments != call.arguments:
+            raise SnapshotError(
+                f"{where}: its ledger holds other arguments for call {call.id!r} than the paused step "
+                f"({json.dumps(entry.arguments)[:200]} against {json.dumps(call.arguments)[:200]})."
+            )
+    undecided = sorted(k for k, e in snapshot.ledger.items() if e.status in ("approved", "rejected") and not e.decision)
+    if undecided:
+        raise SnapshotError(f"{where}: its ledger marks calls {undecided} as decided but records no decision for them.")
