@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
@@ -457,3 +458,14 @@ connections: []
     with pytest.raises(SerializationError):
         Pipeline.loads(text)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("restricted", [False, True])
+def test_a_missing_name_in_an_importable_module_is_named_as_missing(restricted: bool) -> None:
+    from handrail.core.serialization import import_object, restricted_imports
+
+    with contextlib.ExitStack() as stack:
+        if restricted:
+            stack.enter_context(restricted_imports(()))
+        with pytest.raises(SerializationError, match=r"'handrail\.core\.files' has no attribute 'nope'"):
+            import_object("handrail.core.files.nope")

@@ -218,6 +218,7 @@ def import_object(path: str, *, allowed_modules: Iterable[str] | None = None) ->
     _check_allowed(path, allowed_modules)
     restricted = allowed_modules is not None or _SCOPED_ALLOWLIST.get() is not None
     parts = path.split(".")
+    missing: str | None = None  # what the longest importable module lacks, for the error message
     for cut in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:cut])
         try:
@@ -233,23 +234,39 @@ def import_object(path: str, *, allowed_modules: Iterable[str] | None = None) ->
                 f"Cannot import '{path}': importing module '{module_name}' failed: {type(exc).__name__}: {exc}"
             ) from exc
         try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-                if restricted and isinstance(obj, types.ModuleType):
-                    raise SerializationError(
-                        f"Refusing to import '{path}': it reaches module '{obj.__name__}' through an attribute of "
-                        f"'{module_name}'; name the module itself (its own path must be in the allowlist)."
-                    )
-        except AttributeError:
+            obj = _follow(obj, module_name, parts[cut:], path, restricted, missing)
+        except AttributeError as exc:
+            missing = missing or str(exc)
             continue
         owner = getattr(obj, "__module__", None)
         if restricted and isinstance(owner, str) and not isinstance(obj, types.ModuleType):
             _check_allowed(owner, allowed_modules, shown=path)  # a name re-exported from elsewhere must be allowed too
         return obj
+    if missing is not None:
+        raise SerializationError(f"Cannot import '{path}': {missing}.")
     raise SerializationError(
         f"Cannot import '{path}': no module or attribute of that name could be found "
         f"(is its module importable from here, e.g. on PYTHONPATH?)."
     )
+
+
+def _follow(obj: Any, module_name: str, names: list[str], path: str, restricted: bool, missing: str | None) -> Any:
+    """Follow ``names`` from the module ``obj``; AttributeError says which one is missing, and where."""
+    holder = module_name
+    for attr in names:
+        try:
+            obj = getattr(obj, attr)
+        except AttributeError:
+            raise AttributeError(f"'{holder}' has no attribute {attr!r}") from None
+        if restricted and isinstance(obj, types.ModuleType):
+            if missing is not None:  # the module was imported by its own path: the name is what is wrong
+                raise SerializationError(f"Cannot import '{path}': {missing}.")
+            raise SerializationError(
+                f"Refusing to import '{path}': it reaches module '{obj.__name__}' through an attribute of "
+                f"'{module_name}'; name the module itself (its own path must be in the allowlist)."
+            )
+        holder = f"{holder}.{attr}"
+    return obj
 
 
 def serialize_callable(function: Callable[..., Any]) -> str:
