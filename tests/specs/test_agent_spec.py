@@ -284,3 +284,67 @@ def test_pause_settings_are_checked(tmp_path: Path, kwargs: dict[str, Any], frag
     text = scripted_generator_yaml([]) + "\ntools: [calculator]\nconfirmation:\n  calculator: always\n"
     with pytest.raises(SpecError, match=fragment):
         build_agent(load_agent_spec(write(tmp_path, text)), **kwargs)
+
+
+def reply_with_meta_yaml(meta_value: str) -> str:
+    """An agent file whose ScriptedChatGenerator reply has ``meta: {defs: <meta_value>}`` (written as is)."""
+    import yaml
+
+    params = ScriptedChatGenerator([ChatMessage.from_assistant("ok", meta={"defs": "PLACEHOLDER"})]).to_dict()
+    generator = {"type": "handrail.testing.ScriptedChatGenerator", "init_parameters": params["init_parameters"]}
+    text = yaml.safe_dump({"generator": generator}, sort_keys=False)
+    assert text.count("PLACEHOLDER") == 1
+    return text.replace("PLACEHOLDER", meta_value)
+
+
+def test_an_alias_bomb_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
+    levels = ["&a0 [" + ", ".join(["lol"] * 10) + "]"]
+    levels += [f"&a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 8)]  # 10**8 'lol's
+    text = reply_with_meta_yaml("[" + ", ".join(levels) + "]")
+    path = write(tmp_path, text)
+    line = text.splitlines().index(next(row for row in text.splitlines() if "*a0" in row)) + 1
+    with pytest.raises(
+        SpecError, match=rf"^{path}:{line}: YAML aliases expand this document to more than [\d,]+ nodes"
+    ):
+        load_agent_spec(path)
+
+
+def test_anchors_and_aliases_reusing_a_block_still_work(tmp_path: Path) -> None:
+    text = reply_with_meta_yaml("[&shared {source: notes, tags: [a, b]}, *shared, *shared]") + (
+        "system_prompt: &prompt Be brief.\n"
+        "tools:\n"
+        "  - &search {name: search, folder: docs, top_k: 5}\n"
+        "  - <<: *search\n"
+        "    top_k: 2\n"  # a merged key may be overridden
+        "  - *search\n"
+    )
+    spec = load_agent_spec(write(tmp_path, text))
+    assert spec.system_prompt == "Be brief."
+    reply = spec.generator.init_parameters["replies"][0]["message"]
+    assert reply["meta"] == {"defs": [{"source": "notes", "tags": ["a", "b"]}] * 3}
+    assert [(t.name, t.folder, t.top_k) for t in spec.tools] == [  # type: ignore[union-attr]
+        ("search", "docs", 5),
+        ("search", "docs", 2),
+        ("search", "docs", 5),
+    ]
+
+
+def test_a_key_given_twice_is_refused_naming_the_file_line_and_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "max_agent_steps: 3\nsystem_prompt: hi\nmax_agent_steps: 5\n")
+    with pytest.raises(SpecError) as info:
+        load_agent_spec(path)
+    assert str(info.value) == f"{path}:3: the key 'max_agent_steps' appears twice in one mapping (first on line 1)"
+
+
+def test_a_nested_key_given_twice_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "generator:\n  type: openai\n  model: a\n  model: b\n")
+    with pytest.raises(SpecError, match=rf"^{path}:4: the key 'model' appears twice"):
+        load_agent_spec(path)
+
+
+def test_an_error_in_a_key_that_overrides_a_merge_names_its_own_line(tmp_path: Path) -> None:
+    text = "tools:\n  - &search {name: search, top_k: 3}\n  - <<: *search\n    top_k: 99\n"
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        load_agent_spec(path)
+    assert f"{path}:4: tools.1.top_k:" in str(info.value)

@@ -157,15 +157,23 @@ def _yaml_safe(value: Any) -> bool:
 
 
 def yaml_load(text: str) -> Any:
-    """Parse YAML text with ``yaml.safe_load`` (no Python object tags).
+    """Parse YAML text like ``yaml.safe_load`` (no Python object tags), refusing duplicate keys and alias bombs.
 
     Raises:
-        SerializationError: When the text is not valid YAML.
+        SerializationError: When the text is not valid YAML, gives a key twice in one mapping, or uses
+            aliases that expand it too far (see :func:`handrail.core._yaml.safe_load_yaml`); the message
+            names the line.
     """
     import yaml
 
+    from handrail.core._yaml import YamlRefusedError, describe_yaml_error, safe_load_yaml
+
     try:
-        return yaml.safe_load(text)
+        return safe_load_yaml(text)[0]
+    except YamlRefusedError as exc:
+        line, problem = describe_yaml_error(exc)
+        where = f"line {line}: " if line is not None else ""
+        raise SerializationError(f"Cannot read the pipeline YAML: {where}{problem}") from exc
     except yaml.YAMLError as exc:
         raise SerializationError(f"Cannot read the pipeline YAML: {exc}") from exc
 

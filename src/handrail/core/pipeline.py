@@ -366,7 +366,10 @@ class Pipeline:
 
     @classmethod
     def loads(cls, text: str, *, allowed_modules: Iterable[str] = ()) -> Pipeline:
-        """Rebuild a pipeline from YAML written by :meth:`dumps` (read with ``yaml.safe_load``).
+        """Rebuild a pipeline from YAML written by :meth:`dumps`.
+
+        Read like ``yaml.safe_load`` (no Python tags), but duplicate keys and aliases that expand the document
+        past 100,000 added nodes are refused.
 
         Args:
             text: The YAML text.

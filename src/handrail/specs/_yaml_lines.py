@@ -14,7 +14,7 @@ def line_of(root: yaml.Node | None, location: Sequence[str | int]) -> int | None
     """Return the 1-based line of the YAML node at ``location`` (the deepest one found).
 
     Args:
-        root: The composed document (``yaml.compose``).
+        root: The composed document (as :func:`handrail.core._yaml.safe_load_yaml` returns it).
         location: Keys and list indexes, as in a pydantic error's ``loc``.
 
     Returns:
@@ -25,7 +25,9 @@ def line_of(root: yaml.Node | None, location: Sequence[str | int]) -> int | None
     for key in location:
         nxt = None
         if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
+            # The last pair with this key is the one in effect: merge keys (``<<: *base``) list the
+            # merged pairs first, then the mapping's own pairs, which override them.
+            for k, v in reversed(node.value):
                 if getattr(k, "value", None) == key:
                     nxt = v
                     line = k.start_mark.line + 1

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from handrail.core._yaml import YamlRefusedError, describe_yaml_error, safe_load_yaml
 from handrail.core.serialization import import_object, restricted_imports
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 from handrail.specs._yaml_lines import line_of
@@ -129,12 +130,12 @@ def load_agent_spec(path: str | Path) -> AgentSpec:
     except UnicodeDecodeError as exc:
         raise SpecError(f"{file}: the agent file is not UTF-8 text (byte {exc.start}).") from exc
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data, root = safe_load_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{file}:{mark.line + 1}" if mark is not None else str(file)
-        raise SpecError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from exc
+        line, problem = describe_yaml_error(exc)
+        where = f"{file}:{line}" if line is not None else str(file)
+        what = "" if isinstance(exc, YamlRefusedError) else "not valid YAML: "
+        raise SpecError(f"{where}: {what}{problem}") from exc
     if not isinstance(data, dict):
         raise SpecError(f"{file}:1: an agent file must be a mapping of fields (generator, tools, ...).")
     try:
