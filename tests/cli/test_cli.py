@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from handrail.cli import main
-from handrail.dataclasses import ChatMessage, ToolCall
+from handrail.dataclasses import ChatMessage, StreamingChunk, ToolCall
 from tests.specs.test_agent_spec import scripted_generator_yaml
 
 
@@ -39,8 +39,17 @@ def test_run_shows_tool_calls_results_and_the_answer(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "calculator" in result.output and '"17 * 23"' in result.output
     assert "391" in result.output
-    assert "17 × 23 = 391." in result.output
+    assert result.output.count("17 × 23 = 391.") == 1  # streamed or printed at the end, never both
     assert "exit: text" in result.output
+
+
+def test_a_streamed_answer_is_printed_once(tmp_path: Path) -> None:
+    streamed = [[StreamingChunk(content="Forty-"), StreamingChunk(content="two.", finish_reason="stop")]]
+    path = tmp_path / "agent.yaml"
+    path.write_text(scripted_generator_yaml(streamed) + "\n", encoding="utf-8")  # type: ignore[arg-type]
+    result = CliRunner().invoke(main, ["run", str(path), "q"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("Forty-two.") == 1, result.output
 
 
 def test_json_output_is_one_parseable_object(tmp_path: Path) -> None:

@@ -267,9 +267,10 @@ def run(
                 assert where is not None  # only a pausing strategy pauses a run started from the command line
                 _paused(out, exc, where, printer, as_json)
                 sys.exit(EXIT_PAUSED)
-            finally:
+            except BaseException:
                 if printer is not None:
                     printer.end_text()  # an error line must not continue half a line of streamed text
+                raise
     _finish(out, agent, result, printer, as_json)
 
 
@@ -383,7 +384,8 @@ def _resume(
         except BreakpointException as exc:
             _paused(out, exc, where, printer, as_json)
             sys.exit(EXIT_PAUSED)
-        finally:
+        except BaseException:
             if printer is not None:
                 printer.end_text()  # an error line must not continue half a line of streamed text
+            raise
     _finish(out, agent, result, printer, as_json)
