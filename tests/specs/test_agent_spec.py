@@ -45,6 +45,8 @@ def test_defaults() -> None:
     [
         ("tools: [calculator]\nmax_agent_steps: lots\n", 2, "max_agent_steps", "integer"),
         ("tools: [calculator]\nmax_agent_steps: 0\n", 2, "max_agent_steps", "greater than or equal"),
+        ("tools: [calculator]\nmax_agent_steps: true\n", 2, "max_agent_steps", "integer"),
+        ("tools: [{name: search, top_k: 2.0}]\n", 1, "tools.0.top_k", "integer"),
         ("system_prompt: hi\nsurprise: 1\n", 2, "surprise", "Extra inputs"),
         ("generator:\n  type: openai\n  temperature: 0\n", 3, "generator.temperature", "Extra inputs"),
         ("tools:\n  - calculator\n  - name: search\n    top_k: 99\n", 4, "tools.1.top_k", "less than or equal"),

@@ -74,7 +74,7 @@ class ToolEntry(BaseModel):
 
     name: str = Field(description="calculator, search, or a dotted path to a Tool or function.")
     folder: str | None = Field(None, description="search: folder of .md/.txt files (relative to the agent file).")
-    top_k: int | None = Field(None, ge=1, le=20, description="search: passages returned per query.")
+    top_k: int | None = Field(None, ge=1, le=20, strict=True, description="search: passages returned per query.")
 
 
 class AgentSpec(BaseModel):
@@ -86,7 +86,7 @@ class AgentSpec(BaseModel):
     tools: list[str | ToolEntry] = Field(default_factory=list, description="Built-in names or dotted paths.")
     system_prompt: str | None = None
     exit_conditions: list[str] = Field(default_factory=lambda: ["text"], min_length=1)
-    max_agent_steps: int = Field(10, ge=1, le=1000)
+    max_agent_steps: int = Field(10, ge=1, le=1000, strict=True)  # strict: `true` is not 1
     confirmation: dict[str, Literal["always", "never", "once"]] = Field(
         default_factory=dict,
         description="Per tool name (or '*'): ask a person before every call (always), never, or once per "
