@@ -210,6 +210,24 @@ def test_unknown_builtin_names_say_what_exists(tmp_path: Path) -> None:
         build_agent(load_agent_spec(path))
 
 
+@pytest.mark.parametrize(
+    ("body", "line", "fragment"),
+    [
+        ("tools:\n  - calculator\n  - serch\n", 3, "tools: 'serch' is not a built-in tool"),
+        ("tools: [calculator]\nconfirmation:\n  calculator: always\n  serach: never\n", 4, "['serach'] are not tools"),
+        ("tools: [calculator]\ngenerator:\n  type: json.JSONDecoder\n", 3, "generator.type: Refusing to import"),
+    ],
+)
+def test_errors_found_while_building_name_the_file_and_line(
+    tmp_path: Path, body: str, line: int, fragment: str
+) -> None:
+    path = write(tmp_path, body)
+    with pytest.raises(SpecError) as info:
+        build_agent(load_agent_spec(path), approve="all")
+    assert str(info.value).startswith(f"{path}:{line}: "), str(info.value)
+    assert fragment in str(info.value)
+
+
 def test_a_module_whose_own_import_fails_is_reported_as_such(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "brokentools.py").write_text(
         "import not_installed_anywhere_xyz\n\ndef t(x: str) -> str:\n    return x\n"

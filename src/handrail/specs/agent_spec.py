@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from handrail.core._yaml import YamlRefusedError, describe_yaml_error, safe_load_yaml
 from handrail.core.serialization import import_object, restricted_imports
@@ -95,6 +95,15 @@ class AgentSpec(BaseModel):
     allowed_modules: list[str] = Field(
         default_factory=list, description="Module prefixes whose dotted paths this file may import."
     )
+    _source: tuple[str, Any] | None = PrivateAttr(None)
+    """``(file, composed YAML document)`` when read by :func:`load_agent_spec`: errors found later name the line."""
+
+    def where(self, *location: str | int) -> str:
+        """``"FILE:LINE: "`` of the field at ``location`` when the spec came from a file, else ``""``."""
+        if self._source is None:
+            return ""
+        file, root = self._source
+        return f"{file}:{line_of(root, location) or 1}: "
 
 
 def agent_spec_json_schema() -> dict[str, Any]:
@@ -139,7 +148,9 @@ def load_agent_spec(path: str | Path) -> AgentSpec:
     if not isinstance(data, dict):
         raise SpecError(f"{file}:1: an agent file must be a mapping of fields (generator, tools, ...).")
     try:
-        return AgentSpec.model_validate(data)
+        spec = AgentSpec.model_validate(data)
+        spec._source = (str(file), root)
+        return spec
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
@@ -246,7 +257,7 @@ class RejectingUI:
         """Reject the call with an explanation the model can read."""
         from handrail.dataclasses.decisions import ConfirmationUIResult
 
-        return ConfirmationUIResult("reject", feedback="Calls that need approval are rejected in this session.")
+        return ConfirmationUIResult("reject")
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize (no settings)."""
@@ -263,7 +274,10 @@ def _strategies(
 ) -> dict[str, Any] | None:
     unknown = sorted(k for k in spec.confirmation if k != "*" and k not in tool_names)
     if unknown:
-        raise SpecError(f"confirmation: {unknown} are not tools of this agent (tools: {tool_names}).")
+        raise SpecError(
+            f"{spec.where('confirmation', unknown[0])}confirmation: {unknown} are not tools of this agent "
+            f"(tools: {tool_names})."
+        )
     if approve == "all" or not spec.confirmation:
         return None
     from handrail.human_in_the_loop import (
@@ -282,10 +296,17 @@ def _strategies(
         if pause is not None and policy != "never":
             strategies[name] = BreakpointConfirmationStrategy(pause.directory, snapshot_store=pause.store,
                                                               metadata=pause.metadata)  # fmt: skip
+        elif approve == "none":  # no person is asked: the rejection must not say "by the user"
+            strategies[name] = BlockingConfirmationStrategy(confirmation_policy=policies[policy](),
+                                                            confirmation_ui=chosen_ui,
+                                                            reject_template=_NOT_APPROVED)  # fmt: skip
         else:
             strategies[name] = BlockingConfirmationStrategy(confirmation_policy=policies[policy](),
                                                             confirmation_ui=chosen_ui)  # fmt: skip
     return strategies
+
+
+_NOT_APPROVED = "Tool execution for '{tool_name}' was not approved: this session runs no call that needs approval."
 
 
 class _Pause(NamedTuple):
@@ -366,12 +387,20 @@ def build_agent(
 
     pause = _pause_settings(approve, snapshot_dir, snapshot_store, snapshot_metadata)
     allowed = _allowed(spec, allowed_modules)
-    tools = [_build_tool(t, Path(base_dir), allowed) for t in spec.tools]
-    chat_generator = (
-        generator
-        if generator is not None
-        else build_generator(spec.generator, allowed_modules=allowed, base_dir=base_dir)
-    )
+    tools = []
+    for i, entry in enumerate(spec.tools):
+        try:
+            tools.append(_build_tool(entry, Path(base_dir), allowed))
+        except SpecError as exc:
+            raise SpecError(f"{spec.where('tools', i)}{exc}") from exc.__cause__
+    try:
+        chat_generator = (
+            generator
+            if generator is not None
+            else build_generator(spec.generator, allowed_modules=allowed, base_dir=base_dir)
+        )
+    except SpecError as exc:
+        raise SpecError(f"{spec.where('generator', 'type')}{exc}") from exc.__cause__
     try:
         return Agent(
             chat_generator=chat_generator,
