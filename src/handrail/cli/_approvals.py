@@ -145,8 +145,10 @@ def _check_open(out: Any, snapshot: Any, where: Where) -> None:
     name = printable(snapshot.snapshot_id)
     state = where.state(snapshot)
     if state == "interrupted":
+        hint = resume_hint(snapshot, where)
+        hint = hint if hint.endswith(".") else f"{hint}."
         fail_usage(out, f"Snapshot {name} was interrupted: its {where.noun} says 'running' but no process holds it "
-                        f"({CAUSE}), so decisions can no longer be recorded in it. {resume_hint(snapshot, where)} "
+                        f"({CAUSE}), so decisions can no longer be recorded in it. {hint} "
                         f"Calls still without a decision then pause the run again under a new snapshot id, where "
                         f"you decide them.")  # fmt: skip
     if state == "running":
