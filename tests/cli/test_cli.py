@@ -127,6 +127,11 @@ def test_approve_all_and_none_without_a_terminal(tmp_path: Path, flag: str, ran:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert data["tool_call_counts"] == {"calculator": 1 if ran else 0}
+    if not ran:  # nobody was asked: the model must not read that "the user" rejected it
+        rejection = next(m for m in data["messages"] if m["role"] == "tool")
+        text = json.dumps(rejection)
+        assert "was not approved: this session runs no call that needs approval" in text
+        assert "by the user" not in text
 
 
 def test_errors_are_plain_text_not_markup(tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ def test_modify_runs_with_the_new_arguments(tmp_path: Path) -> None:
     assert "maplebrook.md" in rest
 
 
-@pytest.mark.parametrize(("flag", "fragment"), [("all", "haystack.md"), ("none", "rejected")])
+@pytest.mark.parametrize(("flag", "fragment"), [("all", "haystack.md"), ("none", "not approved")])
 def test_approve_flags_ask_nobody(tmp_path: Path, flag: str, fragment: str) -> None:
     child = spawn(tmp_path, "--approve", flag)
     text = finish(child)
