@@ -310,7 +310,7 @@ def test_a_lone_surrogate_is_named() -> None:
         ({"metadata": {"f": float("inf")}}, r"^metadata\['f'\]: inf"),
         ({"fingerprint": {"tools": {1, 2}}}, r"^fingerprint\['tools'\]: a set is not JSON data"),
         ({"outcome": {"when": NOW}}, r"^outcome\['when'\]: a datetime\.datetime"),
-        ({"component_visits": {"chat_generator": object()}}, r"^component_visits\['chat_generator'\]: a object"),
+        ({"component_visits": {"chat_generator": object()}}, r"^component_visits\['chat_generator'\]: an object"),
     ],
 )
 def test_non_json_header_values_are_named(changes: dict[str, Any], expected: str) -> None:

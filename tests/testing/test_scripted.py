@@ -252,3 +252,12 @@ def test_arguments_nested_past_the_recursion_limit_are_recorded_without_a_crash(
     gen = ScriptedChatGenerator([ChatMessage.from_assistant("ok")])
     assert gen.run([ChatMessage.from_user("hi"), message])["replies"][0].text == "ok"
     assert gen.calls[0]["messages"][1] is message  # kept by reference: a deep copy cannot be made
+
+
+@pytest.mark.parametrize("item", [{"chunk": []}, {"chunks": "text"}, "plain"])
+def test_from_dict_names_a_reply_item_it_does_not_know(item: Any) -> None:
+    from handrail.errors import SerializationError
+
+    data = {"type": "handrail.testing.ScriptedChatGenerator", "init_parameters": {"replies": [item]}}
+    with pytest.raises(SerializationError, match=r"replies\[0\] must hold 'message', 'exception' or 'chunks'"):
+        ScriptedChatGenerator.from_dict(data)

@@ -196,3 +196,17 @@ def test_an_agent_calls_the_component_and_merges_its_outputs_into_state() -> Non
     assert tool_message.tool_call_result.result == '{"temp": "20C in Oslo for 2d", "humidity": 60}'
     assert generator.calls[0]["tools"][0].name == "weather_lookup"
     generator.assert_complete()
+
+
+def test_a_component_class_defined_in_a_function_is_refused_when_serialized() -> None:
+    from handrail.errors import SerializationError
+
+    @component
+    class Local:
+        @component.output_types(out=str)
+        def run(self, x: str) -> dict[str, Any]:
+            return {"out": x}
+
+    tool = ComponentTool(Local(), name="local", description="A local component.")
+    with pytest.raises(SerializationError, match=r"defined inside a function.*define it at module level"):
+        Agent(chat_generator=ScriptedChatGenerator([]), tools=[tool]).to_dict()

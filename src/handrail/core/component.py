@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from handrail.core._sockets import MISSING, InputSocket, OutputSocket, types_compatible
-from handrail.core.serialization import init_parameters, object_from_dict, object_to_dict, qualified_name
+from handrail.core.serialization import default_to_dict, init_parameters, object_from_dict, object_to_dict
 from handrail.errors import ComponentError, SerializationError
 
 __all__ = [
@@ -329,14 +329,12 @@ def _default_to_dict(self: Any) -> dict[str, Any]:
         The envelope; nested objects with a ``to_dict`` are written as their own envelopes.
 
     Raises:
-        SerializationError: When an init argument is neither JSON-compatible nor has a ``to_dict``.
+        SerializationError: When an init argument is neither JSON-compatible nor has a ``to_dict``, or the class
+            is defined inside a function (it could not be imported back).
     """
     recorded = vars(self).get(_INIT_PARAMS, {})
     name = type(self).__name__
-    return {
-        "type": qualified_name(self),
-        "init_parameters": {k: _plain(v, f"{name}.{k}") for k, v in recorded.items()},
-    }
+    return default_to_dict(self, **{k: _plain(v, f"{name}.{k}") for k, v in recorded.items()})
 
 
 def _plain(value: Any, where: str) -> Any:

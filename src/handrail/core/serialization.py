@@ -69,8 +69,17 @@ def default_to_dict(obj: object, **init_parameters: Any) -> dict[str, Any]:
 
     Returns:
         ``{"type": qualified_name(obj), "init_parameters": init_parameters}``.
+
+    Raises:
+        SerializationError: When the class is defined inside a function (its path cannot be imported back).
     """
-    return {"type": qualified_name(obj), "init_parameters": init_parameters}
+    name = qualified_name(obj)
+    if "<locals>" in name:
+        raise SerializationError(
+            f"Cannot serialize a {type(obj).__name__}: its class '{name}' is defined inside a function, so it "
+            f"cannot be imported back; define it at module level."
+        )
+    return {"type": name, "init_parameters": init_parameters}
 
 
 def init_parameters(data: Any, cls: type[Any]) -> dict[str, Any]:

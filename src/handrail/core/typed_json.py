@@ -241,9 +241,14 @@ def _json_problem(value: Any, depth: int) -> tuple[str, str] | None:
     if isinstance(value, dict):
         for key in value:
             if not isinstance(key, str | int | float | bool) and key is not None:
-                return f".keys()[{key!r}]", f"a {type_name(key)} key is not allowed in JSON"
+                return f".keys()[{key!r}]", f"{_a(type_name(key))} key is not allowed in JSON"
         return _first_problem(((f"[{k!r}]", v) for k, v in value.items()), depth)
-    return "", f"a {type_name(value)} is not JSON data"
+    return "", f"{_a(type_name(value))} is not JSON data"
+
+
+def _a(name: str) -> str:
+    """``name`` with its indefinite article: "a tuple", "an object"."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _first_problem(children: Any, depth: int) -> tuple[str, str] | None:

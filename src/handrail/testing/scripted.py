@@ -191,8 +191,13 @@ class ScriptedChatGenerator:
                         f"which is not an exception class."
                     )
                 replies.append(kind(item["text"]))
-            else:
+            elif isinstance(item, dict) and isinstance(item.get("chunks"), list):
                 replies.append([_chunk_from_dict(c) for c in item["chunks"]])
+            else:
+                raise SerializationError(
+                    f"ScriptedChatGenerator: replies[{len(replies)}] must hold 'message', 'exception' or 'chunks', "
+                    f"got {item!r:.200}."
+                )
         return cls(replies, tools=tools)
 
 

@@ -412,3 +412,13 @@ class TestSerialization:
         agent = Agent(chat_generator=scripted("x"), streaming_callback=lambda c: None)
         with pytest.raises(ConfigurationError):
             agent.to_dict()
+
+
+def test_to_dict_names_a_value_that_is_not_json_data() -> None:
+    from handrail.errors import SerializationError
+
+    agent = Agent(chat_generator=scripted("x"), tool_invoker_kwargs={"convert_result_to_json_string": object()})
+    with pytest.raises(
+        SerializationError, match=r"\['tool_invoker_kwargs'\]\['convert_result_to_json_string'\]: an object"
+    ):
+        agent.to_dict()

@@ -355,7 +355,8 @@ class Agent:
         """Serialize to ``{"type", "init_parameters"}`` (generator and tools nested, types as strings).
 
         Raises:
-            SerializationError: For parts that cannot be imported back (lambdas, local classes).
+            SerializationError: For parts that cannot be imported back (lambdas, local classes), or a value that
+                is not JSON data (named by its place).
         """
         schema = None
         if self.state_schema is not None:
@@ -364,7 +365,7 @@ class Agent:
                     "handler": serialize_callable(v["handler"]) if v.get("handler") else None}
                 for k, v in self.state_schema.items()
             }  # fmt: skip
-        return {
+        data: dict[str, Any] = {
             "type": qualified_name(self),
             "init_parameters": {
                 "chat_generator": object_to_dict(self.chat_generator),
@@ -385,6 +386,10 @@ class Agent:
                 "required_variables": self.required_variables,
             },
         }
+        from handrail.core.typed_json import check_json  # on first use: keeps `import handrail` fast
+
+        check_json(data, "Agent.to_dict()")  # e.g. an object in tool_invoker_kwargs: named here, not by json.dumps
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Agent:
