@@ -470,3 +470,22 @@ def test_jinja2_loads_only_when_a_router_is_built():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("template", ["{{ 'a' * 1000000000 }}", "{{ [0] * 10 ** 7 }}", "{{ 10 ** 100000000 }}"])
+def test_templates_cannot_build_huge_values(template: str) -> None:
+    router = ConditionalRouter(
+        [{"condition": "{{ True }}", "output": template, "output_name": "o", "output_type": str}]
+    )
+    with pytest.raises(RouteConditionException, match="would build"):
+        router.run()
+
+
+@pytest.mark.parametrize(
+    ("template", "value"), [("{{ 'ab' * 3 }}", "ababab"), ("{{ 2 ** 10 }}", 1024), ("{{ 1 ** 10 ** 9 }}", 1)]
+)
+def test_small_repetitions_and_powers_still_work(template: str, value: Any) -> None:
+    router = ConditionalRouter(
+        [{"condition": "{{ True }}", "output": template, "output_name": "o", "output_type": str}]
+    )
+    assert router.run() == {"o": value}

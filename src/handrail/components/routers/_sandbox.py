@@ -37,8 +37,42 @@ def _refuse_undefined(value: Any, depth: int = 0) -> Any:
     return value
 
 
+MAX_REPEAT = 1_000_000
+"""The longest string or list a template may build with ``*`` (items)."""
+MAX_POWER_BITS = 100_000
+"""The largest integer a template may build with ``**`` (bits)."""
+
+
+def _power_too_big(base: Any, exponent: Any) -> bool:
+    """Whether ``base ** exponent`` of two ints has more than :data:`MAX_POWER_BITS` bits (0 and ±1 stay small)."""
+    if not (isinstance(base, int) and isinstance(exponent, int)) or abs(base) <= 1:
+        return False
+    return exponent * abs(base).bit_length() > MAX_POWER_BITS
+
+
 class _StrictSandboxedEnvironment(SandboxedEnvironment):
-    """A sandbox in which unsafe attribute access fails at once instead of rendering as undefined."""
+    """A sandbox in which unsafe attribute access fails at once instead of rendering as undefined.
+
+    ``*`` and ``**`` are checked before they run: Jinja2's sandbox limits ``range`` but not ``'a' * 10**9`` or
+    ``10 ** 10 ** 8``, which would take the process's memory or CPU for minutes.
+    """
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        """Apply ``*`` or ``**`` when its result stays within :data:`MAX_REPEAT` items / :data:`MAX_POWER_BITS` bits.
+
+        Raises:
+            SecurityError: The result would be larger.
+        """
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                size = len(seq) * times if isinstance(seq, str | bytes | list | tuple) and isinstance(times, int) else 0
+                if size > MAX_REPEAT:
+                    raise SecurityError(f"'*' would build {size:,} items; the limit is {MAX_REPEAT:,}.")
+        elif _power_too_big(left, right):
+            raise SecurityError(f"'**' would build an integer of more than {MAX_POWER_BITS:,} bits.")
+        return super().call_binop(context, operator, left, right)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> NoReturn:
         """Raise SecurityError for an attribute the sandbox does not allow (``__class__``, ``_private``...).
