@@ -238,3 +238,14 @@ def test_an_optional_variable_given_as_none_still_renders_as_empty_text() -> Non
     gen = ScriptedChatGenerator([ChatMessage.from_assistant("ok")])
     Agent(chat_generator=gen, user_prompt="[{{ a }}]").run([], a=None)
     assert gen.calls[0]["messages"][-1].text == "[]"
+
+
+def test_an_async_only_confirmation_ui_is_refused_in_a_sync_run_before_the_model_is_called() -> None:
+    from tests.human_in_the_loop._helpers import QueueUI
+
+    generator = ScriptedChatGenerator([ChatMessage.from_assistant("never reached")])
+    strategy = BlockingConfirmationStrategy(confirmation_policy=AlwaysAskPolicy(), confirmation_ui=QueueUI())
+    agent = Agent(chat_generator=generator, tools=[ECHO], confirmation_strategies={"echo": strategy})
+    with pytest.raises(ConfigurationTypeError, match=r"confirmation_strategies\['echo'\] asks through QueueUI"):
+        agent.run([ChatMessage.from_user("hi")])
+    assert generator.calls == []

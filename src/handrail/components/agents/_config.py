@@ -111,6 +111,24 @@ def check_sync_hooks(table: Any) -> None:
                 )
 
 
+def check_sync_strategies(strategies: Mapping[Any, Any] | None) -> None:
+    """Refuse, in a sync run, a strategy whose confirmation UI can only answer asynchronously.
+
+    Raises:
+        ConfigurationTypeError: Naming the strategy's key and the UI, before the model is called.
+    """
+    for key, strategy in (strategies or {}).items():
+        ui = getattr(strategy, "confirmation_ui", None)
+        if ui is None or callable(getattr(ui, "get_user_confirmation", None)):
+            continue
+        if callable(getattr(ui, "get_user_confirmation_async", None)):
+            raise ConfigurationTypeError(
+                f"confirmation_strategies[{key!r}] asks through {type(ui).__name__}, which has only "
+                f"get_user_confirmation_async; run the agent with run_async, or give the UI a sync "
+                f"get_user_confirmation."
+            )
+
+
 def check_types(agent: Any) -> None:
     """Check the types of the Agent's plain settings.
 

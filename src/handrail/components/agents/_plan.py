@@ -183,6 +183,7 @@ def _run_tools(agent: Any, req: RunRequest) -> _Tools:
     cfg.check_tools_for_run(flat, {"messages", *(agent.state_schema or {})}, sync_run=req.sync_run)
     if req.sync_run:
         cfg.check_sync_hooks(agent._hook_table)
+        cfg.check_sync_strategies(agent.confirmation_strategies)
     return _Tools(run_tools, flat, {t.name for t in flat}, any(isinstance(t, Toolset) for t in run_tools))
 
 
