@@ -327,6 +327,10 @@ class Agent:
 
         Claiming a snapshot, loading history and memories from the stores and the first warm-up run in a worker
         thread, so the event loop is not blocked by their I/O; a run cancelled meanwhile releases its claim.
+        Sync tools run in asyncio's default executor (``min(32, CPUs + 4)`` threads for the whole loop), so
+        fewer than ``tool_concurrency_limit`` blocking calls may overlap; give the loop a larger executor
+        (``loop.set_default_executor``) when they must. A sync tool still running when the run is cancelled
+        finishes in its thread (Python cannot stop a thread); ``asyncio.run`` waits for it before returning.
         """
         req = RunRequest(
             messages, False, streaming_callback, generation_kwargs, system_prompt, tools, given_arguments(self, kwargs),

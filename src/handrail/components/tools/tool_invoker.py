@@ -46,6 +46,9 @@ class ToolInvoker:
         enable_streaming_callback_passthrough: Give the callback to tools that declare a
             ``streaming_callback`` parameter.
         max_workers: At most this many tools run at once (threads in ``run``, a semaphore in ``run_async``).
+            Under ``run_async`` a sync tool runs in asyncio's default executor, which has ``min(32, CPUs + 4)``
+            threads shared by the whole event loop; give the loop a larger one
+            (``loop.set_default_executor(ThreadPoolExecutor(n))``) when more blocking tools must overlap.
 
     Raises:
         ConfigurationError: No tools, duplicate names, or ``max_workers`` < 1.
