@@ -85,6 +85,8 @@ def test_the_reserved_keys_are_the_six_of_the_design() -> None:
         ({"a": {"type": 5}}, "must be a Python type"),
         ({"a": {"type": int, "handler": "nope"}}, "must be callable"),
         ({"messages": {"type": str}}, "'messages' must have a list type"),
+        ({"a": {"type": list, "handelr": print}}, r"key 'a' has unknown entries \['handelr'\]"),
+        ({1: {"type": int}}, "keys must be str"),
     ],
 )
 def test_invalid_schemas_are_refused(schema: dict[str, Any], match: str) -> None:

@@ -97,8 +97,14 @@ def validate_state_schema(schema: Mapping[str, Any]) -> None:
             f"redefined. Reserved keys: {list(RESERVED_KEYS)}."
         )
     for key, entry in schema.items():
+        if not isinstance(key, str):
+            raise StateError(f"StateSchema: keys must be str, got {key!r} ({type(key).__name__}).")
         if not isinstance(entry, Mapping) or "type" not in entry:
             raise StateError(f"StateSchema: key '{key}' is missing a 'type' entry.")
+        unknown = sorted(str(k) for k in entry if k not in ("type", "handler"))
+        if unknown:  # a typo such as 'handelr' would silently fall back to the default handler
+            raise StateError(f"StateSchema: key '{key}' has unknown entries {unknown}; an entry holds 'type' and "
+                             f"optionally 'handler'.")  # fmt: skip
         tp = entry["type"]
         if not (isinstance(tp, type) or typing.get_origin(tp) is not None or tp is Any):
             raise StateError(f"StateSchema: 'type' for key '{key}' must be a Python type, got {tp!r}.")
