@@ -422,3 +422,19 @@ def test_to_dict_names_a_value_that_is_not_json_data() -> None:
         SerializationError, match=r"\['tool_invoker_kwargs'\]\['convert_result_to_json_string'\]: an object"
     ):
         agent.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "where"),
+    [
+        ({"state_schema": {"notes": {"type": list, "handler": lambda a, b: a}}}, "state_schema['notes'].handler"),
+        ({"streaming_callback": lambda chunk: None}, "streaming_callback"),
+    ],
+)
+def test_to_dict_names_the_part_that_cannot_be_serialized(kwargs: dict[str, Any], where: str) -> None:
+    from handrail.errors import SerializationError
+
+    agent = Agent(chat_generator=scripted("x"), **kwargs)
+    with pytest.raises(SerializationError) as info:
+        agent.to_dict()
+    assert str(info.value).startswith(f"Agent.to_dict(): {where}: Cannot serialize '<lambda>'")

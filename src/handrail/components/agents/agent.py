@@ -362,30 +362,35 @@ class Agent:
             SerializationError: For parts that cannot be imported back (lambdas, local classes), or a value that
                 is not JSON data (named by its place).
         """
+        part = cfg.named_part
         schema = None
         if self.state_schema is not None:
             schema = {
-                k: {"type": serialize_type(v["type"]),
-                    "handler": serialize_callable(v["handler"]) if v.get("handler") else None}
+                k: {"type": part(f"state_schema[{k!r}].type", serialize_type, v["type"]),
+                    "handler": part(f"state_schema[{k!r}].handler", serialize_callable, v["handler"])
+                    if v.get("handler") else None}
                 for k, v in self.state_schema.items()
             }  # fmt: skip
+        callback, stores = self.streaming_callback, (self.chat_message_store, self.memory_store)
         data: dict[str, Any] = {
             "type": qualified_name(self),
             "init_parameters": {
-                "chat_generator": object_to_dict(self.chat_generator),
-                "tools": serialize_tools(self.tools),
+                "chat_generator": part("chat_generator", object_to_dict, self.chat_generator),
+                "tools": part("tools", serialize_tools, self.tools),
                 "system_prompt": self.system_prompt,
                 "exit_conditions": list(self.exit_conditions),
                 "state_schema": schema,
                 "max_agent_steps": self.max_agent_steps,
-                "streaming_callback": serialize_callable(self.streaming_callback) if self.streaming_callback else None,
+                "streaming_callback": part("streaming_callback", serialize_callable, callback) if callback else None,
                 "raise_on_tool_invocation_failure": self.raise_on_tool_invocation_failure,
                 "tool_invoker_kwargs": dict(self.tool_invoker_kwargs) if self.tool_invoker_kwargs else None,
                 "tool_concurrency_limit": self.tool_concurrency_limit,
-                "confirmation_strategies": cfg.serialize_strategies(self.confirmation_strategies),
-                "hooks": serialize_hooks(self.hooks),
-                "chat_message_store": object_to_dict(self.chat_message_store) if self.chat_message_store else None,
-                "memory_store": object_to_dict(self.memory_store) if self.memory_store else None,
+                "confirmation_strategies": part(
+                    "confirmation_strategies", cfg.serialize_strategies, self.confirmation_strategies
+                ),
+                "hooks": part("hooks", serialize_hooks, self.hooks),
+                "chat_message_store": part("chat_message_store", object_to_dict, stores[0]) if stores[0] else None,
+                "memory_store": part("memory_store", object_to_dict, stores[1]) if stores[1] else None,
                 "user_prompt": self.user_prompt,
                 "required_variables": self.required_variables,
             },
