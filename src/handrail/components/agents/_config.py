@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import json
 import operator
 import warnings
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from handrail.components.tools.tool_invoker import check_max_workers
-from handrail.core.serialization import object_from_dict, object_to_dict
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.dataclasses.state import validate_state_schema
 from handrail.dataclasses.streaming import is_async_callback
-from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError, StateError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, StateError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -127,21 +125,6 @@ def check_sync_strategies(strategies: Mapping[Any, Any] | None) -> None:
                 f"get_user_confirmation_async; run the agent with run_async, or give the UI a sync "
                 f"get_user_confirmation."
             )
-
-
-_T = TypeVar("_T")
-
-
-def named_part(where: str, make: Callable[[Any], _T], value: Any) -> _T:
-    """``make(value)``; a SerializationError it raises names the Agent's part first (``Agent.to_dict(): tools: ...``).
-
-    Raises:
-        SerializationError: ``make``'s, with ``where`` in front.
-    """
-    try:
-        return make(value)
-    except SerializationError as exc:
-        raise SerializationError(f"Agent.to_dict(): {where}: {exc}") from exc
 
 
 def check_types(agent: Any) -> None:
@@ -297,20 +280,6 @@ def warn_unmatched_strategies(strategies: Mapping[Any, Any], tool_names: set[str
             f"calls of the tools you meant run WITHOUT approval. Check the names.",
             stacklevel=6,
         )
-
-
-def serialize_strategies(strategies: Mapping[Any, Any] | None) -> dict[str, Any] | None:
-    """Serialize strategies; tuple keys become JSON-array strings (``'["a", "b"]'``)."""
-    if strategies is None:
-        return None
-    return {(json.dumps(list(k)) if isinstance(k, tuple) else k): object_to_dict(v) for k, v in strategies.items()}
-
-
-def deserialize_strategies(data: Mapping[str, Any] | None) -> dict[Any, Any] | None:
-    """Inverse of :func:`serialize_strategies` (keys starting with ``[`` become tuples)."""
-    if data is None:
-        return None
-    return {(tuple(json.loads(k)) if k.startswith("[") else k): object_from_dict(v) for k, v in data.items()}
 
 
 def check_messages(messages: Any) -> list[ChatMessage]:

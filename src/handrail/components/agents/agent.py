@@ -8,48 +8,20 @@ from typing import Any
 
 from handrail.components.agents import _config as cfg
 from handrail.components.agents import _warm
+from handrail.components.agents._dicts import agent_init_parameters, agent_to_dict
 from handrail.components.agents._drivers import run_machine_async, run_machine_sync
 from handrail.components.agents._machine import HookTable, agent_machine
 from handrail.components.agents._plan import RunRequest, start_run
 from handrail.components.agents._prompt import check_user_prompt
 from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
 from handrail.core.component import component
-from handrail.core.serialization import (
-    deserialize_callable,
-    deserialize_type,
-    init_parameters,
-    object_from_dict,
-    object_to_dict,
-    qualified_name,
-    serialize_callable,
-    serialize_type,
-)
 from handrail.core.threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
-from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
-
-
-def serialize_hooks(hooks: Any) -> Any:
-    """Serialize the hooks mapping (None stays None)."""
-    if not hooks:
-        return None
-    from handrail.hooks import serialize_hooks as serialize
-
-    return serialize(hooks)
-
-
-def deserialize_hooks(data: Any) -> Any:
-    """Rebuild the hooks mapping (None stays None)."""
-    if not data:
-        return None
-    from handrail.hooks import deserialize_hooks as deserialize
-
-    return deserialize(data)
-
+from handrail.tools.utils import flatten_tools
 
 __all__ = ["Agent"]
 
@@ -360,64 +332,11 @@ class Agent:
 
         Raises:
             SerializationError: For parts that cannot be imported back (lambdas, local classes), or a value that
-                is not JSON data (named by its place).
+                is not JSON data; the message names the part (``Agent.to_dict(): state_schema['notes'].handler``).
         """
-        part = cfg.named_part
-        schema = None
-        if self.state_schema is not None:
-            schema = {
-                k: {"type": part(f"state_schema[{k!r}].type", serialize_type, v["type"]),
-                    "handler": part(f"state_schema[{k!r}].handler", serialize_callable, v["handler"])
-                    if v.get("handler") else None}
-                for k, v in self.state_schema.items()
-            }  # fmt: skip
-        callback, stores = self.streaming_callback, (self.chat_message_store, self.memory_store)
-        data: dict[str, Any] = {
-            "type": qualified_name(self),
-            "init_parameters": {
-                "chat_generator": part("chat_generator", object_to_dict, self.chat_generator),
-                "tools": part("tools", serialize_tools, self.tools),
-                "system_prompt": self.system_prompt,
-                "exit_conditions": list(self.exit_conditions),
-                "state_schema": schema,
-                "max_agent_steps": self.max_agent_steps,
-                "streaming_callback": part("streaming_callback", serialize_callable, callback) if callback else None,
-                "raise_on_tool_invocation_failure": self.raise_on_tool_invocation_failure,
-                "tool_invoker_kwargs": dict(self.tool_invoker_kwargs) if self.tool_invoker_kwargs else None,
-                "tool_concurrency_limit": self.tool_concurrency_limit,
-                "confirmation_strategies": part(
-                    "confirmation_strategies", cfg.serialize_strategies, self.confirmation_strategies
-                ),
-                "hooks": part("hooks", serialize_hooks, self.hooks),
-                "chat_message_store": part("chat_message_store", object_to_dict, stores[0]) if stores[0] else None,
-                "memory_store": part("memory_store", object_to_dict, stores[1]) if stores[1] else None,
-                "user_prompt": self.user_prompt,
-                "required_variables": self.required_variables,
-            },
-        }
-        from handrail.core.typed_json import check_json  # on first use: keeps `import handrail` fast
-
-        check_json(data, "Agent.to_dict()")  # e.g. an object in tool_invoker_kwargs: named here, not by json.dumps
-        return data
+        return agent_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Agent:
         """Rebuild an Agent from :meth:`to_dict` output (``data`` is not modified)."""
-        params = init_parameters(data, cls)
-        params["chat_generator"] = object_from_dict(params["chat_generator"])
-        if params.get("tools") is not None:
-            params["tools"] = deserialize_tools(params["tools"])
-        if params.get("state_schema") is not None:
-            params["state_schema"] = {
-                k: {"type": deserialize_type(v["type"]),
-                    "handler": deserialize_callable(v["handler"]) if v.get("handler") else None}
-                for k, v in params["state_schema"].items()
-            }  # fmt: skip
-        if params.get("streaming_callback"):
-            params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
-        params["confirmation_strategies"] = cfg.deserialize_strategies(params.get("confirmation_strategies"))
-        params["hooks"] = deserialize_hooks(params.get("hooks"))
-        for name in ("chat_message_store", "memory_store"):
-            if params.get(name) is not None:
-                params[name] = object_from_dict(params[name])
-        return cls(**params)
+        return cls(**agent_init_parameters(data, cls))
