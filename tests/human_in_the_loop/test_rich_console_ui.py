@@ -199,3 +199,18 @@ def test_rich_and_simple_uis_share_one_lock(feed: Any) -> None:
     first.join(timeout=5)
     second.join(timeout=5)
     assert order == ["simple answered", "rich answered"]
+
+
+def test_a_long_description_wraps_inside_the_panel_on_a_soft_wrapping_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from rich.console import Console
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    out = io.StringIO()
+    ui = RichConsoleUI(console=Console(file=out, width=60, soft_wrap=True, force_terminal=False))  # as the CLI's
+    description = "Search the local knowledge base: returns the best passages for a query, with their files."
+    ui.get_user_confirmation("search", description, {"query": "x"})
+    shown = " ".join(line.strip("│ ").strip() for line in out.getvalue().splitlines())
+    assert "with their files." in shown

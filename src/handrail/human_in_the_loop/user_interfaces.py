@@ -306,7 +306,8 @@ class RichConsoleUI(_ConsoleUI):
             body.append("\nFrom State (read-only):", style="bold")
             for key, value in injected.items():
                 body.append(f"\n  {printable(key)}: ", style="dim").append(show_value(value), style="dim")
-        self._console().print(Panel(body, title="🔧 Tool Execution Request", title_align="left", expand=False))
+        panel = Panel(body, title="🔧 Tool Execution Request", title_align="left", expand=False)
+        self._console().print(panel, soft_wrap=False)  # a soft-wrapping console (the CLI's) would crop long lines
 
     def _ask(self, question: str, default: str | None = None) -> str:
         from rich.text import Text

@@ -200,7 +200,10 @@ class LlamaCppChatGenerator:
         tools: Sequence[Tool | Toolset] | Toolset | None = None,
     ) -> None:
         if model_path is None and model not in MODELS:
-            raise ConfigurationError(f"Unknown model {model!r}; use one of {sorted(MODELS)} or pass model_path=.")
+            raise ConfigurationError(
+                f"Unknown model {model!r}; use one of {sorted(MODELS)}, or a .gguf file (model_path= in Python, "
+                f"a path ending in .gguf for the CLI's --model)."
+            )
         for name, value, low in (("n_ctx", n_ctx, 16), ("n_threads", n_threads, 1)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
                 raise ConfigurationError(f"{name} must be an int ≥ {low}, got {value!r}.")
