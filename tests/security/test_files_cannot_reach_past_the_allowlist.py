@@ -91,3 +91,37 @@ def test_a_scripted_exception_must_name_an_exception_class_before_anything_is_ca
     with pytest.raises(SerializationError, match="not an exception class"):
         ScriptedChatGenerator.from_dict(json.loads(json.dumps(data)))
     assert not target.exists()
+
+
+def test_a_file_cannot_make_a_handrail_function_a_tool_but_the_builtin_tools_round_trip(tmp_path: Path) -> None:
+    from handrail.components.agents import Agent
+    from handrail.dataclasses import ChatMessage, ToolCall
+    from handrail.tools.builtin import calculator, search
+
+    step = ChatMessage.from_assistant(tool_calls=[ToolCall("calculator", {"expression": "2*3"}, "c1")])
+    pipeline = Pipeline()
+    pipeline.add_component(
+        "a",
+        Agent(
+            chat_generator=ScriptedChatGenerator([step, ChatMessage.from_assistant("6")]), tools=[calculator, search]
+        ),
+    )
+    text = pipeline.dumps()
+    result = Pipeline.loads(text).run({"a": {"messages": [ChatMessage.from_user("x")]}})
+    assert result["a"]["messages"][2].tool_call_result.result == "6"
+
+    marker = tmp_path / "BUILT"
+    gadget = text.replace("handrail.tools.builtin.calculator.calculate", "handrail.core.serialization.object_from_dict")
+    assert gadget != text
+    with pytest.raises(SerializationError, match="object_from_dict' as a callable named in a file"):
+        Pipeline.loads(gadget)
+    assert not marker.exists()
+
+
+def test_a_file_cannot_make_a_handrail_function_a_function_hook() -> None:
+    from handrail.hooks import FunctionHook
+
+    data = {"type": "handrail.hooks.function_hook.FunctionHook",
+            "init_parameters": {"function": "handrail.core.files.atomic_write"}}  # fmt: skip
+    with restricted_imports(()), pytest.raises(SerializationError, match="atomic_write' as a callable named in a file"):
+        FunctionHook.from_dict(data)

@@ -216,6 +216,7 @@ def test_unknown_builtin_names_say_what_exists(tmp_path: Path) -> None:
         ("tools:\n  - calculator\n  - serch\n", 3, "tools: 'serch' is not a built-in tool"),
         ("tools: [calculator]\nconfirmation:\n  calculator: always\n  serach: never\n", 4, "['serach'] are not tools"),
         ("tools: [calculator]\ngenerator:\n  type: json.JSONDecoder\n", 3, "generator.type: Refusing to import"),
+        ("generator:\n  type: handrail.components.agents.Agent\n", 2, "is not a chat generator class"),
     ],
 )
 def test_errors_found_while_building_name_the_file_and_line(

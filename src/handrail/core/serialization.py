@@ -27,6 +27,7 @@ from handrail.errors import SerializationError
 
 __all__ = [
     "active_allowlist",
+    "check_file_callable",
     "default_from_dict",
     "file_safe",
     "init_parameters",
@@ -326,14 +327,33 @@ def deserialize_callable(path: str, *, allowed_modules: Iterable[str] | None = N
     obj = import_object(path, allowed_modules=allowed_modules)
     if not callable(obj):
         raise SerializationError(f"'{path}' does not name a callable.")
+    check_file_callable(obj, path, allowed_modules)
+    return typing.cast(Callable[..., Any], obj)
+
+
+def check_file_callable(obj: Any, path: str, allowed_modules: Iterable[str] | None = None) -> None:
+    """Refuse, under an allowlist (a file's data), one of handrail's own functions that is not :func:`file_safe`.
+
+    Every place that turns a dotted path from a file into something that will be *called* (a filter, a handler,
+    a callback, a tool's function, a hook's function) runs this check: some of handrail's functions import by
+    name or build any class (``object_from_dict``), which would reach past the allowlist when called later.
+
+    Args:
+        obj: The callable the path named.
+        path: The dotted path, for the message.
+        allowed_modules: As given to :func:`import_object` (None: only an enclosing :func:`restricted_imports`
+            makes the check apply).
+
+    Raises:
+        SerializationError: The path names such a function while an allowlist is in force.
+    """
     restricted = allowed_modules is not None or _SCOPED_ALLOWLIST.get() is not None
     own = str(getattr(obj, "__module__", "") or "")
     if restricted and (own == "handrail" or own.startswith("handrail.")) and not getattr(obj, _FILE_SAFE, False):
         raise SerializationError(
             f"Refusing '{path}' as a callable named in a file: handrail's own functions are not callables a file "
-            f"may name (some import by name or write files); name a function of a module you allow."
+            f"may name (some import by name or build any class); name a function of a module you allow."
         )
-    return typing.cast(Callable[..., Any], obj)
 
 
 def serialize_type(target: Any) -> str:

@@ -12,7 +12,13 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ClassVar, Self
 
-from handrail.core.serialization import import_object, init_parameters, qualified_name, serialize_callable
+from handrail.core.serialization import (
+    check_file_callable,
+    import_object,
+    init_parameters,
+    qualified_name,
+    serialize_callable,
+)
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 from handrail.hooks.types import HOOK_POINTS, HookPoint
@@ -224,6 +230,7 @@ def _load(path: Any, slot: str, allowed_modules: Iterable[str] | None) -> Any:
             raise SerializationError(f"FunctionHook: '{path}' names a hook without {kind}.")
     if not callable(obj):
         raise SerializationError(f"FunctionHook: '{path}' does not name a function.")
+    check_file_callable(obj, path, allowed_modules)
     return obj
 
 

@@ -194,7 +194,12 @@ def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = (),
             cls = import_object(spec.type, allowed_modules=allowed)
         except SerializationError as exc:
             raise SpecError(f"generator.type: {exc}") from exc
-        if not isinstance(cls, type) or not callable(getattr(cls, "run", None)):
+        handrail_component = (
+            isinstance(cls, type)
+            and cls.__module__.startswith("handrail.components.")
+            and not (cls.__module__.startswith("handrail.components.generators."))
+        )
+        if not isinstance(cls, type) or not callable(getattr(cls, "run", None)) or handrail_component:
             raise SpecError(f"generator.type: '{spec.type}' is not a chat generator class (a class with run()).")
         from_dict = getattr(cls, "from_dict", None)
         try:

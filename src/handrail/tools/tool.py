@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NewType
 
 from handrail.core.serialization import (
+    check_file_callable,
     deserialize_callable,
     import_object,
     qualified_name,
@@ -394,4 +395,5 @@ def _resolve_function(path: str | None, *, asynchronous: bool) -> Any:
         return obj.async_function if asynchronous else obj.function
     if not callable(obj):
         raise SerializationError(f"'{path}' does not name a function or a Tool.")
+    check_file_callable(obj, path)  # a file may not make handrail's own functions (object_from_dict) a tool
     return obj

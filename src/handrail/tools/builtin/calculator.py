@@ -31,6 +31,7 @@ import operator
 from collections.abc import Callable
 from typing import Final
 
+from handrail.core.serialization import file_safe
 from handrail.errors import CalculationError
 from handrail.tools.tool import Tool
 
@@ -149,6 +150,7 @@ def evaluate_expression(expression: str) -> int | float:
     return _Evaluator().evaluate(tree.body, depth=1)
 
 
+@file_safe  # the calculator tool's function, named in the files its agents are saved to
 def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression and return the result as text (the ``calculator`` tool's function).
 
