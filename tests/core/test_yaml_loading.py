@@ -102,3 +102,18 @@ def test_empty_and_plain_documents_read_as_safe_load_does() -> None:
     text = "a: 1\nb: [x, {c: 2.5, d: null}]\nwhen: 2024-01-02\n"
     data: Any = safe_load_yaml(text)[0]
     assert data == yaml.safe_load(text)
+
+
+def test_nesting_past_the_recursion_limit_is_refused_not_a_crash() -> None:
+    text = "a: " + "[" * 5000 + "]" * 5000
+    with pytest.raises(YamlRefusedError, match="nested too deeply"):
+        safe_load_yaml(text)
+    with pytest.raises(SerializationError, match="nested too deeply"):
+        Pipeline.loads(text)
+    assert safe_load_yaml("a: " + "[" * 50 + "]" * 50)[0] is not None  # ordinary nesting still loads
+
+
+def test_a_merge_key_given_twice_is_refused() -> None:
+    with pytest.raises(YamlRefusedError, match=r"merge key '<<' appears twice .*first on line 2"):
+        safe_load_yaml("confirmation:\n  <<: {calculator: always}\n  <<: {calculator: never}\n")
+    assert safe_load_yaml("b: &b {x: 1}\nc: &c {y: 2}\nd:\n  <<: [*b, *c]\n")[0]["d"] == {"x": 1, "y": 2}

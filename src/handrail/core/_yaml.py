@@ -58,8 +58,18 @@ class _Loader(yaml.SafeLoader):
 
     def _refuse_duplicate_keys(self, node: yaml.MappingNode) -> None:
         seen: dict[Any, yaml.Node] = {}
+        merge: yaml.Node | None = None
         for key_node, _ in node.value:
-            if key_node.tag in ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"):
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                if merge is not None:  # two '<<' keys: one of them would be dropped silently
+                    raise YamlRefusedError(
+                        problem=f"the merge key '<<' appears twice in one mapping (first on line "
+                        f"{merge.start_mark.line + 1}); merge several with '<<: [*a, *b]'",
+                        problem_mark=key_node.start_mark,
+                    )
+                merge = key_node
+                continue
+            if key_node.tag == "tag:yaml.org,2002:value":
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 continue  # a list or mapping as a key: SafeLoader refuses it (unhashable) itself
@@ -121,14 +131,19 @@ def safe_load_yaml(text: str, *, max_alias_nodes: int = MAX_ALIAS_NODES) -> tupl
         a merged mapping lists the merged pairs first, so of two equal keys the later one is in effect.
 
     Raises:
-        YamlRefusedError: A mapping gives a key twice, or aliases expand the document by more than
+        YamlRefusedError: A mapping gives a key (or ``<<``) twice, the document is nested past the
+            recursion limit, or aliases expand the document by more than
             ``max_alias_nodes`` nodes (or into itself); ``problem_mark`` is the duplicate key or the
             first alias.
         yaml.YAMLError: The text is not valid YAML, or uses a tag ``yaml.safe_load`` refuses.
     """
     loader = _Loader(text)
     try:
-        root = loader.get_single_node()
+        try:
+            root = loader.get_single_node()
+        except RecursionError:  # PyYAML's scanner and composer recurse once per nesting level
+            mark = loader.get_mark()
+            raise YamlRefusedError(problem="the document is nested too deeply", problem_mark=mark) from None
         if root is None:
             return None, None
         if loader.first_alias is not None:
@@ -144,7 +159,10 @@ def safe_load_yaml(text: str, *, max_alias_nodes: int = MAX_ALIAS_NODES) -> tupl
                 problem = ""
             if problem:
                 raise YamlRefusedError(problem=problem, problem_mark=loader.first_alias)
-        return loader.construct_document(root), root
+        try:
+            return loader.construct_document(root), root
+        except RecursionError:
+            raise YamlRefusedError(problem="the document is nested too deeply", problem_mark=root.start_mark) from None
     finally:
         loader.dispose()
 

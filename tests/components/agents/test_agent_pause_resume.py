@@ -345,6 +345,9 @@ def test_decisions_of_the_wrong_type_are_named(tmp_path: Path) -> None:
         lambda d: d["ledger"]["c1"].update(tool_name="lookup"),  # the message says transfer
         lambda d: d["ledger"]["c1"].update(arguments={"amount": 1}),  # what a person would be shown
         lambda d: d["ledger"]["c1"].update(status="approved"),  # approved, with no decision recorded
+        lambda d: d["ledger"]["c1"].update(
+            status="rejected", decision={"tool_name": "transfer", "execute": True, "tool_call_id": "c1"}
+        ),  # rejected, while the decision recorded says run it
     ],
 )
 def test_a_hand_edited_snapshot_that_contradicts_itself_is_refused(tmp_path: Path, edit: Any) -> None:

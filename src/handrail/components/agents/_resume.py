@@ -348,3 +348,10 @@ def _check_ledger_matches(snapshot: AgentSnapshot, where: str) -> None:
     undecided = sorted(k for k, e in snapshot.ledger.items() if e.status in ("approved", "rejected") and not e.decision)
     if undecided:
         raise SnapshotError(f"{where}: its ledger marks calls {undecided} as decided but records no decision for them.")
+    opposite = sorted(
+        k
+        for k, e in snapshot.ledger.items()
+        if e.status in ("approved", "rejected") and e.decision and e.decision.execute != (e.status == "approved")
+    )
+    if opposite:
+        raise SnapshotError(f"{where}: its ledger says the opposite of the recorded decision for calls {opposite}.")
