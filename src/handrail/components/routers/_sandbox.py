@@ -13,6 +13,8 @@ from jinja2.exceptions import SecurityError
 from jinja2.nativetypes import NativeCodeGenerator, NativeTemplate, native_concat
 from jinja2.sandbox import SandboxedEnvironment
 
+from handrail.components.routers._limits import check_binop, check_call, limited_filters
+
 __all__ = ["make_environment", "template_variables"]
 
 
@@ -37,42 +39,32 @@ def _refuse_undefined(value: Any, depth: int = 0) -> Any:
     return value
 
 
-MAX_REPEAT = 1_000_000
-"""The longest string or list a template may build with ``*`` (items)."""
-MAX_POWER_BITS = 100_000
-"""The largest integer a template may build with ``**`` (bits)."""
-
-
-def _power_too_big(base: Any, exponent: Any) -> bool:
-    """Whether ``base ** exponent`` of two ints has more than :data:`MAX_POWER_BITS` bits (0 and ±1 stay small)."""
-    if not (isinstance(base, int) and isinstance(exponent, int)) or abs(base) <= 1:
-        return False
-    return exponent * abs(base).bit_length() > MAX_POWER_BITS
-
-
 class _StrictSandboxedEnvironment(SandboxedEnvironment):
     """A sandbox in which unsafe attribute access fails at once instead of rendering as undefined.
 
-    ``*`` and ``**`` are checked before they run: Jinja2's sandbox limits ``range`` but not ``'a' * 10**9`` or
-    ``10 ** 10 ** 8``, which would take the process's memory or CPU for minutes.
+    Operators and calls that could build huge values, and the ranges of one render, are checked against the
+    limits of :mod:`handrail.components.routers._limits` before they run.
     """
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        """Apply ``*`` or ``**`` when its result stays within :data:`MAX_REPEAT` items / :data:`MAX_POWER_BITS` bits.
+        """Apply an operator whose result stays within the limits.
 
         Raises:
             SecurityError: The result would be larger.
         """
-        if operator == "*":
-            for seq, times in ((left, right), (right, left)):
-                size = len(seq) * times if isinstance(seq, str | bytes | list | tuple) and isinstance(times, int) else 0
-                if size > MAX_REPEAT:
-                    raise SecurityError(f"'*' would build {size:,} items; the limit is {MAX_REPEAT:,}.")
-        elif _power_too_big(left, right):
-            raise SecurityError(f"'**' would build an integer of more than {MAX_POWER_BITS:,} bits.")
+        check_binop(operator, left, right)
         return super().call_binop(context, operator, left, right)
+
+    def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call ``__obj`` unless it would pad, join or format past the limits, or exhaust the render's ranges.
+
+        Raises:
+            SecurityError: It would.
+        """
+        check_call(__obj, args)
+        return super().call(__context, __obj, *args, **kwargs)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> NoReturn:
         """Raise SecurityError for an attribute the sandbox does not allow (``__class__``, ``_private``...).
@@ -103,7 +95,9 @@ def make_environment(*, native: bool, filters: Mapping[str, Callable[..., Any]])
     """
     cls = _SandboxedNativeEnvironment if native else _StrictSandboxedEnvironment
     environment = cls(undefined=StrictUndefined, finalize=_refuse_undefined)
+    environment.filters.update(limited_filters(environment.filters))
     environment.filters.update(filters)
+    environment.globals.pop("lipsum", None)  # lipsum(10**6) generates text for as long as it is asked
     return environment
 
 

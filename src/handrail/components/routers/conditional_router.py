@@ -206,11 +206,14 @@ class ConditionalRouter:
             return rendered
 
     def _render(self, route: Route, slot: int, template: Template, values: dict[str, Any]) -> Any:
+        from handrail.components.routers._limits import rendering
+
         try:
-            if self._allowlist is not None:
-                with restricted_imports(self._allowlist):
-                    return template.render(values)
-            return template.render(values)
+            with rendering():
+                if self._allowlist is not None:
+                    with restricted_imports(self._allowlist):
+                        return template.render(values)
+                return template.render(values)
         except Exception as exc:  # any error a template or a user object raises while rendering
             raise self._error(
                 route, slot, values, f"failed to render: {type(exc).__name__}: {str(exc).rstrip('.')}"
