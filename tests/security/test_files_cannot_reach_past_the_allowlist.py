@@ -125,3 +125,35 @@ def test_a_file_cannot_make_a_handrail_function_a_function_hook() -> None:
             "init_parameters": {"function": "handrail.core.files.atomic_write"}}  # fmt: skip
     with restricted_imports(()), pytest.raises(SerializationError, match="atomic_write' as a callable named in a file"):
         FunctionHook.from_dict(data)
+
+
+def test_a_recorded_result_in_a_snapshot_file_is_decoded_under_its_allowlist_when_resumed(tmp_path: Path) -> None:
+    from handrail.components.agents import Agent
+    from handrail.dataclasses import ChatMessage, ToolCall
+    from handrail.dataclasses.breakpoints import HITLBreakpointException
+    from handrail.dataclasses.decisions import ToolExecutionDecision
+    from handrail.dataclasses.snapshot import load_snapshot
+    from handrail.errors import SnapshotError
+    from handrail.human_in_the_loop import BreakpointConfirmationStrategy
+    from handrail.human_in_the_loop.snapshots import record_decision
+    from handrail.tools.builtin import calculator, search
+
+    calls = [ToolCall("search", {"query": "x"}, "c1"), ToolCall("calculator", {"expression": "1+1"}, "c2")]
+    replies = [ChatMessage.from_assistant(tool_calls=calls), ChatMessage.from_assistant("done")]
+    agent = Agent(chat_generator=ScriptedChatGenerator(replies), tools=[search, calculator],
+                  confirmation_strategies={"calculator": BreakpointConfirmationStrategy(str(tmp_path))})  # fmt: skip
+    with pytest.raises(HITLBreakpointException) as paused:
+        agent.run([ChatMessage.from_user("go")])
+    path = Path(paused.value.snapshot_file_path)
+    data = json.loads(path.read_text())
+    marker = tmp_path / "BUILT"
+    data["ledger"]["c1"]["result"]["value"] = {
+        "$type": "object", "class": "handrail.core.pipeline.Pipeline",
+        "data": {"components": {"x": {"type": "subprocess.Popen", "init_parameters": {"args": ["touch", str(marker)]}}},
+                 "connections": []},
+    }  # fmt: skip
+    path.write_text(json.dumps(data))
+    record_decision(path, ToolExecutionDecision("calculator", True, "c2"))
+    with pytest.raises(SnapshotError, match=r"Refusing to import 'subprocess\.Popen'"):
+        agent.run([], snapshot=load_snapshot(path))
+    assert not marker.exists()

@@ -10,7 +10,7 @@ from typing import Any
 
 from handrail.core._pipeline_graph import Graph, describe_type
 from handrail.core.component import input_sockets, is_component, output_sockets
-from handrail.core.serialization import object_from_dict, object_to_dict, restricted_imports
+from handrail.core.serialization import import_object, object_from_dict, object_to_dict, restricted_imports
 from handrail.errors import HandrailError, SerializationError
 
 __all__ = ["PipelineSpec", "graph_to_dict", "mermaid", "read_spec", "yaml_dump", "yaml_load"]
@@ -100,6 +100,9 @@ def _read_components(components: Any, allowed: tuple[str, ...] | None) -> dict[s
                     f"got {spec!r:.200}."
                 )
             try:
+                cls = import_object(kind, allowed_modules=allowed)
+                if not (isinstance(cls, type) and is_component(cls)):  # checked before anything is built
+                    raise SerializationError(f"'{kind}' is not a component class (a class decorated with @component)")
                 instance = object_from_dict(spec, allowed_modules=allowed)
             except (HandrailError, TypeError, ValueError) as exc:
                 raise SerializationError(f"Cannot load pipeline component '{name}' of type '{kind}': {exc}") from exc

@@ -113,6 +113,9 @@ class AgentSnapshot:
     """The snapshot format version."""
     location: str | None = field(default=None, compare=False, repr=False)
     """The absolute path the snapshot was loaded from or written to; never written to the file itself."""
+    read_under: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    """The allowlist the snapshot was read under (None: built in this process); never written. A resumed run
+    decodes the ledger's recorded results under it, so a value in a file cannot name a class outside it."""
 
     def __post_init__(self) -> None:
         if self.position not in POSITIONS:
@@ -201,8 +204,9 @@ class AgentSnapshot:
             SnapshotError: Naming the key for a missing, unknown or invalid key (a class outside the allowlist
                 included), or a schema version this handrail does not know.
         """
-        with restricted_imports(allowed_modules):
-            return cls(**read_snapshot_fields(data))
+        allowed = tuple(allowed_modules)
+        with restricted_imports(allowed):
+            return cls(**read_snapshot_fields(data), read_under=allowed)
 
     def __repr__(self) -> str:
         pending = [call.id for call in self.pending_tool_calls]
@@ -284,8 +288,9 @@ def decode_snapshot(data: bytes, *, source: str, allowed_modules: Iterable[str] 
     except (ValueError, RecursionError) as exc:
         raise SnapshotError(f"Snapshot file {source} is truncated or not valid JSON: {exc}") from None
     try:
-        with restricted_imports(allowed_modules):
-            return AgentSnapshot(**read_snapshot_fields(parsed, owned=True))
+        allowed = tuple(allowed_modules)
+        with restricted_imports(allowed):
+            return AgentSnapshot(**read_snapshot_fields(parsed, owned=True), read_under=allowed)
     except SnapshotError as exc:
         raise SnapshotError(f"Snapshot file {source}: {exc}") from exc
 

@@ -19,6 +19,7 @@ from handrail.components.agents._pause_effects import UnknownOutcome, check_unkn
 from handrail.components.tools._effects import Invocation, Outcome
 from handrail.components.tools._results import tool_result_text
 from handrail.components.tools._step import ToolStepOptions, failed_call, failure_text, finish_call
+from handrail.core.serialization import restricted_imports
 from handrail.core.typed_json import decode_value, encode_value
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
@@ -53,8 +54,12 @@ class Ledger:
         decisions: Iterable[ToolExecutionDecision] = (),
         unknown_outcome: UnknownOutcome = None,
         on_change: Callable[[], None] | None = None,
+        *,
+        read_under: tuple[str, ...] | None = None,
     ) -> None:
         self.entries: dict[str, LedgerEntry] = dict(entries or {})
+        self.read_under = read_under
+        """The allowlist of the snapshot the entries were read from (None: this process wrote them)."""
         self.decisions: list[ToolExecutionDecision] = list(decisions)
         self.unknown_outcome = unknown_outcome
         self.on_change = on_change
@@ -63,6 +68,13 @@ class Ledger:
         self.lock = threading.RLock()
         self._workers = 0
         self._on_idle: list[Callable[[], None]] = []
+
+    def _recorded_value(self, data: Any) -> Any:
+        """A recorded result's value, decoded under the snapshot's allowlist when it was read from data."""
+        if self.read_under is None:
+            return decode_value(data, "ledger result")
+        with restricted_imports(self.read_under):  # a file's value may not name a class outside its allowlist
+            return decode_value(data, "ledger result")
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -131,7 +143,7 @@ class Ledger:
         if entry.status == "failed":
             return "answered", failed_call(inv, str(text), opts)
         if "value" in result:
-            return "answered", finish_call(inv, (True, decode_value(result["value"], "ledger result")), state, opts)
+            return "answered", finish_call(inv, (True, self._recorded_value(result["value"])), state, opts)
         if inv.tool.outputs_to_state:
             warnings.warn(
                 f"The recorded result of call '{inv.call.id}' to '{inv.tool.name}' holds no value to merge into "

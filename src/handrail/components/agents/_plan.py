@@ -148,7 +148,8 @@ def _build(
         from handrail.components.agents._ledger import Ledger
 
         ledger = Ledger(snapshot.ledger if snapshot else None,
-                        snapshot.tool_execution_decisions if snapshot else (), unknown_outcome)  # fmt: skip
+                        snapshot.tool_execution_decisions if snapshot else (), unknown_outcome,
+                        read_under=snapshot.read_under if snapshot else None)  # fmt: skip
     approvals, options = _step_options(agent, callback, req.context, ledger)
     checkpoints = None
     if ledger is not None or break_point is not None:
