@@ -551,3 +551,11 @@ class TestStateArguments:
         with pytest.raises(ValueError):
             agent.run([user("hi")], step_count=5)
         assert gen.calls == []
+
+
+def test_a_user_prompt_template_has_the_router_sandbox_limits() -> None:
+    from handrail.errors import ConfigurationError
+
+    agent = Agent(chat_generator=ScriptedChatGenerator([reply("x")]), user_prompt="{{ ('a' * 300000000)|length }}")
+    with pytest.raises(ConfigurationError, match="user_prompt could not be rendered: SecurityError"):
+        agent.run([])

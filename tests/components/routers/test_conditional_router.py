@@ -486,6 +486,10 @@ def test_jinja2_loads_only_when_a_router_is_built():
         "{{ ('{:>1000000000}'.format(1))|length }}",
         "{% set a = 10 ** 25000 %}{% set b = a * a %}{% set c = b * b %}{% set d = c * c %}{{ 1 }}",
         "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}x",
+        "{{ ('{:{}}'.format('a', 300000000))|length }}",
+        "{{ ('%*d' % (300000000, 1))|length }}",
+        "{% set a = 'a' * 1000 %}{{ (a|replace('a', a * 300))|length }}",
+        "{% set a = 'a' * 1000000 %}{{ a.replace('a', 'bb')|length }}",
     ],
 )
 def test_templates_cannot_build_huge_values_or_loop_for_hours(template: str) -> None:
@@ -507,6 +511,8 @@ def test_templates_cannot_build_huge_values_or_loop_for_hours(template: str) -> 
         ("{{ 'x'|center(5) }}", "  x  "),
         ("{{ ['a', 'b']|join('-') }}", "a-b"),
         ("{{ '{}-{}'.format('a', 2) }}", "a-2"),
+        ("{{ 'abc'|replace('b', 'x') }}", "axc"),
+        ("{{ '{:{}}'.format('a', 3) }}", "a  "),
         ("{% for i in range(3) %}{% for j in range(2) %}{{ i }}{% endfor %}{% endfor %}", "001122"),
     ],
 )

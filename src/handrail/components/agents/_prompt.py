@@ -18,9 +18,9 @@ _RESERVED_NAMES = frozenset({*RESERVED_KEYS, "messages", "last_message"})
 
 @functools.cache
 def _environment() -> Any:
-    from jinja2.sandbox import SandboxedEnvironment
+    from handrail.components.routers._sandbox import LimitedSandboxedEnvironment
 
-    return SandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
+    return LimitedSandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 
 
 @functools.lru_cache(maxsize=256)
@@ -120,9 +120,12 @@ def render_user_prompt(template: str, values: Mapping[str, Any], required: froze
                 f"(a Pipeline passes None for an input nothing is connected to); pass a value, e.g. '' for empty text."
             )
         raise ConfigurationError(" ".join(problems))
+    from handrail.components.routers._limits import rendering
+
     compiled, _ = _compiled(template)
     try:
-        text = compiled.render(**values)
+        with rendering():
+            text = compiled.render(**values)
     except Exception as exc:
         raise ConfigurationError(f"user_prompt could not be rendered: {type(exc).__name__}: {exc}") from exc
     return ChatMessage.from_user(text)

@@ -5,8 +5,9 @@ but a template can still build a gigabyte string (``'a' * 10**9``, ``'a' | cente
 ``'%01000000000d' % 1``) or loop for hours over nested ranges. The checks here refuse those before
 they run, so a router loaded from a file cannot take the process's memory or CPU.
 
-Not covered: nested loops over lists or strings a template built within these limits (each at most
-:data:`MAX_ITEMS` long); give routers templates you would run yourself.
+Not covered: the ``~`` operator (it compiles to a plain join, out of the sandbox's reach) and nested loops
+over lists or strings a template built within these limits (each at most :data:`MAX_ITEMS` long); give
+routers templates you would run yourself.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def check_binop(operator: str, left: Any, right: Any) -> None:
     elif operator == "+":
         if isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES) and len(left) + len(right) > MAX_ITEMS:
             raise _refuse(f"'+' would build {len(left) + len(right):,} items")
-    elif operator == "%" and isinstance(left, str) and _WIDE.search(left):
+    elif operator == "%" and isinstance(left, str) and _wide_percent(left, right):
         raise _refuse("a '%' format with a width or precision of a million or more")
 
 
@@ -79,14 +80,39 @@ def check_call(function: Any, args: tuple[Any, ...]) -> None:
     name = getattr(function, "__name__", "")
     if name in _PADDING and args and isinstance(args[0], int) and args[0] > MAX_ITEMS:
         raise _refuse(f"'{name}' would pad to {args[0]:,} characters")
-    if name in ("format", "format_map") and _WIDE.search(str(owner)):
+    if name in ("format", "format_map") and (_WIDE.search(str(owner)) or _big_int(args)):
         raise _refuse("a format with a width or precision of a million or more")
+    if name == "replace" and len(args) >= 2:
+        _check_replace(owner, args[0], args[1], args[2] if len(args) > 2 else -1)
     if name == "expandtabs" and args and isinstance(args[0], int):
         tabs = owner.count("\t") if isinstance(owner, str) else owner.count(b"\t")
         if args[0] * tabs > MAX_ITEMS:
             raise _refuse("'expandtabs' would build too many characters")
     if name == "join" and args and isinstance(args[0], list | tuple):
         _check_join(args[0], len(owner))
+
+
+def _wide_percent(template: str, values: Any) -> bool:
+    """Whether ``template % values`` pads past the limit: a wide width in the text, or one passed for ``*``."""
+    return bool(_WIDE.search(template)) or (
+        "*" in template and _big_int(values if isinstance(values, tuple) else (values,))
+    )
+
+
+def _big_int(values: Any) -> bool:
+    """Whether an argument is an int of a million or more (a width passed as ``{:{}}`` or ``%*d``)."""
+    return any(isinstance(v, int) and v >= MAX_ITEMS for v in values)
+
+
+def _check_replace(text: Any, old: Any, new: Any, count: Any) -> None:
+    if not (isinstance(text, str | bytes) and isinstance(old, str | bytes) and isinstance(new, str | bytes)):
+        return
+    found = text.count(old) if old else len(text) + 1  # type: ignore[arg-type]
+    if isinstance(count, int) and count >= 0:
+        found = min(found, count)
+    size = len(text) + found * (len(new) - len(old))
+    if size > MAX_ITEMS:
+        raise _refuse(f"'replace' would build {size:,} items")
 
 
 def _check_join(items: list[Any] | tuple[Any, ...], separator: int) -> None:
@@ -127,12 +153,21 @@ def _limited_join(original: Callable[..., Any]) -> Callable[..., Any]:
     return join
 
 
+def _limited_replace(original: Callable[..., Any]) -> Callable[..., Any]:
+    @pass_eval_context
+    def replace(eval_ctx: Any, s: Any, old: Any, new: Any, count: Any = None) -> Any:
+        _check_replace(str(s), str(old), str(new), count if isinstance(count, int) else -1)
+        return original(eval_ctx, s, old, new, count)
+
+    return replace
+
+
 def _limited(name: str, original: Callable[..., Any], width_at: int | None) -> Callable[..., Any]:
     def checked(value: Any, *args: Any, **kwargs: Any) -> Any:
         width = args[width_at] if width_at is not None and len(args) > width_at else None
         if isinstance(width, int) and width > MAX_ITEMS:
             raise _refuse(f"the '{name}' filter would pad to {width:,} characters")
-        if name == "format" and isinstance(value, str) and _WIDE.search(value):
+        if name == "format" and isinstance(value, str) and (_WIDE.search(value) or _big_int(args)):
             raise _refuse("the 'format' filter with a width or precision of a million or more")
         return original(value, *args, **kwargs)
 
@@ -146,4 +181,6 @@ def limited_filters(filters: Mapping[str, Callable[..., Any]]) -> dict[str, Call
     limited = {name: _limited(name, filters[name], at) for name, at in widths.items() if name in filters}
     if "join" in filters:
         limited["join"] = _limited_join(filters["join"])
+    if "replace" in filters:
+        limited["replace"] = _limited_replace(filters["replace"])
     return limited

@@ -15,7 +15,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from handrail.components.routers._limits import check_binop, check_call, limited_filters
 
-__all__ = ["make_environment", "template_variables"]
+__all__ = ["LimitedSandboxedEnvironment", "make_environment", "template_variables"]
 
 
 _MAX_DEPTH = 8
@@ -39,12 +39,18 @@ def _refuse_undefined(value: Any, depth: int = 0) -> Any:
     return value
 
 
-class _StrictSandboxedEnvironment(SandboxedEnvironment):
-    """A sandbox in which unsafe attribute access fails at once instead of rendering as undefined.
+class LimitedSandboxedEnvironment(SandboxedEnvironment):
+    """Jinja2's sandbox, plus the size and work limits of :mod:`handrail.components.routers._limits`.
 
-    Operators and calls that could build huge values, and the ranges of one render, are checked against the
-    limits of :mod:`handrail.components.routers._limits` before they run.
+    Operators, calls and filters that could build huge values, and the ranges of one render (inside
+    :func:`~handrail.components.routers._limits.rendering`), are checked before they run; ``lipsum`` is gone.
+    Used for router templates and the Agent's ``user_prompt``.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.filters.update(limited_filters(self.filters))
+        self.globals.pop("lipsum", None)  # lipsum(10**6) generates text for as long as it is asked
 
     intercepted_binops = frozenset({"*", "**", "+", "%"})
 
@@ -65,6 +71,10 @@ class _StrictSandboxedEnvironment(SandboxedEnvironment):
         """
         check_call(__obj, args)
         return super().call(__context, __obj, *args, **kwargs)
+
+
+class _StrictSandboxedEnvironment(LimitedSandboxedEnvironment):
+    """The limited sandbox, in which unsafe attribute access fails at once instead of rendering as undefined."""
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> NoReturn:
         """Raise SecurityError for an attribute the sandbox does not allow (``__class__``, ``_private``...).
@@ -95,9 +105,7 @@ def make_environment(*, native: bool, filters: Mapping[str, Callable[..., Any]])
     """
     cls = _SandboxedNativeEnvironment if native else _StrictSandboxedEnvironment
     environment = cls(undefined=StrictUndefined, finalize=_refuse_undefined)
-    environment.filters.update(limited_filters(environment.filters))
     environment.filters.update(filters)
-    environment.globals.pop("lipsum", None)  # lipsum(10**6) generates text for as long as it is asked
     return environment
 
 
