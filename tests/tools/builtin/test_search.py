@@ -373,3 +373,19 @@ class TestPassages:
         for passage in split_passages("x.md", text, max_chars=budget):
             assert size(passage) <= budget
             assert passage.text.strip()
+
+
+@pytest.mark.parametrize(
+    ("limit", "match"),
+    [("MAX_FOLDER_ENTRIES", "holds more than 3 files"), ("MAX_FOLDER_BYTES", "hold more than 10 bytes")],
+)
+def test_a_folder_too_large_to_read_into_memory_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, match: str
+) -> None:
+    from handrail.tools.builtin import _passages
+
+    monkeypatch.setattr(_passages, limit, 3 if limit == "MAX_FOLDER_ENTRIES" else 10)
+    for i in range(5):
+        (tmp_path / f"doc{i}.md").write_text(f"# Doc {i}\n\nSome text about topic {i}.\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=match):
+        _passages.read_folder(tmp_path)

@@ -17,9 +17,13 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Final
 
+from handrail.errors import ConfigurationError
+
 __all__ = [
     "DOCUMENT_SUFFIXES",
     "MAX_FILE_BYTES",
+    "MAX_FOLDER_BYTES",
+    "MAX_FOLDER_ENTRIES",
     "MAX_PASSAGE_CHARS",
     "Passage",
     "read_folder",
@@ -33,6 +37,10 @@ MAX_FILE_BYTES: Final = 2_000_000
 """Files larger than this many bytes are skipped."""
 MAX_PASSAGE_CHARS: Final = 600
 """The longest passage, in characters, heading included."""
+MAX_FOLDER_BYTES: Final = 200_000_000
+"""The most document bytes one folder may hold (all files together)."""
+MAX_FOLDER_ENTRIES: Final = 100_000
+"""The most files (documents or not) a folder walk may visit, so a folder such as ``/`` is refused quickly."""
 _MAX_HEADING_CHARS: Final = 150
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")
@@ -150,15 +158,33 @@ def read_folder(folder: Path) -> list[tuple[str, str]]:
 
     Returns:
         ``(relative name with "/" separators, text)`` pairs, sorted by name.
+
+    Raises:
+        ConfigurationError: The folder holds more than :data:`MAX_FOLDER_ENTRIES` files or more than
+            :data:`MAX_FOLDER_BYTES` bytes of documents (it is read into memory whole).
     """
     documents: list[tuple[str, str]] = []
+    visited = total = 0
     for directory, subdirectories, files in os.walk(folder):
         subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
+        visited += len(files)
+        if visited > MAX_FOLDER_ENTRIES:
+            raise ConfigurationError(
+                f"The search folder {folder} holds more than {MAX_FOLDER_ENTRIES:,} files; point the tool at the "
+                f"folder of your documents."
+            )
         for name in files:
             path = Path(directory, name)
             if not _is_document(name) or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
                 continue
-            documents.append((path.relative_to(folder).as_posix(), _decode(path.read_bytes())))
+            data = path.read_bytes()
+            total += len(data)
+            if total > MAX_FOLDER_BYTES:
+                raise ConfigurationError(
+                    f"The documents under {folder} hold more than {MAX_FOLDER_BYTES:,} bytes; the search tool reads "
+                    f"its folder into memory, so point it at a smaller one."
+                )
+            documents.append((path.relative_to(folder).as_posix(), _decode(data)))
     return sorted(documents)
 
 
