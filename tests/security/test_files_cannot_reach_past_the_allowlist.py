@@ -157,3 +157,25 @@ def test_a_recorded_result_in_a_snapshot_file_is_decoded_under_its_allowlist_whe
     with pytest.raises(SnapshotError, match=r"Refusing to import 'subprocess\.Popen'"):
         agent.run([], snapshot=load_snapshot(path))
     assert not marker.exists()
+
+
+def test_a_file_cannot_carry_a_regular_expression_that_backtracks_for_hours() -> None:
+    from handrail.hooks import RedactionHook
+    from handrail.tools import Tool
+
+    hook = {"type": "handrail.hooks.redaction.RedactionHook", "init_parameters": {"patterns": ["(a+)+$"]}}
+    tool = {
+        "type": "handrail.tools.tool.Tool",
+        "init_parameters": {
+            "name": "calc", "description": "Calculate.", "function": "handrail.tools.builtin.calculator.calculate",
+            "parameters": {"type": "object",
+                           "properties": {"expression": {"type": "string", "pattern": r"^(\w+\s?)*$"}}},
+        },
+    }  # fmt: skip
+    with restricted_imports(()):
+        with pytest.raises(SerializationError, match=r"patterns\[0\]: the pattern '\(a\+\)\+\$' repeats a group"):
+            RedactionHook.from_dict(hook)
+        with pytest.raises(SerializationError, match=r"properties\.expression: the pattern"):
+            Tool.from_dict(tool)
+        assert RedactionHook.from_dict({**hook, "init_parameters": {"patterns": [r"sk-[A-Za-z0-9]{20,}"]}})
+    assert RedactionHook(patterns=["(a+)+$"]).patterns == ["(a+)+$"]  # written in Python: the caller's own

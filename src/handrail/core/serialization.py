@@ -18,6 +18,7 @@ import contextvars
 import copy
 import importlib
 import inspect
+import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +29,7 @@ from handrail.errors import SerializationError
 __all__ = [
     "active_allowlist",
     "check_file_callable",
+    "check_pattern_from_file",
     "default_from_dict",
     "file_safe",
     "init_parameters",
@@ -171,6 +173,31 @@ def active_allowlist() -> tuple[str, ...] | None:
 
 _FILE_SAFE = "__handrail_file_safe__"
 _F = typing.TypeVar("_F", bound=Callable[..., Any])
+
+
+_NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*[+*{]")
+"""A group holding a repetition, itself repeated (``(a+)+``, ``(\\w+\\s?)*``): backtracking can take hours."""
+
+
+def check_pattern_from_file(pattern: str, where: str) -> None:
+    """Refuse, in a file's data (under an allowlist), a regular expression with a repeated repetition.
+
+    Python's ``re`` backtracks: ``(a+)+$`` against ``"a" * 40 + "!"`` runs for hours. A pattern written in
+    Python code is the caller's own; one read from a file (a redaction pattern, a JSON Schema ``pattern``)
+    is held to this check.
+
+    Args:
+        pattern: The regular expression.
+        where: How to name it in the error.
+
+    Raises:
+        SerializationError: The pattern nests a repetition inside a repeated group, while an allowlist is in force.
+    """
+    if _SCOPED_ALLOWLIST.get() is not None and _NESTED_REPEAT.search(pattern):
+        raise SerializationError(
+            f"{where}: the pattern {pattern!r} repeats a group that itself repeats (such as '(a+)+'), which can "
+            f"take hours to match; a file may not carry it. Rewrite it without the nested repetition."
+        )
 
 
 def file_safe(function: _F) -> _F:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from handrail.core.serialization import check_pattern_from_file
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks._base import ReadyMadeHook
@@ -86,6 +87,8 @@ class RedactionHook(ReadyMadeHook):
                     f"RedactionHook: patterns[{empty[0]}] is empty; an empty pattern matches only empty text, so "
                     f"nothing would be masked by it. Remove it."
                 )
+        for i, pattern in enumerate(patterns or ()):
+            check_pattern_from_file(pattern, f"RedactionHook: patterns[{i}]")  # only while a file is being read
         self.patterns: list[str] | None = list(patterns) if patterns is not None else None
         """The patterns given (None: the defaults)."""
         self._compiled = [self._compile(p) for p in (self.patterns or self.DEFAULT_PATTERNS)]

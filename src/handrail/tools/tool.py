@@ -12,6 +12,7 @@ from typing import Any, NewType
 
 from handrail.core.serialization import (
     check_file_callable,
+    check_pattern_from_file,
     deserialize_callable,
     import_object,
     qualified_name,
@@ -364,6 +365,9 @@ class Tool:
             SerializationError: When ``init_parameters`` is missing or a path cannot be imported.
         """
         declared = data.get("type") if isinstance(data, Mapping) else None
+        init = data.get("init_parameters") if isinstance(data, Mapping) else None
+        if isinstance(init, Mapping):
+            _check_schema_patterns(init.get("parameters"), "parameters")
         if cls is Tool and isinstance(declared, str) and declared != qualified_name(Tool):
             subclass = import_object(declared)  # a Tool subclass's dict, read through the base class
             if isinstance(subclass, type) and issubclass(subclass, Tool) and subclass is not Tool:
@@ -385,6 +389,21 @@ def _invocation_error(name: str, kwargs: Mapping[str, Any], exc: Exception) -> T
         f"Failed to invoke tool '{name}' with parameters {dict(kwargs)}. Error: {type(exc).__name__}: {exc}",
         name,
     )
+
+
+def _check_schema_patterns(schema: Any, where: str) -> None:
+    """Hold every ``pattern`` of a JSON Schema read from a file to :func:`check_pattern_from_file`."""
+    if isinstance(schema, Mapping):
+        for key, value in schema.items():
+            if key == "pattern" and isinstance(value, str):
+                check_pattern_from_file(value, f"Tool {where}")
+            elif key == "patternProperties" and isinstance(value, Mapping):
+                for pattern in value:
+                    check_pattern_from_file(str(pattern), f"Tool {where}.patternProperties")
+            _check_schema_patterns(value, f"{where}.{key}")
+    elif isinstance(schema, list):
+        for i, item in enumerate(schema):
+            _check_schema_patterns(item, f"{where}[{i}]")
 
 
 def _resolve_function(path: str | None, *, asynchronous: bool) -> Any:
