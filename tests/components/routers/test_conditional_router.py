@@ -488,6 +488,7 @@ def test_jinja2_loads_only_when_a_router_is_built():
         "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}x",
         "{{ ('{:{}}'.format('a', 300000000))|length }}",
         "{{ ('%*d' % (300000000, 1))|length }}",
+        "{{ '{x:{w}}'.format(x='a', w=300000000)|length }}",
         "{% set a = 'a' * 1000 %}{{ (a|replace('a', a * 300))|length }}",
         "{% set a = 'a' * 1000000 %}{{ a.replace('a', 'bb')|length }}",
     ],
@@ -513,6 +514,8 @@ def test_templates_cannot_build_huge_values_or_loop_for_hours(template: str) -> 
         ("{{ '{}-{}'.format('a', 2) }}", "a-2"),
         ("{{ 'abc'|replace('b', 'x') }}", "axc"),
         ("{{ '{:{}}'.format('a', 3) }}", "a  "),
+        ("{{ '{} users'.format(2000000) }}", "2000000 users"),  # a big value is not a big width
+        ("{{ '%s * %s' % (2000000, 3) }}", "2000000 * 3"),
         ("{% for i in range(3) %}{% for j in range(2) %}{{ i }}{% endfor %}{% endfor %}", "001122"),
     ],
 )

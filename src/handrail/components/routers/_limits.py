@@ -32,6 +32,8 @@ MAX_RANGE_ITEMS = 1_000_000
 
 _SEQUENCES = (str, bytes, list, tuple)
 _WIDE = re.compile(r"\d{7,}")  # a width or precision of 1,000,000 or more in a format string
+_NESTED_FIELD = re.compile(r"\{[^{}]*:[^{}]*\{")  # '{:{}}': a width taken from the arguments
+_STAR_WIDTH = re.compile(r"%[-+ #0]*(?:\*|\d*\.\*)")  # '%*d', '%.*f': a width or precision from the arguments
 _PADDING = frozenset({"center", "ljust", "rjust", "zfill"})
 _range_budget: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("range_budget", default=None)
 
@@ -66,12 +68,13 @@ def check_binop(operator: str, left: Any, right: Any) -> None:
         raise _refuse("a '%' format with a width or precision of a million or more")
 
 
-def check_call(function: Any, args: tuple[Any, ...]) -> None:
+def check_call(function: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None) -> None:
     """Refuse a call of a str/bytes method that would pad, join or format past the limits.
 
     Raises:
         SecurityError: Naming the method.
     """
+    kwargs = kwargs or {}
     owner = getattr(getattr(function, "__wrapped__", function), "__self__", None)  # jinja2 wraps str.format
     if not isinstance(owner, str | bytes):
         if function is range or getattr(function, "__name__", "") == "safe_range":
@@ -80,7 +83,9 @@ def check_call(function: Any, args: tuple[Any, ...]) -> None:
     name = getattr(function, "__name__", "")
     if name in _PADDING and args and isinstance(args[0], int) and args[0] > MAX_ITEMS:
         raise _refuse(f"'{name}' would pad to {args[0]:,} characters")
-    if name in ("format", "format_map") and (_WIDE.search(str(owner)) or _big_int(args)):
+    if name in ("format", "format_map") and (
+        _WIDE.search(str(owner)) or (_NESTED_FIELD.search(str(owner)) and _big_int((*args, *kwargs.values())))
+    ):
         raise _refuse("a format with a width or precision of a million or more")
     if name == "replace" and len(args) >= 2:
         _check_replace(owner, args[0], args[1], args[2] if len(args) > 2 else -1)
@@ -95,7 +100,7 @@ def check_call(function: Any, args: tuple[Any, ...]) -> None:
 def _wide_percent(template: str, values: Any) -> bool:
     """Whether ``template % values`` pads past the limit: a wide width in the text, or one passed for ``*``."""
     return bool(_WIDE.search(template)) or (
-        "*" in template and _big_int(values if isinstance(values, tuple) else (values,))
+        bool(_STAR_WIDTH.search(template)) and _big_int(values if isinstance(values, tuple) else (values,))
     )
 
 
@@ -167,7 +172,7 @@ def _limited(name: str, original: Callable[..., Any], width_at: int | None) -> C
         width = args[width_at] if width_at is not None and len(args) > width_at else None
         if isinstance(width, int) and width > MAX_ITEMS:
             raise _refuse(f"the '{name}' filter would pad to {width:,} characters")
-        if name == "format" and isinstance(value, str) and (_WIDE.search(value) or _big_int(args)):
+        if name == "format" and isinstance(value, str) and (_WIDE.search(value) or _wide_percent(value, args)):
             raise _refuse("the 'format' filter with a width or precision of a million or more")
         return original(value, *args, **kwargs)
 

@@ -69,7 +69,7 @@ class LimitedSandboxedEnvironment(SandboxedEnvironment):
         Raises:
             SecurityError: It would.
         """
-        check_call(__obj, args)
+        check_call(__obj, args, kwargs)
         return super().call(__context, __obj, *args, **kwargs)
 
 
