@@ -24,6 +24,7 @@ __all__ = [
     "check_exit_conditions",
     "check_generator",
     "check_messages",
+    "first_non_message",
     "generator_params",
     "select_tools",
     "with_system_prompt",
@@ -290,12 +291,20 @@ def check_messages(messages: Any) -> list[ChatMessage]:
     """
     if not isinstance(messages, list | tuple):
         raise ConfigurationTypeError(f"messages must be a list of ChatMessage, got {type(messages).__name__}.")
-    if list(map(type, messages)).count(ChatMessage) == len(messages):  # the common case, at C speed (~10 ns each)
-        return list(messages)
-    for i, m in enumerate(messages):
-        if not isinstance(m, ChatMessage):
-            raise ConfigurationTypeError(f"messages[{i}] is a {type(m).__name__}, not a ChatMessage.")
+    bad = first_non_message(messages)
+    if bad is not None:
+        raise ConfigurationTypeError(f"messages[{bad}] is a {type(messages[bad]).__name__}, not a ChatMessage.")
     return list(messages)
+
+
+def first_non_message(messages: list[Any] | tuple[Any, ...]) -> int | None:
+    """The index of the first item that is not a ChatMessage (subclasses count as one), or None.
+
+    The common case, every item exactly a ChatMessage, is checked at C speed (~10 ns an item).
+    """
+    if list(map(type, messages)).count(ChatMessage) == len(messages):
+        return None
+    return next((i for i, m in enumerate(messages) if not isinstance(m, ChatMessage)), None)
 
 
 def select_tools(configured: list[Tool | Toolset] | Toolset, runtime: Any) -> list[Tool | Toolset]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from handrail.dataclasses.chat_message import ChatMessage
+from handrail.components.agents._config import first_non_message
 from handrail.errors import RunError
 
 __all__ = ["check_after_hook"]
@@ -26,12 +26,8 @@ def _messages_error(messages: Any) -> tuple[str, Any, str] | None:
     """``(where, value, rule)`` for a ``messages`` that is not a list of ChatMessage, else None."""
     if not isinstance(messages, list):
         return "", messages, "it must be a list of ChatMessage"
-    if list(map(type, messages)).count(ChatMessage) == len(messages):  # the common case, at C speed
-        return None
-    for i, message in enumerate(messages):
-        if not isinstance(message, ChatMessage):
-            return f"[{i}]", message, "it must be a ChatMessage"
-    return None
+    bad = first_non_message(messages)
+    return None if bad is None else (f"[{bad}]", messages[bad], "it must be a ChatMessage")
 
 
 def _counts_ok(counts: Any) -> bool:
