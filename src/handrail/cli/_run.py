@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,32 @@ def spec_tools(agent: Any) -> list[Any]:
     return flatten_tools(agent.tools)
 
 
+def _streamed(
+    out: Any, where: Where | None, as_json: bool, start: Callable[[Printer | None], dict[str, Any]]
+) -> tuple[dict[str, Any], Printer | None]:
+    """Run ``start(printer)`` with the answer streamed to ``out`` (no printer with ``--json``).
+
+    Returns:
+        ``(the run's result, the printer)``.
+
+    Raises:
+        SystemExit: With :data:`EXIT_PAUSED` after reporting a pause for approval.
+    """
+    from handrail.dataclasses.breakpoints import BreakpointException
+
+    printer = None if as_json else Printer(out)
+    try:
+        return start(printer), printer
+    except BreakpointException as exc:
+        assert where is not None  # only a pausing strategy pauses a run started from the command line
+        _paused(out, exc, where, printer, as_json)
+        sys.exit(EXIT_PAUSED)
+    except BaseException:
+        if printer is not None:
+            printer.end_text()  # an error line must not continue half a line of streamed text
+        raise
+
+
 def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: bool) -> None:
     """Report a pause (the snapshot id, the calls waiting, the commands to decide and resume)."""
     from handrail.human_in_the_loop.snapshots import awaiting_decision
@@ -242,8 +269,6 @@ def run(
     """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call."""
     from rich.console import Console
 
-    from handrail.dataclasses.breakpoints import BreakpointException
-
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
     if not question.strip():
         raise click.UsageError("QUESTION is empty; ask the agent something.")
@@ -260,17 +285,9 @@ def run(
             agent = _build(out, agent_file, options)
             from handrail.dataclasses.chat_message import ChatMessage
 
-            printer = None if as_json else Printer(out)
-            try:
-                result = agent.run([ChatMessage.from_user(question)], streaming_callback=printer)
-            except BreakpointException as exc:
-                assert where is not None  # only a pausing strategy pauses a run started from the command line
-                _paused(out, exc, where, printer, as_json)
-                sys.exit(EXIT_PAUSED)
-            except BaseException:
-                if printer is not None:
-                    printer.end_text()  # an error line must not continue half a line of streamed text
-                raise
+            result, printer = _streamed(
+                out, where, as_json, lambda printer: agent.run([ChatMessage.from_user(question)], printer)
+            )
     _finish(out, agent, result, printer, as_json)
 
 
@@ -348,7 +365,6 @@ def _resume(
     allow_modules: tuple[str, ...],
     max_steps: int | None,
 ) -> None:
-    from handrail.dataclasses.breakpoints import BreakpointException
     from handrail.human_in_the_loop.snapshots import awaiting_decision, unavailable_reason
 
     with errors_as_exit_codes(out, agent_option):
@@ -377,15 +393,9 @@ def _resume(
         if undecided and not as_json:
             out.print(f"Calls without a decision ({', '.join(undecided)}) will pause the run again.",
                       style="yellow", markup=False)  # fmt: skip
-        printer = None if as_json else Printer(out)
-        try:
-            result = agent.run(messages=[], snapshot=snapshot, streaming_callback=printer, allow_drift=allow_drift,
-                               unknown_outcome=unknown_outcome)  # fmt: skip
-        except BreakpointException as exc:
-            _paused(out, exc, where, printer, as_json)
-            sys.exit(EXIT_PAUSED)
-        except BaseException:
-            if printer is not None:
-                printer.end_text()  # an error line must not continue half a line of streamed text
-            raise
+        result, printer = _streamed(
+            out, where, as_json,
+            lambda printer: agent.run(messages=[], snapshot=snapshot, streaming_callback=printer,
+                                      allow_drift=allow_drift, unknown_outcome=unknown_outcome),
+        )  # fmt: skip
     _finish(out, agent, result, printer, as_json)
