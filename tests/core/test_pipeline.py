@@ -670,3 +670,18 @@ def test_a_run_data_key_that_is_no_string_is_named() -> None:
 def test_include_outputs_from_of_the_wrong_type_is_named(include: Any, match: str) -> None:
     with pytest.raises(ConfigurationTypeError, match=match):
         two(Upper(), Upper()).run({"text": "x"}, include_outputs_from=include)
+
+
+def test_a_deep_copy_of_an_agent_or_a_pipeline_gets_its_own_warm_up_lock_and_runs() -> None:
+    from handrail.components.agents import Agent
+    from handrail.dataclasses import ChatMessage
+    from handrail.testing import ScriptedChatGenerator
+
+    agent = Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("hi")]))
+    pipeline = Pipeline()
+    pipeline.add_component("agent", agent)
+    for original, copied in ((agent, copy.deepcopy(agent)), (pipeline, copy.deepcopy(pipeline))):
+        assert copied._warm_lock is not original._warm_lock
+        assert "_warm_lock" not in copied.__getstate__()
+    copied_agent = copy.deepcopy(agent)
+    assert copied_agent.run([ChatMessage.from_user("x")])["last_message"].text == "hi"

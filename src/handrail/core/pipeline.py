@@ -31,7 +31,7 @@ from handrail.core._pipeline_graph import Graph
 from handrail.core._pipeline_io import graph_to_dict, mermaid, read_spec, yaml_dump, yaml_load
 from handrail.core._pipeline_run import RunState, call_sync, check_include, drive_async, normalize_data
 from handrail.core.component import is_component
-from handrail.core.threads import to_thread
+from handrail.core.threads import FreshLockOnCopy, to_thread
 from handrail.errors import ComponentError, ConfigurationError, ConfigurationTypeError, PipelineError
 
 __all__ = ["Pipeline"]
@@ -39,7 +39,7 @@ __all__ = ["Pipeline"]
 _OWNER = "__handrail_pipeline__"
 
 
-class Pipeline:
+class Pipeline(FreshLockOnCopy):
     """A graph of components: outputs flow along connections into inputs until nothing is left to run.
 
     ``run`` and ``run_async`` share one scheduler. ``run`` runs the ready components one after the other, then
@@ -89,14 +89,8 @@ class Pipeline:
         self._warmed = False
         self._warm_lock = threading.Lock()
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(vars(self))
-        del state["_warm_lock"]  # a lock cannot be copied; copy.deepcopy(pipeline) gets a fresh one
-        return state
-
     def __setstate__(self, state: dict[str, Any]) -> None:
-        vars(self).update(state)
-        self._warm_lock = threading.Lock()
+        super().__setstate__(state)  # a copy gets its own warm-up lock
         for instance in self._graph.components.values():
             vars(instance)[_OWNER] = weakref.ref(self)
 

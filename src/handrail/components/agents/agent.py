@@ -15,7 +15,7 @@ from handrail.components.agents._plan import RunRequest, start_run
 from handrail.components.agents._prompt import check_user_prompt
 from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
 from handrail.core.component import component
-from handrail.core.threads import to_thread
+from handrail.core.threads import FreshLockOnCopy, to_thread
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
@@ -44,7 +44,7 @@ _RUN_PARAMETERS = frozenset(
 
 
 @component
-class Agent:
+class Agent(FreshLockOnCopy):
     """A chat model that calls tools in a loop until an exit condition holds.
 
     Init parameters are public attributes of the same names; they may be reassigned and each
@@ -131,15 +131,6 @@ class Agent:
         self._warm_lock = threading.Lock()
         self._check()
         refresh_sockets(self)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(vars(self))
-        del state["_warm_lock"]  # a lock cannot be copied; copy.deepcopy(agent) gets a fresh one
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        vars(self).update(state)
-        vars(self)["_warm_lock"] = threading.Lock()
 
     def __setattr__(self, name: str, value: Any) -> None:
         # None keeps meaning "the default" when an init parameter is reassigned after construction.
