@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NewType
 
 from handrail.core.serialization import (
+    active_allowlist,
     check_file_callable,
     check_pattern_from_file,
     deserialize_callable,
@@ -366,7 +367,7 @@ class Tool:
         """
         declared = data.get("type") if isinstance(data, Mapping) else None
         init = data.get("init_parameters") if isinstance(data, Mapping) else None
-        if isinstance(init, Mapping):
+        if isinstance(init, Mapping) and active_allowlist() is not None:  # only a file's patterns are held to it
             _check_schema_patterns(init.get("parameters"), "parameters")
         if cls is Tool and isinstance(declared, str) and declared != qualified_name(Tool):
             subclass = import_object(declared)  # a Tool subclass's dict, read through the base class
