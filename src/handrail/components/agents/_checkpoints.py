@@ -127,6 +127,8 @@ class Checkpoints:
         for name in {c.tool_name for c in calls}:
             self.tool_visits[name] = self.tool_visits.get(name, 0) + 1
         self.step = None
+        if self.ledger is not None:
+            self.ledger.end_step()
 
     # -- snapshots (pure) ------------------------------------------------------------------------
 

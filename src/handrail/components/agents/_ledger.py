@@ -39,7 +39,8 @@ class Ledger:
 
     Args:
         entries: Entries carried over from a snapshot (by call id), or None.
-        decisions: Decisions for the paused step (``AgentSnapshot.tool_execution_decisions``).
+        decisions: Decisions for the paused step (``AgentSnapshot.tool_execution_decisions``); spent when that
+            step ends (:meth:`end_step`).
         unknown_outcome: What to do with a call found ``running``: None raises, "retry" runs it
             again (same ``ToolCallId``), "fail" records an error result.
         on_change: Called (under the ledger's lock) after every change that must be durable before the
@@ -110,6 +111,17 @@ class Ledger:
                 decided_at=_now(),
                 updated_at=_now(),
             )
+
+    def end_step(self) -> None:
+        """The tool step finished: the decisions given for it are spent.
+
+        Their outcomes are in the entries (decision, status, result), which answer those calls from now on;
+        the decisions themselves must not answer a call of a later step (a decision without ``tool_call_id``
+        would match a later call of the same tool) nor go into a later step's snapshot, where they would name
+        calls that are not paused there.
+        """
+        with self.lock:
+            self.decisions = []
 
     def hold(self, call: ToolCall, arguments: dict[str, Any]) -> None:
         """Record ``call`` as pending a decision."""

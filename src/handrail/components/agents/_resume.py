@@ -202,11 +202,35 @@ def claim_snapshot(
             raise SnapshotUnavailableError(
                 f"Snapshot {name} was already resumed; its run continued in snapshot '{stored.continued_in}'."
             )
-        decisions = merge_decisions(stored.tool_execution_decisions, snapshot.tool_execution_decisions, name)
+        given = _unspent(stored, snapshot.tool_execution_decisions)
+        decisions = merge_decisions(_unspent(stored, stored.tool_execution_decisions), given, name)
         return dataclasses.replace(stored, tool_execution_decisions=decisions), store, lease
     except BaseException:
         let_go(lease, store)
         raise
+
+
+def _unspent(stored: AgentSnapshot, decisions: list[ToolExecutionDecision]) -> list[ToolExecutionDecision]:
+    """``decisions`` less those an earlier step of the run already applied.
+
+    Records written before decisions were dropped at the end of their step carry them into later pauses (and
+    a caller may pass such a record's list back); the ledger shows them spent (the entry of a call that is not
+    paused here holds the same decision and its outcome), so they are left out rather than refused as
+    decisions for calls of no paused step. Any other decision is kept and checked.
+    """
+    paused = {c.id for c in stored.pending_tool_calls}
+    kept = []
+    for decision in decisions:
+        entry = stored.ledger.get(decision.tool_call_id or "")
+        spent = (
+            decision.tool_call_id not in paused
+            and entry is not None
+            and entry.status in ("done", "failed", "rejected")
+            and entry.decision == decision
+        )
+        if not spent:
+            kept.append(decision)
+    return kept
 
 
 def let_go(lease: Lease | None, store: Any) -> None:
