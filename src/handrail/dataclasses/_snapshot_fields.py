@@ -1,6 +1,8 @@
-"""Reading the fields of a snapshot dict, one checked reader per key (used by ``AgentSnapshot.from_dict``).
+"""Reading the fields of a snapshot dict into ``AgentSnapshot`` arguments (used by ``AgentSnapshot.from_dict``).
 
-Every reader names its key in the :class:`~handrail.errors.SnapshotError` it raises.
+The dict is first checked against the snapshot schema (:mod:`handrail.dataclasses._snapshot_schema`), every
+field's type with its path; the readers then build the objects. Every error is a
+:class:`~handrail.errors.SnapshotError` naming the field.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from handrail.core.typed_json import decode_value
 from handrail.dataclasses._ledger import LedgerEntry, parse_datetime
+from handrail.dataclasses._snapshot_schema import check_reserved_state, check_snapshot_data
 from handrail.dataclasses.breakpoints import AgentBreakpoint
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.decisions import ToolExecutionDecision
@@ -36,43 +39,36 @@ POSITIONS: tuple[str, ...] = get_args(Position)
 SnapshotStatus = Literal["paused", "running", "done", "resumed"]
 SNAPSHOT_STATUSES: tuple[str, ...] = get_args(SnapshotStatus)
 
-_CONVERSION_ERRORS = (ConfigurationError, TypeError, KeyError, AttributeError)
+# After the schema check these are not expected; a reader that still hits one refuses the snapshot all the same.
+_CONVERSION_ERRORS = (ConfigurationError, TypeError, ValueError, KeyError, AttributeError)
 
 
 def _fail(key: str, expected: str, value: Any) -> SnapshotError:
-    return SnapshotError(f"Snapshot key {key!r}: expected {expected}, got {value!r:.120}")
+    return SnapshotError(f"Snapshot {key}: expected {expected}, got {value!r:.120}.")
 
 
-def _dicts(value: Any, key: str, what: str, read: Callable[[dict[str, Any]], T], prefix: str = "") -> list[T]:
-    """A list of ``what`` dicts, each read with ``read``; errors name the key and the index."""
-    if not isinstance(value, list):
-        raise _fail(key, f"a list of {what} dicts", value)
+def _each(value: list[Any], key: str, read: Callable[[dict[str, Any]], T]) -> list[T]:
+    """``read`` of each item of a checked list; an error names the key and the index."""
     out = []
     for i, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise SnapshotError(f"Snapshot {key}[{i}]: expected a {what} dict, got {item!r:.120}")
         try:
             out.append(read(item))
         except _CONVERSION_ERRORS as exc:
-            raise SnapshotError(f"Snapshot {key}[{i}]: {prefix}{exc}") from exc
+            raise SnapshotError(f"Snapshot {key}[{i}]: {exc}") from exc
     return out
 
 
 def _messages(value: Any, key: str) -> list[ChatMessage]:
-    return _dicts(value, key, "message", ChatMessage.from_dict, "cannot read the message: ")
+    return _each(value, key, ChatMessage.from_dict)
 
 
 def _state(value: Any, key: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _fail(key, "a dict of state values", value)
-    return {k: decode_value(v, f"{key}[{k!r}]") for k, v in value.items()}
+    state = {k: decode_value(v, f"{key}[{k!r}]") for k, v in value.items()}
+    check_reserved_state(state)
+    return state
 
 
 def _counts(value: Any, key: str) -> dict[str, int]:
-    if not isinstance(value, dict) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value.values()
-    ):
-        raise _fail(key, "a dict of {name: int >= 0}", value)
     return dict(value)
 
 
@@ -80,26 +76,18 @@ def _break_point(value: Any, key: str) -> AgentBreakpoint:
     try:
         return AgentBreakpoint.from_dict(value)
     except _CONVERSION_ERRORS as exc:
-        raise SnapshotError(f"Snapshot key {key!r}: {exc}") from exc
+        raise SnapshotError(f"Snapshot {key}: {exc}") from exc
 
 
-def _choice(choices: tuple[str, ...]) -> Callable[[Any, str], str]:
-    def read(value: Any, key: str) -> str:
-        if value not in choices:
-            raise _fail(key, f"one of {list(choices)}", value)
-        result: str = value
-        return result
-
-    return read
+def _as_is(value: Any, key: str) -> Any:
+    return value
 
 
 def _decisions(value: Any, key: str) -> list[ToolExecutionDecision]:
-    return _dicts(value, key, "decision", ToolExecutionDecision.from_dict)
+    return _each(value, key, ToolExecutionDecision.from_dict)
 
 
 def _ledger(value: Any, key: str) -> dict[str, LedgerEntry]:
-    if not isinstance(value, dict):
-        raise _fail(key, "a dict of {tool_call_id: ledger entry}", value)
     ledger = {}
     for call_id, item in value.items():
         try:
@@ -112,28 +100,11 @@ def _ledger(value: Any, key: str) -> dict[str, LedgerEntry]:
     return ledger
 
 
-def _json_dict(optional: bool) -> Callable[[Any, str], Any]:
-    def read(value: Any, key: str) -> Any:
-        if value is None and optional:
-            return None
-        if not isinstance(value, dict):
-            raise _fail(key, "a dict" + (" or null" if optional else ""), value)
-        return value
-
-    return read
-
-
-def _optional_str(value: Any, key: str) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise _fail(key, "a string or null", value)
-    return value
-
-
 def _timestamp(value: Any, key: str) -> Any:
     try:
         return parse_datetime(value, key)
     except ConfigurationError as exc:
-        raise SnapshotError(f"Snapshot key {key!r}: {exc}") from exc
+        raise SnapshotError(f"Snapshot {key}: {exc}") from exc
 
 
 _READERS: dict[str, Callable[[Any, str], Any]] = {
@@ -141,15 +112,15 @@ _READERS: dict[str, Callable[[Any, str], Any]] = {
     "state": _state,
     "component_visits": _counts,
     "break_point": _break_point,
-    "position": _choice(POSITIONS),
+    "position": _as_is,
     "tool_visits": _counts,
     "tool_execution_decisions": _decisions,
     "ledger": _ledger,
-    "fingerprint": _json_dict(optional=False),
-    "metadata": _json_dict(optional=False),
-    "status": _choice(SNAPSHOT_STATUSES),
-    "continued_in": _optional_str,
-    "outcome": _json_dict(optional=True),
+    "fingerprint": _as_is,
+    "metadata": _as_is,
+    "status": _as_is,
+    "continued_in": _as_is,
+    "outcome": _as_is,
     "timestamp": _timestamp,
 }
 _REQUIRED = ("messages", "state", "component_visits", "break_point", "position")
@@ -160,7 +131,7 @@ def _check_version(data: dict[str, Any]) -> int:
         raise SnapshotError("Snapshot key 'schema_version' is missing: this is not a handrail snapshot.")
     version = data["schema_version"]
     if isinstance(version, bool) or not isinstance(version, int):
-        raise _fail("schema_version", "an int", version)
+        raise _fail("schema_version", "an integer", version)
     if version > SNAPSHOT_SCHEMA_VERSION:
         raise SnapshotError(
             f"Snapshot schema version {version} was written by a newer handrail; this one reads versions up to "
@@ -193,6 +164,7 @@ def read_snapshot_fields(data: Any, *, owned: bool = False) -> dict[str, Any]:
     unknown = sorted(set(data) - {*_READERS, "schema_version"})
     if unknown:
         raise SnapshotError(f"Snapshot keys {unknown} are unknown to schema version {version}.")
+    check_snapshot_data(data, deep=not owned)
     source = data if owned else copy.deepcopy(data)
     fields = {key: _READERS[key](value, key) for key, value in source.items() if key != "schema_version"}
     fields["schema_version"] = version

@@ -24,6 +24,7 @@ from handrail.errors import (
 )
 from handrail.stores._snapshot_locations import store_for_location
 from handrail.stores.types import PendingApproval, SnapshotStore
+from handrail.testing.store_suites._corrupt_snapshots import CorruptSnapshotCases
 
 __all__ = ["T0", "SnapshotStoreSuite", "make_paused_snapshot"]
 
@@ -101,8 +102,11 @@ def _reject(call_id: str = "c1", feedback: str = "no") -> ToolExecutionDecision:
     return ToolExecutionDecision("transfer", execute=False, tool_call_id=call_id, feedback=feedback)
 
 
-class SnapshotStoreSuite:
+class SnapshotStoreSuite(CorruptSnapshotCases):
     """Tests every snapshot store must pass. Subclass it as ``Test...`` and implement :meth:`make_store`.
+
+    The cases for unreadable records (:class:`CorruptSnapshotCases`) write raw bytes through the backend
+    primitives of ``SnapshotStoreBase``; a store built otherwise overrides :meth:`write_raw_record`.
 
     Within one test, every :meth:`make_store` call must return a new handle (its own connections and claims)
     on the same backing data, which starts empty for each test: claims are tested between two handles as
