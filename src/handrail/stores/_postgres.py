@@ -1,5 +1,9 @@
 """PostgreSQL plumbing shared by the stores: the DSN, a psycopg 3 connection pool, transactions, migrations.
 
+The pool is shared by every store object of the process with the same DSN and pool settings, and so is the one
+connection holding their claims (:mod:`handrail.stores._postgres_shared`): at most ``max_size + 1``
+connections per process and DSN.
+
 Each store keeps its own schema version in the table ``handrail_schema``; migrations run once, under an
 advisory lock, so several processes starting together do not race.
 
@@ -13,15 +17,17 @@ its ``password`` / ``sslpassword`` query parameters, or those keywords of a ``ke
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from handrail.core.secret import Secret, deserialize_secret
 from handrail.core.serialization import init_parameters
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError, StoreError
+from handrail.stores._postgres_shared import SharedConnections, acquire, release
 
 if TYPE_CHECKING:
     import psycopg
@@ -121,6 +127,22 @@ def read_dsn_parameter(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def _check_pool(store: str, min_size: Any, max_size: Any, timeout: Any) -> tuple[int, int, Any]:
+    """The pool settings, checked.
+
+    Raises:
+        ConfigurationError: Not ``0 <= min_size <= max_size``, ``max_size >= 1`` (ints) and ``timeout > 0``.
+    """
+    ints = all(type(v) is int for v in (min_size, max_size))
+    number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+    if not (ints and number and 0 <= min_size <= max_size and max_size >= 1 and timeout > 0):
+        raise ConfigurationError(
+            f"{store}: the pool needs ints 0 <= min_size <= max_size with max_size >= 1, and timeout > 0 seconds; "
+            f"got min_size={min_size!r}, max_size={max_size!r}, timeout={timeout!r}."
+        )
+    return min_size, max_size, timeout
+
+
 class PostgresDatabase:
     """A PostgreSQL database used by one store, through a connection pool opened on first use.
 
@@ -129,13 +151,15 @@ class PostgresDatabase:
         store: The store's name, used in errors and as its key in ``handrail_schema``.
         migrations: SQL scripts; script ``i`` brings the schema from version ``i`` to ``i + 1``.
         min_size: Connections kept open.
-        max_size: At most this many connections.
+        max_size: At most this many pooled connections (shared with the process's other stores of the same DSN
+            and pool settings).
         timeout: Seconds to wait for a connection before failing.
 
     Raises:
         ConfigurationTypeError: ``dsn`` is neither a str nor a Secret.
-        ConfigurationError: The DSN is empty, its Secret's variable is not set, or psycopg (the ``postgres``
-            extra) is not installed.
+        ConfigurationError: The DSN is empty, its Secret's variable is not set, psycopg (the ``postgres``
+            extra) is not installed, or the pool settings are not ``0 <= min_size <= max_size``, ``max_size >= 1``
+            and ``timeout > 0``.
         StoreError (on first use): The server is unreachable, or holds a newer schema version of this store.
     """
 
@@ -162,8 +186,9 @@ class PostgresDatabase:
             ) from exc
         self.store = store
         self.migrations = tuple(migrations)
-        self.min_size, self.max_size, self.timeout = min_size, max_size, timeout
-        self._pool: ConnectionPool[Any] | None = None
+        self.min_size, self.max_size, self.timeout = _check_pool(store, min_size, max_size, timeout)
+        self._shared: SharedConnections | None = None
+        self._migrated = False
         self._lock = threading.Lock()
 
     def init_parameters(self, **options: Any) -> dict[str, Any]:
@@ -190,33 +215,69 @@ class PostgresDatabase:
         return f"PostgreSQL at {redact_dsn(self.dsn)}"
 
     def pool(self) -> ConnectionPool[Any]:
-        """The connection pool (opened and migrated on first use)."""
-        if self._pool is not None:
-            return self._pool
-        with self._lock:
-            if self._pool is None:
-                import psycopg
-                from psycopg_pool import ConnectionPool
+        """The pool this process shares for the DSN and pool settings (opened on first use).
 
-                try:  # one direct attempt first: a refused or failed login is reported at once, with its reason
-                    psycopg.connect(self.dsn, connect_timeout=max(2, round(self.timeout))).close()
-                except psycopg.Error as exc:
-                    raise StoreError(f"{self.store}: cannot reach {self._where()}: {exc}".rstrip()) from exc
-                pool: ConnectionPool[Any] = ConnectionPool(
-                    self.dsn, min_size=self.min_size, max_size=self.max_size, timeout=self.timeout, open=False,
-                    kwargs={"autocommit": True},
-                )  # fmt: skip
-                try:
-                    pool.open(wait=True, timeout=self.timeout)
+        This store's schema is brought up to date on its first use.
+        """
+        shared = self._shared
+        if shared is not None and self._migrated and shared.pid == os.getpid():
+            return shared.pool()
+        import psycopg
+
+        with self._lock:
+            if self._shared is not None and self._shared.pid != os.getpid():  # forked: open this process's own
+                self._shared, self._migrated = None, False
+            if self._shared is None:
+                self._shared = acquire(self.dsn, min_size=self.min_size, max_size=self.max_size, timeout=self.timeout)
+            shared = self._shared
+            try:
+                pool = shared.pool()
+                if not self._migrated:
                     with pool.connection() as conn:
                         self._migrate(conn)
-                except (psycopg.Error, Exception) as exc:
-                    pool.close()
-                    if isinstance(exc, StoreError):
-                        raise
-                    raise StoreError(f"{self.store}: cannot reach {self._where()}: {exc}") from exc
-                self._pool = pool
-        return self._pool
+                    self._migrated = True
+            except (psycopg.Error, Exception) as exc:
+                self._shared = None
+                release(shared)
+                if isinstance(exc, StoreError):
+                    raise
+                raise StoreError(f"{self.store}: cannot reach {self._where()}: {exc}".rstrip()) from exc
+        return pool
+
+    def claim(self, key: int) -> Callable[[], None] | None:
+        """Take the session advisory lock ``key`` on this process's claims connection, without waiting.
+
+        The lock is held until the returned function is called, or the process ends; it keeps the shared
+        connections open meanwhile, even when the store is closed.
+
+        Returns:
+            The release function, or None when the lock is held (by this process or another).
+
+        Raises:
+            StoreError: The server is unreachable or failed.
+        """
+        import psycopg
+
+        self.pool()  # the schema exists, and an unreachable server is a StoreError naming the store
+        shared = acquire(self.dsn, min_size=self.min_size, max_size=self.max_size, timeout=self.timeout)
+        try:
+            unlock = shared.try_lock(key)
+        except BaseException as exc:
+            release(shared)
+            if isinstance(exc, psycopg.Error):
+                raise StoreError(f"{self.store}: {self._where()} failed to take a claim: {exc}") from exc
+            raise
+        if unlock is None:
+            release(shared)
+            return None
+
+        def give_up() -> None:
+            try:
+                unlock()
+            finally:
+                release(shared)
+
+        return give_up
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
@@ -263,11 +324,14 @@ class PostgresDatabase:
             )
 
     def close(self) -> None:
-        """Close the pool (a later use opens it again)."""
+        """Stop using the shared connections; the last store (or lease) to stop closes them.
+
+        A later use opens them again.
+        """
         with self._lock:
-            if self._pool is not None:
-                self._pool.close()
-                self._pool = None
+            shared, self._shared, self._migrated = self._shared, None, False
+        if shared is not None:
+            release(shared)
 
 
 class PostgresStore:

@@ -54,7 +54,8 @@ class PostgresChatMessageStore(PostgresStore, SQLChatMessageStore):
             password works but cannot be serialized.
         store_system_messages: Keep system messages (skipped by default).
         min_size: Connections the pool keeps open.
-        max_size: At most this many connections.
+        max_size: At most this many connections, in a pool shared by the process's PostgreSQL stores of the same
+            DSN and pool settings.
         timeout: Seconds to wait for a connection (also for the server on first use).
 
     Raises:

@@ -91,7 +91,8 @@ class PostgresMemoryStore(PostgresStore, SQLMemoryStore):
             words, any language, no stemming, like the SQLite store) or a language such as ``"english"``
             (stemming and stop words).
         min_size: Connections the pool keeps open.
-        max_size: At most this many connections.
+        max_size: At most this many connections, in a pool shared by the process's PostgreSQL stores of the same
+            DSN and pool settings.
         timeout: Seconds to wait for a connection (also for the server on first use).
 
     Raises:

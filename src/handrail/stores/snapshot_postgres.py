@@ -4,11 +4,19 @@ Table ``handrail_snapshots``: one row per snapshot, ``snapshot_id`` (primary key
 (the snapshot's timestamp), ``updated_at``, ``continued_in`` and ``data`` (BYTEA): the snapshot's bytes exactly
 as :func:`~handrail.dataclasses.snapshot.encode_snapshot` writes them. Every change is one transaction.
 
-A claim is a session advisory lock (``pg_try_advisory_lock``) on a connection of its own, kept by the lease:
-the server releases it when the lease is released or the holding process's connection ends (the process
-died). A decision takes the same lock for its transaction (``pg_advisory_xact_lock``, waiting at most
-``lock_timeout``), so it never lands while a run holds the claim, and two decisions on one snapshot run one
-after the other: the second sees the first and is a no-op or a DecisionConflictError.
+A claim is a session advisory lock (``pg_try_advisory_lock``) held on the one connection a process keeps for
+all of its claims: the server releases it when the lease is released or that connection ends (the process
+died, even by ``kill -9``). A decision takes the same lock for its transaction (``pg_advisory_xact_lock``,
+waiting at most ``lock_timeout``), so it never lands while a run holds the claim, and two decisions on one
+snapshot run one after the other: the second sees the first and is a no-op or a DecisionConflictError.
+
+Connections: every store object of a process with the same DSN and pool settings (a resumed run opens its own
+from the snapshot's location) shares one pool of at most ``max_size`` connections (default 4) and that one
+claims connection, so a process uses at most ``max_size + 1`` connections per DSN and pool settings however
+many runs it resumes at once; a claim holds no pooled connection. Size the server's ``max_connections`` for
+processes times ``max_size + 1``, plus other clients. A query waits at most ``timeout`` seconds for a pooled
+connection, then raises StoreError. Should the claims connection be lost (the server restarted), the claims
+on it are lost with it; the next claim opens a new one.
 
 Needs the ``postgres`` extra (psycopg 3 and psycopg-pool).
 """
@@ -23,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.core.secret import Secret
 from handrail.dataclasses.snapshot import AgentSnapshot
-from handrail.errors import StoreError
 from handrail.stores._postgres import PostgresDatabase, dsn_without_password, read_dsn_parameter, redact_dsn
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 
@@ -68,8 +75,10 @@ class PostgresSnapshotStore(SnapshotStoreBase):
         on_error: Called by ``list_pending`` / ``list_paused`` with the id of each unreadable row and the error
             (the row is skipped); default: a ``UserWarning`` naming the store and the id.
         min_size: Pooled connections kept open.
-        max_size: At most this many pooled connections (each held lease uses one more, of its own).
-        timeout: Seconds to wait for a connection before failing.
+        max_size: At most this many pooled connections, shared by every store object of the process with the same
+            DSN and pool settings; their leases all hold one more connection (see the module docstring). A store
+            opened from a URL or a snapshot's location (the CLI, a resumed run) takes the defaults.
+        timeout: Seconds to wait for a pooled connection before failing.
 
     Raises:
         ConfigurationError: psycopg is not installed, the DSN is empty or its Secret's variable is not set, or a
@@ -123,36 +132,13 @@ class PostgresSnapshotStore(SnapshotStoreBase):
         return f"{self._url}#{self._id(snapshot_id)}"
 
     def close(self) -> None:
-        """Close the connection pool (it reopens on next use). Held leases keep their own connections."""
+        """Stop using the shared connections (they reopen on next use); held leases keep them open until released."""
         self._db.close()
 
     # -- claims ------------------------------------------------------------------------------------
 
     def _try_claim(self, snapshot_id: str) -> Release | None:
-        import psycopg
-
-        self._db.pool()  # the schema exists, and an unreachable server is a StoreError naming the store
-        try:
-            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=max(1, int(self._db.timeout)))
-        except psycopg.Error as exc:
-            raise StoreError(
-                f"{self}: cannot open a connection for the claim on snapshot {snapshot_id}: {exc}"
-            ) from exc
-        try:
-            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (_lock_key(snapshot_id),)).fetchone()
-        except psycopg.Error as exc:
-            conn.close()
-            raise StoreError(f"{self}: cannot claim snapshot {snapshot_id}: {exc}") from exc
-        if not (row and row[0]):
-            conn.close()
-            return None
-
-        def release() -> None:
-            with contextlib.suppress(psycopg.Error):
-                conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(snapshot_id),))
-            conn.close()
-
-        return release
+        return self._db.claim(_lock_key(snapshot_id))
 
     # -- records -----------------------------------------------------------------------------------
 
