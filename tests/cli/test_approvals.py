@@ -224,7 +224,9 @@ def test_a_decision_for_a_call_that_is_not_pending(snapdir: Path, call: str, fra
 def test_two_different_decisions_for_one_call_conflict(snapdir: Path) -> None:
     assert cli("approvals", "approve", "s1", "--dir", snapdir, "--call", "c1", "--by", "ann").exit_code == 0
     again = cli("approvals", "approve", "s1", "--dir", snapdir, "--call", "c1", "--by", "bo")
-    assert again.exit_code == 0 and "already recorded" in again.output
+    assert again.exit_code == 0, again.output
+    assert "That decision already existed: call c1 (transfer) in snapshot s1 was approved by ann at " in again.output
+    assert "Nothing was recorded; it stays ann's decision." in again.output and "bo" not in again.output
     conflict = cli("approvals", "reject", "s1", "--dir", snapdir, "--call", "c1", "--feedback", "no")
     assert conflict.exit_code == 2
     assert "Call 'c1' to 'transfer' in snapshot s1 was already decided (approve, by ann)" in conflict.output
@@ -317,9 +319,11 @@ def test_list_shows_interrupted_runs_with_the_resume_command(snapdir: Path, held
     assert "Interrupted (status 'running' in the file, but no process is running them" in out
     assert "crashed  interrupted · last saved" in out
     assert 'c1  transfer({"amount": 5})  running when it stopped: outcome unknown' in out
-    assert f"handrail resume crashed --dir {snapdir} --unknown-outcome retry|fail" in out
+    crashed_hint = f"handrail resume crashed --dir {snapdir} --agent AGENT.yaml --unknown-outcome retry (runs it again"
+    assert crashed_hint in out  # the snapshot's agent file (/abs/agent.yaml) is not there
+    assert f"or handrail resume crashed --dir {snapdir} --agent AGENT.yaml --unknown-outcome fail (records" in out
     assert "failed  interrupted" in out
-    assert f"Continue it with: handrail resume failed --dir {snapdir}\n" in out  # no call was running
+    assert f"Continue it with: handrail resume failed --dir {snapdir} --agent AGENT.yaml Replace AGENT.yaml" in out
     # Held by a process right now: listed as running, neither paused nor interrupted.
     assert "Running now (a process holds them: a run or resume in progress" in out
     assert "busy  running · last saved" in out
@@ -330,7 +334,8 @@ def test_list_shows_interrupted_runs_with_the_resume_command(snapdir: Path, held
     crashed, failed = data["interrupted"]
     assert (crashed["snapshot_id"], crashed["status"], crashed["file_status"]) == ("crashed", "interrupted", "running")
     assert crashed["running_calls"] == [{"tool_call_id": "c1", "tool_name": "transfer", "arguments": {"amount": 5}}]
-    assert "--unknown-outcome retry|fail" in crashed["hint"] and crashed["path"] == str(snapdir / "crashed.json")
+    assert "--unknown-outcome retry (" in crashed["hint"] and "--unknown-outcome fail (" in crashed["hint"]
+    assert crashed["path"] == str(snapdir / "crashed.json")
     assert failed["running_calls"] == [] and "--unknown-outcome" not in failed["hint"]
 
 
@@ -348,7 +353,7 @@ def test_show_says_interrupted_or_being_resumed(snapdir: Path, held: Path) -> No
     assert "status: interrupted (the file says 'running', but no process holds it)" in shown.output
     assert "status: running" not in shown.output
     assert "c1  transfer" in shown.output and "running · its process stopped mid-call: outcome unknown" in shown.output
-    assert "--unknown-outcome retry|fail" in shown.output
+    assert "--unknown-outcome retry (runs it again" in shown.output and "--unknown-outcome fail (" in shown.output
     data = last_json(cli("approvals", "show", "crashed", "--dir", snapdir, "--json"))
     assert (data["status"], data["file_status"]) == ("interrupted", "running")
     assert "--unknown-outcome" in data["hint"]
@@ -678,7 +683,8 @@ def test_a_call_found_running_is_named_with_cli_flags(tmp_path: Path, log: Path)
     entry = dataclasses.replace(snapshot.ledger["c1"], status="running")
     write_snapshot(dataclasses.replace(snapshot, status="running", ledger={"c1": entry}), path)
     listed = cli("approvals", "list", "--dir", folder)
-    assert f"handrail resume {sid} --dir {folder} --unknown-outcome retry|fail" in listed.output
+    assert f"handrail resume {sid} --dir {folder} --unknown-outcome retry (runs it again" in listed.output
+    assert f"or handrail resume {sid} --dir {folder} --unknown-outcome fail (records it" in listed.output
     agent_yaml(agent, [DONE])
     refused = cli("resume", sid, "--dir", folder)
     assert refused.exit_code == 2, refused.output
@@ -745,7 +751,8 @@ def test_deciding_again_without_call_repeats_or_conflicts_on_the_steps_only_call
     write_snapshot(one, folder / "one.json")
     assert cli("approvals", "approve", "one", "--dir", folder, "--by", "ann").exit_code == 0
     again = cli("approvals", "approve", "one", "--dir", folder, "--by", "bo")
-    assert again.exit_code == 0 and "already recorded" in again.output, again.output
+    assert again.exit_code == 0 and "That decision already existed" in again.output, again.output
+    assert "was approved by ann at " in again.output and "it stays ann's decision" in again.output
     conflict = cli("approvals", "reject", "one", "--dir", folder, "--feedback", "no")
     assert conflict.exit_code == 2
     assert "Call 'c1' to 'transfer' in snapshot one was already decided (approve, by ann)" in conflict.output

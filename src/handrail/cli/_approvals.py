@@ -9,11 +9,12 @@ from typing import Any
 import click
 
 from handrail.cli._common import (
+    agent_file_note,
     errors_as_exit_codes,
     fail_busy,
     fail_usage,
     printable,
-    quote,
+    resume_command,
     resume_hint,
 )
 from handrail.cli._stores import Where, opened, where_options
@@ -107,7 +108,7 @@ def _choose_call(out: Any, snapshot: Any, call_id: str | None, where: Where) -> 
         if not waiting:
             fail_usage(out, f"No call of snapshot {name} awaits a decision (decided: {calls_text(decided) or 'none'}"
                             f"{'; name one with --call to repeat its decision' if decided else ''}); resume it with "
-                            f"'handrail resume {quote(str(snapshot.snapshot_id))} {where.arg}'.")  # fmt: skip
+                            f"'{resume_command(snapshot, where)}'.{agent_file_note(snapshot, where)}")  # fmt: skip
         fail_usage(out, f"Snapshot {name} has {len(waiting)} calls awaiting a decision: {calls_text(waiting)}; "
                         f"choose one with --call.")  # fmt: skip
     match = next((c for c in snapshot.pending_tool_calls if c.id == call_id), None)
@@ -188,25 +189,36 @@ def _decide(
         call = _choose_call(out, snapshot, call_id, where)
         decision = ToolExecutionDecision(call.tool_name, execute=execute, tool_call_id=call.id, feedback=feedback,
                                          final_tool_params=params)  # fmt: skip
-        already = call.id not in {c.id for c in awaiting_decision(snapshot)}
-        updated = where.store.record_decision(found, decision, decided_by=by)
-    verb = "Approved" if execute else "Rejected"
-    edited = " with edited arguments" if params is not None else ""
-    recorded = next((d for d in updated.tool_execution_decisions if d.tool_call_id == call.id), decision)
-    named = f"call {printable(call.id)} ({printable(call.tool_name)})"
-    if already:
-        out.print(f"That decision was already recorded for {named}; nothing changed.", markup=False)
-    else:
-        out.print(f"{verb} {named}{edited} in snapshot {printable(updated.snapshot_id)}, "
-                  f"decided by {printable(recorded.decided_by)}.", markup=False)  # fmt: skip
+        updated, recorded_now = where.store.decide(found, decision, decided_by=by)
+    _say_decided(out, updated, call, recorded_now)
     waiting = awaiting_decision(updated)
     if waiting:
         them = "it" if len(waiting) == 1 else "them"
         out.print(f"Still awaiting a decision: {calls_text(waiting)}. Resuming now would pause the run again at "
                   f"{them}.", markup=False)  # fmt: skip
     else:
-        out.print(f"Every call is decided. Continue the run with: handrail resume "
-                  f"{quote(str(updated.snapshot_id))} {where.arg}", markup=False)  # fmt: skip
+        out.print(f"Every call is decided. Continue the run with: {resume_command(updated, where)}"
+                  f"{agent_file_note(updated, where)}", markup=False)  # fmt: skip
+
+
+def _say_decided(out: Any, snapshot: Any, call: Any, recorded_now: bool) -> None:
+    """Say what the store holds for ``call`` now: this command's decision, or the same one somebody made before."""
+    from handrail.human_in_the_loop.snapshots import recorded_decision
+
+    decision = recorded_decision(snapshot, call.id)
+    assert decision is not None  # the store recorded it, or refused a different one
+    named = f"call {printable(call.id)} ({printable(call.tool_name)})"
+    verb = "approved" if decision.execute else "rejected"
+    how = " with edited arguments" if decision.execute and decision.final_tool_params is not None else ""
+    who = printable(decision.decided_by or "unknown")
+    where = f"in snapshot {printable(snapshot.snapshot_id)}"
+    if recorded_now:
+        out.print(f"{verb.capitalize()} {named}{how} {where}, decided by {who}.", markup=False)
+        return
+    entry = snapshot.ledger.get(call.id or "")
+    when = f" at {entry.decided_at.isoformat(timespec='seconds')}" if entry is not None and entry.decided_at else ""
+    out.print(f"That decision already existed: {named} {where} was {verb}{how} by {who}{when}. Nothing was "
+              f"recorded; it stays {who}'s decision.", markup=False)  # fmt: skip
 
 
 def _check_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

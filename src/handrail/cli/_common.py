@@ -30,6 +30,7 @@ __all__ = [
     "EXIT_USAGE",
     "Printer",
     "age",
+    "agent_file_note",
     "call_line",
     "drift_message",
     "echo_json",
@@ -39,6 +40,8 @@ __all__ = [
     "fail_usage",
     "printable",
     "quote",
+    "recorded_agent_file",
+    "resume_command",
     "resume_hint",
     "running_calls",
     "unknown_outcome_message",
@@ -228,23 +231,65 @@ def running_calls(snapshot: Any) -> list[Any]:
     return [entry for entry in snapshot.ledger.values() if entry.status == "running"]
 
 
+def recorded_agent_file(snapshot: Any) -> str | None:
+    """The agent file recorded in the snapshot (by ``handrail run``), when it is still there; else None."""
+    recorded = snapshot.metadata.get("agent_file")
+    if isinstance(recorded, str) and recorded and Path(recorded).is_file():
+        return recorded
+    return None
+
+
+def resume_command(snapshot: Any, store: Any, *options: str) -> str:
+    """The ``handrail resume`` command line that continues ``snapshot``, with ``options`` at the end.
+
+    ``store`` is the command's ``Where`` (its ``arg``: ``--dir DIR`` or ``--store URL``). A snapshot that names no
+    agent file that exists (paused from Python, or its file is gone) gets ``--agent AGENT.yaml``, a placeholder
+    that :func:`agent_file_note` explains; print the note with the command.
+    """
+    command = f"handrail resume {quote(str(snapshot.snapshot_id))} {store.arg}"
+    if recorded_agent_file(snapshot) is None:
+        command += " --agent AGENT.yaml"
+    return " ".join([command, *options])
+
+
+def agent_file_note(snapshot: Any, store: Any) -> str:
+    """What AGENT.yaml stands for in :func:`resume_command`, and how to resume in Python instead (leading space).
+
+    ``""`` when the snapshot's agent file is recorded and there.
+    """
+    if recorded_agent_file(snapshot) is not None:
+        return ""
+    recorded = snapshot.metadata.get("agent_file")
+    if isinstance(recorded, str) and recorded:
+        why = f"the agent file recorded in the snapshot ({printable(recorded)}) is gone"
+    else:
+        why = "the snapshot records no agent file (the run was paused from Python)"
+    return (
+        f" Replace AGENT.yaml with an agent file that defines the same agent: {why}. Or resume it in Python, "
+        f"with that agent: agent.run(messages=[], snapshot=open_snapshot_store({printable(repr(store.value))})"
+        f".load({printable(repr(str(snapshot.snapshot_id)))})) (open_snapshot_store is in handrail.stores)."
+    )
+
+
 def resume_hint(snapshot: Any, store: Any) -> str:
     """How to continue an interrupted snapshot: the resume command, with --unknown-outcome when a call was running.
 
-    ``store`` is the command's ``Where`` (its ``arg``: ``--dir DIR`` or ``--store URL``). Ids and names are escaped
-    for the terminal (:func:`printable`).
+    ``store`` is the command's ``Where`` (its ``arg``: ``--dir DIR`` or ``--store URL``). Every command in it runs
+    as printed (AGENT.yaml, when there, is explained). Ids and names are escaped for the terminal
+    (:func:`printable`).
     """
-    where = f"{quote(str(snapshot.snapshot_id))} {store.arg}"
+    note = agent_file_note(snapshot, store)
     running = running_calls(snapshot)
     if not running:
-        return f"Continue it with: handrail resume {where}"
+        return f"Continue it with: {resume_command(snapshot, store)}{note}"
     calls = ", ".join(f"{printable(entry.tool_call_id)} ({printable(entry.tool_name)})" for entry in running)
     one = len(running) == 1
+    them = "it" if one else "them"
     return (
         f"{'Call' if one else 'Calls'} {calls} {'was' if one else 'were'} running when the run stopped; "
-        f"{'its' if one else 'their'} outcome is unknown. Continue it with: handrail resume {where} "
-        f"--unknown-outcome retry|fail (retry runs {'it' if one else 'them'} again with the same call id; "
-        f"fail records {'it' if one else 'them'} as failed)."
+        f"{'its' if one else 'their'} outcome is unknown. Continue it with "
+        f"{resume_command(snapshot, store, '--unknown-outcome', 'retry')} (runs {them} again with the same call "
+        f"id) or {resume_command(snapshot, store, '--unknown-outcome', 'fail')} (records {them} as failed).{note}"
     )
 
 

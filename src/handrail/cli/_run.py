@@ -15,6 +15,7 @@ from handrail.cli._common import (
     EXIT_NO_ANSWER,
     EXIT_PAUSED,
     Printer,
+    agent_file_note,
     call_line,
     echo_json,
     errors_as_exit_codes,
@@ -22,6 +23,7 @@ from handrail.cli._common import (
     fail_usage,
     printable,
     quote,
+    resume_command,
 )
 from handrail.cli._stores import Where, opened, where_options
 
@@ -232,9 +234,12 @@ def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: 
     for command in (
         f"handrail approvals approve {command_args}{choose}",
         f"handrail approvals reject {command_args}{choose} --feedback 'why not'",
-        f"handrail resume {command_args}",
+        resume_command(snapshot, where) if snapshot is not None else f"handrail resume {command_args}",
     ):
         out.print(f"  {command}", style="dim", markup=False, soft_wrap=True)
+    note = agent_file_note(snapshot, where) if snapshot is not None else ""
+    if note:
+        out.print(note.strip(), style="dim", markup=False)
 
 
 @click.command()

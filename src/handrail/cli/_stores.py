@@ -52,6 +52,8 @@ class Where:
     """``--dir`` or ``--store``: the option the user gave, repeated in the commands the CLI prints."""
     value: str
     """The option's value as printed: the absolute directory, or the store's URL without a password."""
+    allow_modules: tuple[str, ...] = ()
+    """The ``--allow-module`` prefixes the command was given: the commands it prints need them too."""
 
     @property
     def files(self) -> bool:
@@ -67,8 +69,9 @@ class Where:
 
     @property
     def arg(self) -> str:
-        """``--dir /abs/dir`` or ``--store URL``, quoted for a shell, control characters escaped."""
-        return f"{self.flag} {quote(self.value)}"
+        """``--dir /abs/dir`` or ``--store URL`` (then any ``--allow-module PREFIX``), quoted for a shell, escaped."""
+        trusted = [f"--allow-module {quote(prefix)}" for prefix in self.allow_modules]
+        return " ".join([f"{self.flag} {quote(self.value)}", *trusted])
 
     @property
     def label(self) -> str:
@@ -214,14 +217,16 @@ def open_where(
     options: dict[str, Any] = {"allowed_modules": allow_modules, "lock_timeout": LOCK_TIMEOUT}
     if directory is not None:
         folder = _directory(out, "--dir", directory, create=create)
-        return Where(open_snapshot_store(str(folder), **options), "--dir", str(folder))
+        return Where(open_snapshot_store(str(folder), **options), "--dir", str(folder), allow_modules)
     assert store_url is not None
     name = flag or "--store"
     if not store_url.strip():
         fail_usage(out, f"{name} is empty; give sqlite:///PATH, postgresql://... or a directory.")
     if not is_store_url(store_url):
         folder = _directory(out, name, store_url, create=create)
-        return Where(open_snapshot_store(str(folder), **options), name if flag is None else "--dir", str(folder))
+        return Where(
+            open_snapshot_store(str(folder), **options), name if flag is None else "--dir", str(folder), allow_modules
+        )
     try:
         store = open_snapshot_store(store_url, **options)
     except ConfigurationError as exc:
@@ -234,8 +239,8 @@ def open_where(
             fail_usage(out, f"{name} {printable(store_url)}: no such database file ({printable(path)}).")
         if create and Path(path).is_dir():
             fail_usage(out, f"{name} {printable(store_url)}: {printable(path)} is a directory, not a database file.")
-        return Where(store, "--store", f"sqlite:///{path}")
-    return Where(store, "--store", store.locator("x").rpartition("#")[0])
+        return Where(store, "--store", f"sqlite:///{path}", allow_modules)
+    return Where(store, "--store", store.locator("x").rpartition("#")[0], allow_modules)
 
 
 @contextlib.contextmanager

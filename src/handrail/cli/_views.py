@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from handrail.cli._common import age, call_line, echo_json, printable, quote, resume_hint, running_calls
+from handrail.cli._common import (
+    age,
+    agent_file_note,
+    call_line,
+    echo_json,
+    printable,
+    resume_command,
+    resume_hint,
+    running_calls,
+)
 from handrail.cli._stores import Where
 
 __all__ = ["CAUSE", "HELD", "calls_text", "print_list", "print_snapshot"]
@@ -40,8 +49,8 @@ def print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], runnin
             for call in waiting:
                 out.print(call_line(call.id, call.tool_name, call.arguments))
         else:
-            out.print(header + f" · nothing to decide: handrail resume {quote(str(snapshot.snapshot_id))} "
-                               f"{where.arg}", markup=False)  # fmt: skip
+            out.print(header + f" · nothing to decide: {resume_command(snapshot, where)}", markup=False)
+            _print_note(out, agent_file_note(snapshot, where))
     if running:
         out.print(f"Running now (a process holds them: {HELD}):", style="bold", markup=False)
     for snapshot in running:
@@ -60,6 +69,11 @@ def print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], runnin
             line.append("  running when it stopped: outcome unknown", style="yellow")
             out.print(line)
         out.print(f"  {resume_hint(snapshot, where)}", style="dim", markup=False)
+
+
+def _print_note(out: Any, note: str) -> None:
+    if note:
+        out.print(f" {note}", style="dim", markup=False)
 
 
 def _list_json(

@@ -152,6 +152,21 @@ class SnapshotStoreBase(SnapshotRecords):
                 tool's JSON Schema, or (SnapshotError) an unknown snapshot id.
             StoreError: The backend failed or the record is corrupt.
         """
+        return self.decide(snapshot_id, decision, decided_by=decided_by)[0]
+
+    def decide(
+        self, snapshot_id: str, decision: ToolExecutionDecision, *, decided_by: str | None = None
+    ) -> tuple[AgentSnapshot, bool]:
+        """:meth:`record_decision`, saying whether this call recorded the decision.
+
+        Returns:
+            ``(the snapshot as it now is in the store, True when this call wrote the decision)``; False when the
+            same decision was recorded already (by whoever decided first: the snapshot's decision for the call
+            names them), and nothing was written.
+
+        Raises:
+            The errors of :meth:`record_decision`.
+        """
         snapshot_id = self._id(snapshot_id)
         if not isinstance(decision, ToolExecutionDecision):
             raise ConfigurationTypeError(f"Expected a ToolExecutionDecision, got {type(decision).__name__}.")
@@ -160,7 +175,7 @@ class SnapshotStoreBase(SnapshotRecords):
             updated = with_decision(snapshot, decision, decided_by=decided_by)
             if updated is not snapshot:
                 self._update(handle, snapshot_id, updated, encode_snapshot(updated))
-        return updated
+        return updated, updated is not snapshot
 
     def _rewrite(self, snapshot_id: str, change: Callable[[AgentSnapshot], AgentSnapshot]) -> None:
         with self._guarded(snapshot_id, "holder") as handle:

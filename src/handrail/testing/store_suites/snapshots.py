@@ -108,11 +108,12 @@ class SnapshotStoreSuite(CorruptSnapshotCases):
     The cases for unreadable records (:class:`CorruptSnapshotCases`) write raw bytes through the backend
     primitives of ``SnapshotStoreBase``; a store built otherwise overrides :meth:`write_raw_record`.
 
-    Within one test, every :meth:`make_store` call must return a new handle (its own connections and claims)
-    on the same backing data, which starts empty for each test: claims are tested between two handles as
-    between two processes. Give the stores a short ``lock_timeout`` (e.g. 0.2 s): some tests wait for a claim
-    held elsewhere. Stores with a ``close()`` method are closed after the test. Set
-    :attr:`locations_reopen` to False for a backend whose ``locator`` cannot be opened again (``:memory:``).
+    Within one test, every :meth:`make_store` call must return a new handle (its own claims; it may share
+    connections with the others, as PostgreSQL stores of one process do) on the same backing data, which
+    starts empty for each test: claims are tested between two handles as between two processes. Give the
+    stores a short ``lock_timeout`` (e.g. 0.2 s): some tests wait for a claim held elsewhere. Stores with a
+    ``close()`` method are closed after the test. Set :attr:`locations_reopen` to False for a backend whose
+    ``locator`` cannot be opened again (``:memory:``).
     """
 
     locations_reopen: bool = True
