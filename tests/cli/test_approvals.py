@@ -671,7 +671,7 @@ def test_a_resume_that_failed_is_listed_as_interrupted_and_resumes(tmp_path: Pat
     assert "The rent is paid." in resumed.output
     assert transfers(log) == ["5"]  # recorded: not run again
     data = last_json(cli("approvals", "list", "--dir", folder, "--json"))
-    assert data == {"pending": [], "ready_to_resume": [], "running": [], "interrupted": []}
+    assert data == {"pending": [], "ready_to_resume": [], "running": [], "interrupted": [], "unreadable": []}
 
 
 def test_a_call_found_running_is_named_with_cli_flags(tmp_path: Path, log: Path) -> None:

@@ -290,6 +290,6 @@ def test_a_corrupt_record_in_a_database_store_is_bad_input_like_a_corrupt_file(
     args = ["resume", sid] if command == "resume" else ["approvals", command, sid]
     result = cli(*args, "--store", url)
     assert result.exit_code == 2, result.output
-    assert f"the record of snapshot {sid} cannot be read" in result.output
+    assert f"the record of snapshot {sid} is truncated or not valid JSON" in result.output
     no_traceback(result)
     assert transfers(log) == []

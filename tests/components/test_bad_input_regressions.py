@@ -206,10 +206,10 @@ def test_non_finite_results_are_not_sent_as_invalid_json() -> None:
 
 
 def test_many_repeated_ids_are_repaired_quickly_and_uniquely() -> None:
-    from handrail.components.tools._step import repair_call_ids
+    from handrail.components.tools._step import repair_calls
 
     calls = [ToolCall("t", {}, "same") for _ in range(3000)]
-    fixed = repair_call_ids(calls, set())
+    fixed = repair_calls(calls, set())
     assert len({c.id for c in fixed}) == 3000
     assert fixed[0].id == "same" and fixed[1].id == "same#2" and fixed[-1].id == "same#3000"
 
@@ -221,8 +221,8 @@ def test_raise_mode_reports_a_failing_tool() -> None:
 
 
 def test_a_generated_id_never_takes_an_id_the_model_gave_later_in_the_step() -> None:
-    from handrail.components.tools._step import repair_call_ids
+    from handrail.components.tools._step import repair_calls
 
     calls = [ToolCall(tool_name="a", arguments={}, id=None), ToolCall(tool_name="b", arguments={}, id="call_1")]
-    fixed = repair_call_ids(calls, set())
+    fixed = repair_calls(calls, set())
     assert [c.id for c in fixed] == ["call_1#2", "call_1"]

@@ -298,9 +298,9 @@ def test_nan_in_meta_is_refused() -> None:
 
 def test_a_lone_surrogate_is_named() -> None:
     snap = tool_pause(messages=[ChatMessage.from_user("ok"), ChatMessage.from_user("bad \ud800")])
-    with pytest.raises(SerializationError, match=r"^messages\[1\]: the message holds a lone surrogate"):
+    with pytest.raises(SerializationError, match=r"^messages\[1\]\['content'\]\[0\]\['text'\]: the text holds a lone"):
         encode_snapshot(snap)
-    with pytest.raises(SerializationError, match=r"^metadata: the text holds a lone surrogate"):
+    with pytest.raises(SerializationError, match=r"^metadata\['k'\]: the text holds a lone surrogate '\\udfff'"):
         encode_snapshot(tool_pause(metadata={"k": "\udfff"}))
 
 

@@ -1,7 +1,9 @@
 """Arguments nested deeper than the recursion limit never crash a run with a confirmation strategy.
 
-Without a strategy such arguments run (or become an error result when they do not even parse); asking a
-person about them used to raise RecursionError out of ``Agent.run`` from ``copy.deepcopy``.
+Asking a person about them used to raise RecursionError out of ``Agent.run`` from ``copy.deepcopy``. The
+model's arguments are now refused at the parse boundary when nested more than
+``handrail.core.json_data.MAX_DEPTH`` levels (an error result, nobody is asked); a strategy called directly
+with deeper arguments still decides them.
 """
 
 from __future__ import annotations
@@ -55,14 +57,15 @@ def run_agent(strategy: BlockingConfirmationStrategy, mode: str) -> list[ChatMes
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("policy", [AlwaysAskPolicy, AskOncePolicy])
-def test_a_deeply_nested_call_runs_after_approval(mode: str, policy: type[Any]) -> None:
+def test_a_deeply_nested_call_is_refused_before_anyone_is_asked(mode: str, policy: type[Any]) -> None:
     prompts = ScriptedInput(["y"])
     ui = SimpleConsoleUI(input_fn=prompts, output_fn=Lines())
     strategy = BlockingConfirmationStrategy(confirmation_policy=policy(), confirmation_ui=ui)
     messages = run_agent(strategy, mode)
     results = [m.tool_call_result for m in messages if m.tool_call_result is not None]
-    assert [(r.result, r.error) for r in results] == [("ran", False)]
-    assert prompts.lines == []  # the person was asked
+    assert len(results) == 1 and results[0].error
+    assert "values nested more than 64 levels deep are refused" in results[0].result
+    assert prompts.lines == ["y"]  # nobody was asked about arguments that cannot run
     assert messages[-1].text == "ok"
 
 

@@ -54,20 +54,27 @@ def list_command(directory: Path | None, store_url: str | None, as_json: bool, a
     cancelled run whose tool call is still finishing). Interrupted runs have status 'running' while no
     process is running them (a resume that crashed, failed or was cancelled); each comes with the
     'handrail resume' command that continues it. Finished runs are not listed.
+
+    A snapshot that cannot be read (a damaged or hand-edited file or record) is skipped and named in a warning
+    on stderr (with --json also under "unreadable"); the others are listed and the exit code stays 0.
     """
     from handrail.human_in_the_loop.snapshots import awaiting_decision
 
     out, warn = _consoles(as_json)
+    unreadable: list[dict[str, str]] = []
 
-    def skipped(name: str, exc: Exception) -> None:
+    def skipped(snapshot_id: str, name: str, exc: Exception) -> None:
         from rich.text import Text
 
-        warn.print(Text(printable(f"warning: skipped {name}: {exc}"), style="yellow"))
+        unreadable.append({"snapshot_id": snapshot_id, "error": str(exc)})
+        warn.print(Text(printable(f"warning: skipped {name}, which cannot be read: {exc}"), style="yellow"),
+                   soft_wrap=True)  # fmt: skip
 
     with opened(out, directory, store_url, allow_modules) as where:
         with errors_as_exit_codes(out):
             paused, running, interrupted = where.scan(skipped)
-        print_list(out, where, [(s, awaiting_decision(s)) for s in paused], running, interrupted, as_json)
+        rows = [(s, awaiting_decision(s)) for s in paused]
+        print_list(out, where, rows, running, interrupted, as_json, unreadable=tuple(unreadable))
 
 
 @approvals.command("show")

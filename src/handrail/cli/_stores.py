@@ -136,16 +136,17 @@ class Where:
         fail_usage(out, f"No snapshot '{printable(stem)}' in {self.label}. {what}: {present or 'none'}.")
 
     def scan(
-        self, skipped: Callable[[str, Exception], None]
+        self, skipped: Callable[[str, str, Exception], None]
     ) -> tuple[list[AgentSnapshot], list[AgentSnapshot], list[AgentSnapshot]]:
         """``(paused, running, interrupted)`` snapshots, each oldest first; unreadable records are skipped.
 
-        Unreadable records are reported through ``skipped``. Running: a process holds the snapshot's claim (a run
-        or a resume in progress, or a cancelled run whose tool call is still finishing). Interrupted: status
-        ``running`` while no process holds it.
+        Unreadable records are reported through ``skipped(snapshot id, record name, error)``. Running: a process
+        holds the snapshot's claim (a run or a resume in progress, or a cancelled run whose tool call is still
+        finishing). Interrupted: status ``running`` while no process holds it.
         """
         found = self.store.list_snapshots(
-            ("paused", "running"), on_error=lambda snapshot_id, exc: skipped(self.record_name(snapshot_id), exc)
+            ("paused", "running"),
+            on_error=lambda snapshot_id, exc: skipped(snapshot_id, self.record_name(snapshot_id), exc),
         )
         # A paused snapshot whose claim is held is being resumed (the resume has not marked it 'running' yet); one
         # whose claim cannot be checked stays listed as paused.

@@ -26,7 +26,8 @@ HELD = "a run or resume in progress, or a cancelled run whose tool call is still
 
 
 def print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], running: list[Any],
-                interrupted: list[Any], as_json: bool) -> None:  # fmt: skip
+                interrupted: list[Any], as_json: bool,
+                unreadable: tuple[dict[str, str], ...] = ()) -> None:  # fmt: skip
     """Print ``approvals list``.
 
     Args:
@@ -35,10 +36,13 @@ def print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], runnin
         rows: Paused snapshots with the calls of each that await a decision, oldest first.
         running: Snapshots a process holds now.
         interrupted: Snapshots that say 'running' while no process holds them.
-        as_json: One JSON object (keys ``pending``, ``ready_to_resume``, ``running``, ``interrupted``) instead.
+        as_json: One JSON object (keys ``pending``, ``ready_to_resume``, ``running``, ``interrupted``,
+            ``unreadable``) instead.
+        unreadable: ``{"snapshot_id", "error"}`` of the records skipped because they cannot be read (the text
+            output leaves them to the warnings already printed on stderr).
     """
     if as_json:
-        echo_json(_list_json(rows, running, interrupted, where))
+        echo_json({**_list_json(rows, running, interrupted, where), "unreadable": list(unreadable)})
         return
     if not rows:
         out.print(f"No paused runs in {where.label}.", markup=False)

@@ -14,6 +14,7 @@ import zoneinfo
 from collections.abc import Callable
 from typing import Any
 
+from handrail.core.json_data import MAX_DEPTH
 from handrail.core.serialization import import_object
 from handrail.errors import SerializationError, SnapshotError
 
@@ -21,9 +22,6 @@ __all__ = ["MAX_DEPTH", "PATH_KINDS", "PLAIN_TYPES", "TYPE_KEY", "decode_value",
 
 TYPE_KEY = "$type"
 """The key that marks a tagged dict."""
-
-MAX_DEPTH = 64
-"""The deepest nesting of containers written or read (deeper raises)."""
 
 PLAIN_TYPES = (str, int, bool, type(None))
 """Exact types written as they are (finite floats too)."""

@@ -48,7 +48,8 @@ import zoneinfo
 from collections.abc import Callable
 from typing import Any
 
-from handrail.core._typed_json_decode import MAX_DEPTH, PATH_KINDS, PLAIN_TYPES, TYPE_KEY, decode_value, type_name
+from handrail.core._typed_json_decode import PATH_KINDS, PLAIN_TYPES, TYPE_KEY, decode_value, type_name
+from handrail.core.json_data import MAX_DEPTH, check_json, clip_path
 from handrail.errors import SerializationError
 
 __all__ = ["MAX_DEPTH", "TYPE_KEY", "check_json", "decode_value", "encode_value"]
@@ -225,72 +226,3 @@ def encode_value(value: Any, where: str = "value") -> Any:
             :data:`MAX_DEPTH` deep. The message names the place, e.g. ``state['cfg'].items[2]``, and the type.
     """
     return _Encoder(where).encode(value)
-
-
-def _json_problem(value: Any, depth: int) -> tuple[str, str] | None:
-    """Return ``(path suffix, reason)`` for the first part of ``value`` that is not JSON data, else None."""
-    cls = type(value)
-    if cls is float:
-        return None if math.isfinite(value) else ("", f"{value!r} is not allowed in JSON")
-    if isinstance(value, str | int | float) or value is None:
-        return None
-    if depth > MAX_DEPTH:
-        return "", f"values nested more than {MAX_DEPTH} levels deep (or a reference cycle) are refused"
-    if isinstance(value, list | tuple):
-        return _first_problem(((f"[{i}]", v) for i, v in enumerate(value)), depth)
-    if isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str | int | float | bool) and key is not None:
-                return f".keys()[{key!r}]", f"{_a(type_name(key))} key is not allowed in JSON"
-        return _first_problem(((f"[{k!r}]", v) for k, v in value.items()), depth)
-    return "", f"{_a(type_name(value))} is not JSON data"
-
-
-def _a(name: str) -> str:
-    """``name`` with its indefinite article: "a tuple", "an object"."""
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
-
-
-def _first_problem(children: Any, depth: int) -> tuple[str, str] | None:
-    for segment, child in children:
-        problem = _json_problem(child, depth + 1)
-        if problem is not None:
-            return segment + problem[0], problem[1]
-    return None
-
-
-def clip_path(path: str, limit: int = 160) -> str:
-    """``path`` itself, or its start and end around ``…`` when longer than ``limit`` characters.
-
-    A path into a value nested 64 levels deep would otherwise fill the error message.
-
-    Example:
-        >>> clip_path("args" + "['a']" * 40, limit=30)
-        "args['a']['a']['a'][…'a']['a']"
-    """
-    if len(path) <= limit:
-        return path
-    head = limit * 2 // 3
-    return f"{path[:head]}…{path[head - limit + 1 :]}"
-
-
-def check_json(value: Any, where: str = "value") -> None:
-    """Check that ``json.dumps(value, allow_nan=False)`` would accept ``value``; name the first part it refuses.
-
-    Args:
-        value: The value to check.
-        where: How to name ``value`` in the error message.
-
-    Raises:
-        SerializationError: Naming the place, e.g. ``messages[3]['meta']['when']``, and why.
-
-    Example:
-        >>> check_json({"a": [1, 2.5, None]})
-        >>> check_json({"a": [1, float("nan")]}, "meta")
-        Traceback (most recent call last):
-        ...
-        handrail.errors.SerializationError: meta['a'][1]: nan is not allowed in JSON.
-    """
-    problem = _json_problem(value, 0)
-    if problem is not None:
-        raise SerializationError(f"{clip_path(where + problem[0])}: {problem[1]}.")

@@ -203,7 +203,7 @@ def obj(required: Mapping[str, Check], optional: Mapping[str, Check] | None = No
             raise _expected("an object", value)
         keys = value.keys()
         if not needed <= keys:
-            raise _Mismatch(f"the key {min(needed - keys)!r} is missing")
+            raise _Mismatch(f"the key {next(k for k in required if k not in keys)!r} is missing")
         if closed and not keys <= allowed:
             raise _Mismatch(f"unknown key {min(map(str, keys - allowed))!r:.80}; expected some of {known}")
         key = ""
@@ -254,7 +254,7 @@ _MESSAGE_KEYS = frozenset({"role", "meta", "name", "content"})
 _TEXT_KEYS = frozenset({"text"})
 
 
-def _plain_text_first(message: Check, deep: bool) -> Check:
+def _plain_text_first(message: Check) -> Check:
     """``message``, with a quick pass for the commonest message: one text part, empty meta, no name.
 
     Most messages of a long history have that shape; the full check (the same verdict, slower) takes the rest.
@@ -262,10 +262,10 @@ def _plain_text_first(message: Check, deep: bool) -> Check:
     roles = frozenset(_ROLES)
 
     def check(value: Any) -> None:
-        if type(value) is dict and value.keys() == _MESSAGE_KEYS and value["name"] is None and value["meta"] == {}:
-            content = value["content"]
-            if type(content) is list and len(content) == 1 and value["role"] in roles:
-                part = content[0]
+        if type(value) is dict and value.keys() == _MESSAGE_KEYS and value["name"] is None:
+            meta, content, role = value["meta"], value["content"], value["role"]
+            if type(meta) is dict and not meta and type(role) is str and role in roles and type(content) is list:
+                part = content[0] if len(content) == 1 else None
                 if type(part) is dict and part.keys() == _TEXT_KEYS and type(part["text"]) is str:
                     return
         message(value)
@@ -291,7 +291,7 @@ def snapshot_schema(deep: bool) -> dict[str, Check]:
     result = obj({"result": _string, "origin": tool_call, "error": _boolean})
     part = tagged({"text": _string, "tool_call": tool_call, "tool_call_result": result})
     message = _plain_text_first(obj({"role": one_of(*_ROLES), "content": either(_string, list_of(part))},
-                                    {"meta": nullable(free), "name": _optional_string}), deep)  # fmt: skip
+                                    {"meta": nullable(free), "name": _optional_string}))  # fmt: skip
     decision = obj({"tool_name": _string, "execute": _boolean},
                    {"tool_call_id": _optional_string, "feedback": _optional_string,
                     "final_tool_params": nullable(free), "decided_by": _optional_string})  # fmt: skip

@@ -14,7 +14,7 @@ from typing import Any
 
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
-__all__ = ["ChatMessage", "ChatRole", "TextContent", "ToolCall", "ToolCallResult"]
+__all__ = ["ChatMessage", "ChatRole", "TextContent", "ToolCall", "ToolCallResult", "call_id_from"]
 
 
 class ChatRole(StrEnum):
@@ -52,9 +52,29 @@ class TextContent:
         return {"text": self.text}
 
 
+def call_id_from(value: object) -> str | None:
+    """A call id as a model (or a server) sent it, the way a :class:`ToolCall` holds it.
+
+    A non-empty str is kept, an int becomes its digits, anything else (None, "", a list, an object, a bool)
+    becomes None: a missing id, which the Agent replaces with a unique one (DESIGN.md §3.5). Generators read
+    wire ids with this, so an odd id never drops a reply or stops a run.
+
+    Example:
+        >>> [call_id_from(v) for v in ("c1", 7, "", ["x"], {"x": 1}, None)]
+        ['c1', '7', None, None, None, None]
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value if isinstance(value, str) and value else None
+
+
 @dataclass(slots=True)
 class ToolCall:
     """A tool call proposed by the model.
+
+    Raises:
+        ConfigurationTypeError: When ``id`` is neither a str nor None (a generator turns a model's id of another
+            kind into a str, or drops it so the Agent gives the call one), or ``tool_name`` is not a str.
 
     Example:
         >>> ToolCall(tool_name="weather", arguments={"city": "Oslo"}, id="call_1").arguments
@@ -71,6 +91,18 @@ class ToolCall:
     extra: dict[str, Any] | None = None
     """Provider-specific extra data, carried along unchanged."""
 
+    def __post_init__(self) -> None:
+        call_id = self.id
+        if call_id is not None and not isinstance(call_id, str):
+            hint = f" (pass id={str(call_id)!r})" if isinstance(call_id, int) and not isinstance(call_id, bool) else ""
+            raise ConfigurationTypeError(
+                f"ToolCall id must be a str or None, got {type(call_id).__name__} {call_id!r:.80}{hint}."
+            )
+        if not isinstance(self.tool_name, str):
+            raise ConfigurationTypeError(
+                f"ToolCall tool_name must be a str, got {type(self.tool_name).__name__} {self.tool_name!r:.80}."
+            )
+
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"tool_name", "arguments", "id", "extra"}``."""
         return {"tool_name": self.tool_name, "arguments": self.arguments, "id": self.id, "extra": self.extra}
@@ -81,6 +113,7 @@ class ToolCall:
 
         Raises:
             ConfigurationError: When ``tool_name`` or ``arguments`` is missing.
+            ConfigurationTypeError: When ``id`` or ``tool_name`` has the wrong type.
         """
         try:
             return cls(

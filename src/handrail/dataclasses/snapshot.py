@@ -266,33 +266,37 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def decode_snapshot(data: bytes, *, source: str, allowed_modules: Iterable[str] = ()) -> AgentSnapshot:
+def decode_snapshot(
+    data: bytes, *, source: str, allowed_modules: Iterable[str] = (), what: str | None = None
+) -> AgentSnapshot:
     """Read a snapshot from the content of a snapshot file.
 
     Args:
         data: The file content.
         source: The file's name, for error messages.
         allowed_modules: Module prefixes whose classes state values may name, besides handrail's.
+        what: How error messages name the content (default ``"Snapshot file <source>"``), e.g. a store's record.
 
     Returns:
         The snapshot (``location`` None).
 
     Raises:
-        SnapshotError: ``"Snapshot file X is truncated or not valid JSON: ..."``, or naming the file and the key
-            that is missing, unknown or invalid, or the unknown schema version.
+        SnapshotError: ``"Snapshot file X is truncated or not valid JSON: ..."``, or naming the file and the
+            field (by its path) that is missing, unknown or of the wrong type, or the unknown schema version.
     """
+    name = what or f"Snapshot file {source}"
     try:
         parsed = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
-        raise SnapshotError(f"Snapshot file {source} is truncated or not valid JSON (not UTF-8 text: {exc})") from None
+        raise SnapshotError(f"{name} is truncated or not valid JSON (not UTF-8 text: {exc})") from None
     except (ValueError, RecursionError) as exc:
-        raise SnapshotError(f"Snapshot file {source} is truncated or not valid JSON: {exc}") from None
+        raise SnapshotError(f"{name} is truncated or not valid JSON: {exc}") from None
     try:
         allowed = tuple(allowed_modules)
         with restricted_imports(allowed):
             return AgentSnapshot(**read_snapshot_fields(parsed, owned=True), read_under=allowed)
     except SnapshotError as exc:
-        raise SnapshotError(f"Snapshot file {source}: {exc}") from exc
+        raise SnapshotError(f"{name}: {exc}") from exc
 
 
 def load_snapshot(path: str | os.PathLike[str], *, allowed_modules: Iterable[str] = ()) -> AgentSnapshot:

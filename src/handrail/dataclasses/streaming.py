@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from handrail.dataclasses.chat_message import ChatMessage, ToolCall, ToolCallResult
+from handrail.core.json_data import JSONDataError, parse_json
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall, ToolCallResult, call_id_from
 from handrail.errors import ConfigurationError
 
 __all__ = [
@@ -85,14 +85,16 @@ def parse_arguments_text(text: str) -> dict[str, Any] | str:
         text: The arguments as the model sent them.
 
     Returns:
-        ``{}`` for empty or whitespace text, the dict for a JSON object, otherwise ``text``
-        unchanged (the tool step reports invalid JSON or a non-object to the model).
+        ``{}`` for empty or whitespace text, the dict for a JSON object that is JSON data as
+        :func:`~handrail.core.json_data.parse_json` reads it, otherwise ``text`` unchanged (NaN,
+        a lone surrogate, nesting too deep, invalid JSON or a non-object: the tool step reports it
+        to the model).
     """
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
+        value = parse_json(text)
+    except JSONDataError:
         return text
     return value if isinstance(value, dict) else text
 
@@ -140,7 +142,7 @@ class ChunkAssembler:
 
     def _add_delta(self, delta: ToolCallDelta) -> None:
         current = self._by_index.get(delta.index)
-        new_id = delta.id or None
+        new_id = call_id_from(delta.id)  # an odd id counts as none: the Agent gives the call one
         if current is None or (new_id is not None and current.id is not None and new_id != current.id):
             current = _PartialCall(index=delta.index, id=new_id)
             self._calls.append(current)

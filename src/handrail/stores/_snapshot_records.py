@@ -170,10 +170,13 @@ class SnapshotRecords(ABC):
         A database record that cannot be read is a CorruptRecordError (the file store overrides this: a bad file is a
         SnapshotError naming the file).
         """
+        what = f"{self}: the record of snapshot {snapshot_id}"
         try:
-            return decode_snapshot(data, source=self.locator(snapshot_id), allowed_modules=self.allowed_modules)
+            return decode_snapshot(
+                data, source=self.locator(snapshot_id), allowed_modules=self.allowed_modules, what=what
+            )
         except SnapshotError as exc:
-            raise CorruptRecordError(f"{self}: the record of snapshot {snapshot_id} cannot be read: {exc}") from exc
+            raise CorruptRecordError(str(exc)) from exc
 
     def _file_path(self, snapshot_id: str) -> Path | None:
         """The record's file, for a directory store (``PendingApproval.path``)."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from handrail.components.agents._confirm import Approvals, ConfirmCalls, rewrite_step
 from handrail.components.agents._pause_effects import Finish, Pause, Position
 from handrail.components.tools._effects import Emit, RunCalls
-from handrail.components.tools._step import ToolStepOptions, repair_call_ids, tool_step
+from handrail.components.tools._step import ToolStepOptions, repair_calls, tool_step
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall
 from handrail.dataclasses.state import State
 from handrail.tools.tool import Tool
@@ -121,7 +121,7 @@ def _with_calls(message: ChatMessage, calls: list[ToolCall]) -> ChatMessage:
 
 
 def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> tuple[list[ChatMessage], list[ToolCall]]:
-    """Record usage and repair call ids; return the (possibly rewritten) replies and their calls."""
+    """Record usage and repair calls (ids, unwritable arguments); return the (possibly rewritten) replies and calls."""
     usage_total = state.data["token_usage"]
     out: list[ChatMessage] = []
     calls: list[ToolCall] = []
@@ -131,7 +131,7 @@ def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> t
             _add_usage(usage_total, usage)
         own = reply.tool_calls if reply.role is ChatRole.ASSISTANT else []
         if own:
-            fixed = repair_call_ids(own, seen)
+            fixed = repair_calls(own, seen)
             if fixed is not own and any(a is not b for a, b in zip(own, fixed, strict=True)):
                 reply = _with_calls(reply, fixed)
             calls.extend(fixed)
@@ -197,7 +197,7 @@ def _calls_after_hooks(messages: list[ChatMessage], seen: set[str], own: list[To
     calls = last.tool_calls
     if calls == own:
         return [last]
-    fixed = repair_call_ids(calls, seen - {c.id for c in own if c.id})
+    fixed = repair_calls(calls, seen - {c.id for c in own if c.id})
     seen.update(c.id for c in fixed if c.id)
     if fixed is not calls and any(a is not b for a, b in zip(calls, fixed, strict=True)):
         last = _with_calls(last, fixed)

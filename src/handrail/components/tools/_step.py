@@ -15,6 +15,7 @@ from typing import Any
 
 from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
 from handrail.components.tools._results import describe_exception, merge_outputs, tool_result_text
+from handrail.core.json_data import JSONDataError, json_problem, parse_json, problem_text, shown_text
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk
@@ -27,7 +28,7 @@ from handrail.errors import (
 from handrail.tools.tool import Tool
 
 __all__ = ["Gate", "ToolStepOptions", "failure_text", "finish_call", "make_invocation", "parse_arguments",
-           "repair_call_ids", "tool_step"]  # fmt: skip
+           "repair_calls", "tool_step", "writable_arguments"]  # fmt: skip
 
 StepEffect = RunCalls | Emit
 Gate = Callable[[list[Invocation], State], Generator[Any, Any, list["Invocation | ChatMessage | None"]]]
@@ -55,31 +56,57 @@ class ToolStepOptions:
     """Told before and after each tool call runs (the Agent's durable ledger)."""
 
 
-def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
-    """Give every call a unique id, deterministically (DESIGN.md §3.5).
+def _own_id(call_id: object) -> str | None:
+    """The model's id when it is a non-empty str (a ToolCall changed after it was built may hold anything)."""
+    return call_id if isinstance(call_id, str) and call_id else None
+
+
+def writable_arguments(arguments: Any) -> Any:
+    r"""``arguments`` itself when a snapshot can hold them, else text showing what was sent (DESIGN.md §3.4).
+
+    JSON data (:mod:`handrail.core.json_data`) is kept. Text with a surrogate code point gets ``\uXXXX``
+    escapes in its place; any other value (a dict holding NaN, a lone surrogate or an object, or nested more
+    than :data:`~handrail.core.json_data.MAX_DEPTH` levels) becomes :func:`~handrail.core.json_data.shown_text`,
+    which :func:`parse_arguments` refuses with the reason.
+    """
+    if isinstance(arguments, str):
+        return arguments if json_problem(arguments) is None else arguments.encode("utf-8", "backslashreplace").decode()
+    return arguments if json_problem(arguments) is None else shown_text(arguments)
+
+
+def _repaired(call: ToolCall, call_id: str) -> ToolCall:
+    arguments = writable_arguments(call.arguments)
+    if call_id == call.id and arguments is call.arguments:
+        return call
+    return ToolCall(tool_name=call.tool_name, arguments=arguments, id=call_id, extra=call.extra)
+
+
+def repair_calls(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
+    """Give every call a unique id and arguments a snapshot can hold, deterministically (DESIGN.md §3.4–§3.5).
 
     Args:
         calls: The calls of one step, in order.
         seen: Ids already used in this run; updated in place.
 
     Returns:
-        ``calls`` itself when nothing needed repair (single-call fast path), else a new list where
-        the calls whose id was missing, empty or already used are replaced by copies with
-        ``call_<position>`` (1-based) or ``<id>#2``, ``#3``... Calls are never dropped or merged.
+        ``calls`` itself when nothing needed repair (single-call fast path), else a new list where the calls
+        whose id was missing, empty, not a str or already used get ``call_<position>`` (1-based) or
+        ``<id>#2``, ``#3``..., and arguments that are not JSON data are replaced by
+        :func:`writable_arguments`. Calls are never dropped or merged.
     """
     if len(calls) == 1:
-        cid = calls[0].id
-        if cid and cid not in seen:
+        cid = _own_id(calls[0].id)
+        if cid is not None and cid not in seen and writable_arguments(calls[0].arguments) is calls[0].arguments:
             seen.add(cid)
             return calls
     out: list[ToolCall] = []
     suffixes: dict[str, int] = {}
-    claimed = {c.id for c in calls if c.id and c.id not in seen}  # the model's own ids keep priority
-    for position, call in enumerate(calls, start=1):
-        cid = call.id
-        if cid and cid not in seen:
+    own = [_own_id(c.id) for c in calls]
+    claimed = {cid for cid in own if cid is not None and cid not in seen}  # the model's own ids keep priority
+    for position, (call, cid) in enumerate(zip(calls, own, strict=True), start=1):
+        if cid is not None and cid not in seen:
             seen.add(cid)
-            out.append(call)
+            out.append(_repaired(call, cid))
             continue
         base = cid or f"call_{position}"
         candidate, n = base, suffixes.get(base, 1)
@@ -88,7 +115,7 @@ def repair_call_ids(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
             candidate = f"{base}#{n}"
         suffixes[base] = n
         seen.add(candidate)
-        out.append(ToolCall(tool_name=call.tool_name, arguments=call.arguments, id=candidate, extra=call.extra))
+        out.append(_repaired(call, candidate))
     return out
 
 
@@ -96,32 +123,38 @@ _SHOWN_CHARS = 500
 
 
 def _clip(value: object) -> str:
-    """``repr``-like text of a value the model sent, cut to a readable length."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
-    shown = repr(text) if isinstance(value, str) else text
+    """``repr``-like text of a value the model sent, cut to a readable length (always writable text)."""
+    shown = repr(value) if isinstance(value, str) else shown_text(value)
     return shown if len(shown) <= _SHOWN_CHARS else shown[:_SHOWN_CHARS] + f"… ({len(shown)} characters)"
 
 
 def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str | None]:
-    """Parse a call's arguments (DESIGN.md §3.4).
+    """Parse a call's arguments (DESIGN.md §3.4), by the definition of JSON the snapshot writer uses.
+
+    Text is read with :func:`~handrail.core.json_data.parse_json`; a dict must be JSON data too. So NaN,
+    Infinity, a lone surrogate and nesting deeper than :data:`~handrail.core.json_data.MAX_DEPTH` levels are
+    refused here, before validation, and every call that runs can be written to a snapshot.
 
     Returns:
-        ``(arguments, None)``, or ``(None, error text)`` for invalid JSON or a non-object.
+        ``(arguments, None)``, or ``(None, error text)`` for invalid JSON, a value that is not JSON data, or a
+        non-object.
     """
     raw = call.arguments
-    if type(raw) is dict:
-        return raw, None
     if isinstance(raw, Mapping):
-        return dict(raw), None
+        value: Any = raw if type(raw) is dict else dict(raw)
+        problem = json_problem(value)
+        if problem is None:
+            return value, None
+        reason = problem_text(problem)
+        return None, f"Arguments for tool '{call.tool_name}' are not valid JSON ({reason}). Received: {_clip(raw)}"
     if not isinstance(raw, str):
         return None, f"Arguments for tool '{call.tool_name}' must be a JSON object, got {type(raw).__name__}."
     if not raw.strip():
         return {}, None
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        return None, f"Arguments for tool '{call.tool_name}' are not valid JSON ({reason}). Received: {_clip(raw)}"
+        value = parse_json(raw)
+    except JSONDataError as exc:
+        return None, f"Arguments for tool '{call.tool_name}' are not valid JSON ({exc}). Received: {_clip(raw)}"
     if not isinstance(value, dict):
         return None, (
             f"Arguments for tool '{call.tool_name}' must be a JSON object, got {json.dumps(value)}. "

@@ -18,7 +18,7 @@ from typing import Any, cast, get_args
 from pydantic import BaseModel
 
 from handrail.components.generators.chat._openai_errors import MalformedReply, decoding
-from handrail.dataclasses.chat_message import ChatMessage, ToolCall
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall, call_id_from
 from handrail.dataclasses.streaming import (
     ChunkAssembler,
     FinishReason,
@@ -75,12 +75,6 @@ def _list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
         raise MalformedReply(f"{where} is {_describe(value)}, not a list")
     return value
-
-
-def _call_id(value: Any, where: str) -> str | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return _text(value, where) or None
 
 
 def _usage(usage: Any) -> dict[str, Any] | None:
@@ -143,7 +137,7 @@ def _call(wire: Any, where: str) -> ToolCall:
     return ToolCall(
         tool_name=_text(_field(function, "name"), f"{where}.function.name") or "",
         arguments=tool_arguments(_field(function, "arguments")),
-        id=_call_id(_field(wire, "id"), f"{where}.id"),
+        id=call_id_from(_field(wire, "id")),
     )
 
 
@@ -367,7 +361,7 @@ class StreamReader:
             if function is not None:
                 _record(function, f"{where}.function")
             name = _text(_field(function, "name"), f"{where}.function.name") or None
-            call_id = _call_id(_field(wire, "id"), f"{where}.id")
+            call_id = call_id_from(_field(wire, "id"))
             index, new = self._place(_field(wire, "index"), position, call_id, name)
             raw_arguments = _field(function, "arguments")
             self._track(index, call_id, name, raw_arguments)

@@ -1,0 +1,228 @@
+r"""JSON data: the one definition shared by the reader of tool-call arguments and the snapshot writer.
+
+A value is *JSON data* when a snapshot can hold it exactly: ``None``, ``bool``, ``int``, finite
+``float``, ``str`` holding valid Unicode (no surrogate code point: UTF-8 cannot write one), lists
+(and tuples, written as lists) and dicts whose keys are ``str`` (``json.dumps`` also writes
+``int``/``float``/``bool``/``None`` keys, as strings), with containers nested at most
+:data:`MAX_DEPTH` levels deep, the outermost one counted.
+
+:func:`parse_json` reads JSON text into JSON data and refuses what Python's ``json.loads`` accepts
+beyond it (``NaN``, ``Infinity``, ``-Infinity``, numbers too large for a float, lone ``\ud800``
+escapes, nesting past :data:`MAX_DEPTH`); :func:`json_problem` and :func:`check_json` find the
+first part of a value that is not JSON data. So arguments that pass the parser can always be
+written to a snapshot, and a pause never fails on what a tool call was allowed to run with.
+
+Example:
+    >>> parse_json('{"city": "Oslo", "days": [1, 2]}')
+    {'city': 'Oslo', 'days': [1, 2]}
+    >>> parse_json('{"v": NaN}')
+    Traceback (most recent call last):
+    ...
+    handrail.core.json_data.JSONDataError: NaN is not a JSON number: JSON numbers are finite
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "JSONDataError", "check_json", "clip_path", "json_problem", "parse_json", "problem_text",
+           "shown_text"]  # fmt: skip
+
+MAX_DEPTH = 64
+"""The deepest nesting of containers that is JSON data (the outermost container is level 1); the snapshot
+writer and reader refuse deeper values, and the tool-call argument parser refuses them at the parse boundary."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_TOO_DEEP = "values nested more than"
+
+
+class JSONDataError(ValueError):
+    """JSON text that is not JSON data as handrail writes it (the message says why, without the text)."""
+
+
+def _type_name(value: object) -> str:
+    cls = type(value)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _a(name: str) -> str:
+    """``name`` with its indefinite article: "a tuple", "an object"."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _text_problem(text: str) -> str | None:
+    if text.isascii():
+        return None
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"the text holds a lone surrogate {found.group()!r}, which is not valid Unicode (UTF-8 cannot write it)"
+
+
+def _problem(value: Any, depth: int, max_depth: int) -> tuple[str, str] | None:
+    """``(path suffix, reason)`` for the first part of ``value`` (inside ``depth`` containers) that is not JSON."""
+    if isinstance(value, str):
+        problem = _text_problem(value)
+        return None if problem is None else ("", problem)
+    if isinstance(value, float):
+        return None if math.isfinite(value) else ("", f"{value!r} is not allowed in JSON")
+    if value is None or isinstance(value, int):  # bool and IntEnum members included, as json.dumps writes them
+        return None
+    if isinstance(value, dict | list | tuple):
+        if depth >= max_depth:
+            return "", f"{_TOO_DEEP} {max_depth} levels deep (or a reference cycle) are refused"
+        return _children_problem(value, depth + 1, max_depth)
+    return "", f"{_a(_type_name(value))} is not JSON data"
+
+
+def _children_problem(value: Any, depth: int, max_depth: int) -> tuple[str, str] | None:
+    if not isinstance(value, dict):
+        for i, item in enumerate(value):
+            found = _problem(item, depth, max_depth)
+            if found is not None:
+                return f"[{i}]{found[0]}", found[1]
+        return None
+    for key, item in value.items():
+        if type(key) is str:
+            problem = _text_problem(key)
+            if problem is not None:
+                return f".keys()[{key!r}]", problem
+        elif not isinstance(key, str | int | float | bool) and key is not None:
+            return f".keys()[{key!r}]", f"{_a(_type_name(key))} key is not allowed in JSON"
+        found = _problem(item, depth, max_depth)
+        if found is not None:
+            return f"[{key!r}]{found[0]}", found[1]
+    return None
+
+
+def json_problem(value: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
+    """Find the first part of ``value`` that is not JSON data.
+
+    Args:
+        value: The value.
+        max_depth: The deepest nesting of containers allowed (the outermost counts as level 1).
+
+    Returns:
+        None for JSON data, else ``(path, reason)``: the path into ``value`` (e.g. ``"['a'][1]"``, ``""``
+        for ``value`` itself) and why that part is refused.
+    """
+    return _problem(value, 0, max_depth)
+
+
+def clip_path(path: str, limit: int = 160) -> str:
+    """``path`` itself, or its start and end around ``…`` when longer than ``limit`` characters.
+
+    A path into a value nested 64 levels deep would otherwise fill the error message.
+
+    Example:
+        >>> clip_path("args" + "['a']" * 40, limit=30)
+        "args['a']['a']['a'][…'a']['a']"
+    """
+    if len(path) <= limit:
+        return path
+    head = limit * 2 // 3
+    return f"{path[:head]}…{path[head - limit + 1 :]}"
+
+
+def check_json(value: Any, where: str = "value") -> None:
+    """Check that ``value`` is JSON data a snapshot can hold; name the first part that is not.
+
+    Args:
+        value: The value to check.
+        where: How to name ``value`` in the error message.
+
+    Raises:
+        SerializationError: Naming the place, e.g. ``messages[3]['meta']['when']``, and why.
+
+    Example:
+        >>> check_json({"a": [1, 2.5, None]})
+        >>> check_json({"a": [1, float("nan")]}, "meta")
+        Traceback (most recent call last):
+        ...
+        handrail.errors.SerializationError: meta['a'][1]: nan is not allowed in JSON.
+    """
+    problem = json_problem(value)
+    if problem is not None:
+        from handrail.errors import SerializationError
+
+        raise SerializationError(f"{clip_path(where + problem[0])}: {problem[1]}.")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise JSONDataError(f"{name} is not a JSON number: JSON numbers are finite")
+
+
+def parse_json(text: str, max_depth: int = MAX_DEPTH) -> Any:
+    r"""Read JSON text into JSON data, refusing what a snapshot could not hold.
+
+    Args:
+        text: The JSON text.
+        max_depth: The deepest nesting of containers allowed (the outermost counts as level 1).
+
+    Returns:
+        The value (``json.loads(text)`` where that is JSON data).
+
+    Raises:
+        JSONDataError: For text that is not JSON (the parser's message, e.g. ``Expecting value: line 1
+            column 2 (char 1)``), ``NaN``/``Infinity``/``-Infinity``, a number too large for a float, a lone
+            surrogate escape (``"\ud800"``), or containers nested deeper than ``max_depth`` (however deep:
+            never a RecursionError).
+    """
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except JSONDataError:
+        raise
+    except RecursionError:
+        raise JSONDataError(f"{_TOO_DEEP} {max_depth} levels deep are refused") from None
+    except ValueError as exc:
+        raise JSONDataError(str(exc)) from None
+    problem = json_problem(value, max_depth)
+    if problem is not None:
+        raise JSONDataError(problem_text(problem))
+    return value
+
+
+def problem_text(problem: tuple[str, str]) -> str:
+    """A :func:`json_problem` answer as one phrase: ``at ['v']: nan is not allowed in JSON``.
+
+    The path of a value nested too deeply is left out (it would only repeat ``[0]`` sixty-four times).
+    """
+    path, reason = problem
+    if reason.startswith(_TOO_DEEP):
+        return reason.replace(" (or a reference cycle)", "")
+    return f"at {clip_path(path)}: {reason}" if path else reason
+
+
+def shown_text(value: Any, max_depth: int = MAX_DEPTH) -> str:
+    r"""JSON-like text of a value that is not JSON data, which a snapshot can hold, for showing what was sent.
+
+    ``NaN`` and ``Infinity`` are written as those words, a surrogate code point as its ``\uXXXX`` escape,
+    containers deeper than ``max_depth + 1`` levels as ``"…"``, and other objects by their ``repr``: text
+    that :func:`parse_json` refuses again, naming the same problem where it can.
+
+    Example:
+        >>> shown_text({"v": float("nan"), "s": "\ud800"})
+        '{"v": NaN, "s": "\\ud800"}'
+    """
+    text = _shown(value, 0, max_depth + 1)
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _shown(value: Any, depth: int, limit: int) -> str:
+    if isinstance(value, dict | list | tuple):
+        if depth >= limit:
+            return '"…"'
+        if isinstance(value, dict):
+            items = (f"{_key_text(k)}: {_shown(v, depth + 1, limit)}" for k, v in value.items())
+            return "{" + ", ".join(items) + "}"
+        return "[" + ", ".join(_shown(v, depth + 1, limit) for v in value) + "]"
+    if value is None or isinstance(value, str | int | float):
+        return json.dumps(value, ensure_ascii=False)
+    return repr(value)
+
+
+def _key_text(key: Any) -> str:
+    return json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)

@@ -1,0 +1,232 @@
+"""Call ids and arguments a model (or Python code) gets wrong: the run goes on, and a pause can always be written.
+
+Issue 14, items 5 and 6. An id that is not a non-empty str is repaired like a missing one; arguments that are
+not JSON data as the snapshot writer defines it (NaN, Infinity, a lone surrogate, nesting past
+``handrail.core.json_data.MAX_DEPTH``) get an error tool result the model can read, also when a sibling call
+pauses for approval, and the resume finishes the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handrail.components.agents import Agent
+from handrail.core.json_data import MAX_DEPTH
+from handrail.dataclasses import ChatMessage, StreamingChunk, ToolCall, ToolCallDelta
+from handrail.dataclasses.breakpoints import HITLBreakpointException
+from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.snapshot import load_snapshot
+from handrail.errors import ConfigurationTypeError, HandrailError
+from handrail.human_in_the_loop import BreakpointConfirmationStrategy
+from handrail.testing import ScriptedChatGenerator
+from handrail.tools import create_tool_from_function
+from tests.cases._helpers import result_for, user
+
+RAN: list[Any] = []
+
+
+def echo(v: Any = None) -> str:
+    """Echo a value.
+
+    Args:
+        v: Anything.
+    """
+    RAN.append(v)
+    return f"got {v!r}"
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    RAN.clear()
+
+
+def _nested(levels: int) -> Any:
+    """Arguments ``{"v": [[...]]}`` with ``levels`` containers in all, the arguments object counted."""
+    value: Any = 1
+    for _ in range(levels - 1):
+        value = [value]
+    return {"v": value}
+
+
+def _streamed(calls: list[tuple[Any, str]]) -> list[StreamingChunk]:
+    """A streamed reply of ``calls`` ``(id, argument text)`` to ``echo``, each call one index."""
+    chunks = []
+    for i, (cid, text) in enumerate(calls):
+        chunks.append(
+            StreamingChunk(index=i, start=True, tool_calls=[ToolCallDelta(index=i, tool_name="echo", id=cid)])
+        )
+        chunks.append(StreamingChunk(index=i, tool_calls=[ToolCallDelta(index=i, arguments=text)]))
+    chunks.append(StreamingChunk(finish_reason="tool_calls"))
+    return chunks
+
+
+def _agent(first: Any, directory: Path | None) -> tuple[Agent, ScriptedChatGenerator]:
+    gen = ScriptedChatGenerator([first, ChatMessage.from_assistant("done")])
+    strategies = {"echo": BreakpointConfirmationStrategy(str(directory))} if directory is not None else None
+    return Agent(chat_generator=gen, tools=[create_tool_from_function(echo)], confirmation_strategies=strategies), gen
+
+
+def _run(agent: Agent, mode: str, messages: list[ChatMessage], **kwargs: Any) -> dict[str, Any]:
+    if mode == "async":
+        return asyncio.run(agent.run_async(messages, **kwargs))
+    if mode == "stream":
+        chunks: list[StreamingChunk] = []
+        return agent.run(messages, streaming_callback=chunks.append, **kwargs)
+    return agent.run(messages, **kwargs)
+
+
+def _finish(first: Any, mode: str, tmp_path: Path, pause: bool) -> tuple[dict[str, Any], ScriptedChatGenerator]:
+    """Run to the end: without a pause, or pausing for the calls that pass, approving them all and resuming."""
+    agent, gen = _agent(first, tmp_path if pause else None)
+    if not pause:
+        return _run(agent, mode, [user("go")]), gen
+    with pytest.raises(HITLBreakpointException) as info:
+        _run(agent, mode, [user("go")])
+    snap = load_snapshot(info.value.snapshot_file_path)  # the pause was written and reads back
+    decisions = [ToolExecutionDecision("echo", True, c.id) for c in snap.pending_tool_calls]
+    resumer, resumed_gen = _agent(ChatMessage.from_assistant("done"), tmp_path)
+    result = _run(resumer, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))
+    return result, resumed_gen
+
+
+MODES = pytest.mark.parametrize("mode", ["sync", "async", "stream"])
+PAUSE = pytest.mark.parametrize("pause", [False, True], ids=["no-pause", "pause"])
+
+
+# --------------------------------------------------------------------------- item 5: call ids
+
+
+@pytest.mark.parametrize("bad", [["x"], {"x": 1}, 5, True, 1.5], ids=["list", "dict", "int", "bool", "float"])
+def test_a_tool_call_built_in_python_refuses_an_id_that_is_not_a_str(bad: Any) -> None:
+    with pytest.raises(ConfigurationTypeError, match=r"ToolCall id must be a str or None, got") as info:
+        ToolCall(tool_name="echo", arguments={}, id=bad)
+    assert isinstance(info.value, TypeError) and repr(bad) in str(info.value)
+    with pytest.raises(ConfigurationTypeError, match="ToolCall id must be a str"):
+        ToolCall.from_dict({"tool_name": "echo", "arguments": {}, "id": bad})
+    with pytest.raises(ConfigurationTypeError, match="ToolCall id must be a str"):
+        ChatMessage.from_dict({"role": "assistant", "content": [{"tool_call": {"tool_name": "e", "arguments": {},
+                                                                               "id": bad}}]})  # fmt: skip
+
+
+def test_an_int_id_is_refused_with_the_str_to_pass_instead() -> None:
+    with pytest.raises(ConfigurationTypeError, match=r"pass id='5'"):
+        ToolCall(tool_name="echo", arguments={}, id=5)
+
+
+def test_a_tool_name_that_is_not_a_str_is_refused() -> None:
+    with pytest.raises(ConfigurationTypeError, match="ToolCall tool_name must be a str"):
+        ToolCall(tool_name=["echo"], arguments={})  # type: ignore[arg-type]
+
+
+@MODES
+@PAUSE
+@pytest.mark.parametrize("bad", [["x"], {"x": 1}, 7, ""], ids=["list", "dict", "int", "empty"])
+def test_a_model_id_that_is_not_a_non_empty_str_is_repaired(mode: str, pause: bool, bad: Any, tmp_path: Path) -> None:
+    if mode == "stream":  # what a streaming generator assembles from the model's fragments
+        first: Any = _streamed([(bad, '{"v": 1}'), ("c2", '{"v": 2}')])
+    else:  # a ToolCall changed after it was built (a hook, a custom generator) may hold anything
+        call = ToolCall(tool_name="echo", arguments={"v": 1}, id="placeholder")
+        call.id = bad
+        first = ChatMessage.from_assistant(tool_calls=[call, ToolCall(tool_name="echo", arguments={"v": 2}, id="c2")])
+    result, _ = _finish(first, mode, tmp_path, pause)
+    expected = "7" if bad == 7 and mode == "stream" else "call_1"
+    assistant = result["messages"][1]
+    assert [c.id for c in assistant.tool_calls] == [expected, "c2"]  # the history holds the repaired id...
+    assert result_for(result["messages"], expected).result == "got 1"  # ...and so does the result answering it
+    assert result_for(result["messages"], "c2").result == "got 2"
+    assert RAN == [1, 2] and result["last_message"].text == "done"
+
+
+# --------------------------------------------------------------------------- item 6: arguments
+
+TEXT_ARGUMENTS = {
+    "nan": ('{"v": NaN}', "NaN is not a JSON number"),
+    "infinity": ('{"v": Infinity}', "Infinity is not a JSON number"),
+    "minus-infinity": ('{"v": [1, -Infinity]}', "-Infinity is not a JSON number"),
+    "overflow": ('{"v": 1e999}', "at ['v']: inf is not allowed in JSON"),
+    "surrogate-escape": ('{"v": "\\ud800"}', "at ['v']: the text holds a lone surrogate"),
+    "surrogate-key": ('{"\\udc00": 1}', "the text holds a lone surrogate"),
+    "surrogate-char": ('{"v": "\ud800"}', "at ['v']: the text holds a lone surrogate"),
+    "too-deep": ('{"v": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}", f"nested more than {MAX_DEPTH} levels"),
+    "very-deep": ("[" * 100_000, f"nested more than {MAX_DEPTH} levels"),
+}
+
+
+def _assert_refused(result: dict[str, Any], gen: ScriptedChatGenerator, reason: str) -> None:
+    refused = result_for(result["messages"], "bad")
+    assert refused.error is True and "Arguments for tool 'echo' are not valid JSON" in refused.result
+    assert reason in refused.result
+    seen_by_model = [m for m in gen.calls[-1]["messages"] if m.tool_call_result is not None]
+    assert any(m.tool_call_result.origin.id == "bad" and reason in m.tool_call_result.result for m in seen_by_model)
+    assert result_for(result["messages"], "good").result == "got 2"
+    assert RAN == [2] and result["last_message"].text == "done"
+
+
+@MODES
+@PAUSE
+@pytest.mark.parametrize(("text", "reason"), list(TEXT_ARGUMENTS.values()), ids=list(TEXT_ARGUMENTS))
+def test_argument_text_that_is_not_json_data_gets_an_error_result(
+    mode: str, pause: bool, text: str, reason: str, tmp_path: Path
+) -> None:
+    if mode == "stream":
+        first: Any = _streamed([("bad", text), ("good", '{"v": 2}')])
+    else:
+        first = ChatMessage.from_assistant(
+            tool_calls=[ToolCall("echo", text, id="bad"), ToolCall("echo", {"v": 2}, id="good")]
+        )
+    result, gen = _finish(first, mode, tmp_path, pause)
+    _assert_refused(result, gen, reason)
+
+
+DICT_ARGUMENTS = {
+    "nan": ({"v": float("nan")}, "NaN is not a JSON number"),
+    "infinity": ({"v": [float("inf")]}, "Infinity is not a JSON number"),
+    "surrogate": ({"v": "a\ud800b"}, "at ['v']: the text holds a lone surrogate"),
+    "surrogate-key": ({"\udfff": 1}, "the text holds a lone surrogate"),
+    "too-deep": (_nested(MAX_DEPTH + 1), f"nested more than {MAX_DEPTH} levels"),
+    "object": ({"v": object()}, "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@PAUSE
+@pytest.mark.parametrize(("arguments", "reason"), list(DICT_ARGUMENTS.values()), ids=list(DICT_ARGUMENTS))
+def test_dict_arguments_that_are_not_json_data_get_an_error_result(
+    mode: str, pause: bool, arguments: Any, reason: str, tmp_path: Path
+) -> None:
+    first = ChatMessage.from_assistant(
+        tool_calls=[ToolCall("echo", arguments, id="bad"), ToolCall("echo", {"v": 2}, id="good")]
+    )
+    result, gen = _finish(first, mode, tmp_path, pause)
+    _assert_refused(result, gen, reason)
+    shown = result["messages"][1].tool_calls[0].arguments
+    assert isinstance(shown, str)  # the history shows what was sent, as text a snapshot can hold
+
+
+@MODES
+def test_arguments_nested_to_the_limit_run_after_a_pause(mode: str, tmp_path: Path) -> None:
+    deepest = _nested(MAX_DEPTH)
+    if mode == "stream":
+        first: Any = _streamed([("c1", json.dumps(deepest))])
+    else:
+        first = ChatMessage.from_assistant(tool_calls=[ToolCall("echo", deepest, id="c1")])
+    result, _ = _finish(first, mode, tmp_path, pause=True)
+    assert [deepest["v"]] == RAN
+    assert result["last_message"].text == "done"
+
+
+def test_refused_arguments_raise_a_handrail_error_in_raise_mode() -> None:
+    from handrail.components.tools import ToolInvoker
+    from handrail.errors import ToolInvocationError
+
+    invoker = ToolInvoker(tools=[create_tool_from_function(echo)], raise_on_failure=True)
+    message = ChatMessage.from_assistant(tool_calls=[ToolCall("echo", '{"v": NaN}', id="bad")])
+    with pytest.raises(ToolInvocationError, match="NaN is not a JSON number") as info:
+        invoker.run([message])
+    assert isinstance(info.value, HandrailError) and RAN == []
