@@ -473,8 +473,11 @@ def test_unknown_keys_are_refused() -> None:
         ("tool_execution_decisions", {}, r"^Snapshot tool_execution_decisions: expected a list"),
         ("ledger", [], r"^Snapshot ledger: expected an object"),
         ("ledger", {"c1": {"tool_call_id": "c1"}}, r"^Snapshot ledger\['c1'\]: the key 'tool_name' is missing"),
-        ("ledger", {"c1": {"tool_call_id": "c1", "tool_name": "t", "status": "lost", "arguments": {}}},
-         r"^Snapshot ledger\['c1'\]\.status: expected one of \['pending'"),
+        (
+            "ledger",
+            {"c1": {"tool_call_id": "c1", "tool_name": "t", "status": "lost", "arguments": {}}},
+            r"^Snapshot ledger\['c1'\]\.status: expected one of \['pending'",
+        ),
         ("fingerprint", None, r"^Snapshot fingerprint: expected an object, got null\.$"),
         ("metadata", [], r"^Snapshot metadata: expected an object, got a list\.$"),
         ("outcome", "done", r"^Snapshot outcome: expected an object or null, got a string \('done'\)\.$"),
