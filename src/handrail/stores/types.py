@@ -245,11 +245,18 @@ class SnapshotStore(Protocol):
         ...
 
     def load(self, snapshot_id: str) -> AgentSnapshot:
-        """The stored snapshot (SnapshotError for an unknown id)."""
+        """The stored snapshot (SnapshotError for an unknown id).
+
+        A record that cannot be read raises SnapshotError or CorruptRecordError naming the store and the id.
+        """
         ...
 
     def list_pending(self) -> list[PendingApproval]:
-        """One entry per tool call waiting for a decision in a paused snapshot, oldest first."""
+        """One entry per tool call waiting for a decision in a paused snapshot, oldest first.
+
+        A record that cannot be read is reported (named) and skipped, never raised: one bad record must not hide
+        the others.
+        """
         ...
 
     def record_decision(
