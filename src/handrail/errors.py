@@ -38,6 +38,8 @@ not derive from :class:`RunError`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 __all__ = [
     "CalculationError",
     "ComponentError",
@@ -69,8 +71,18 @@ __all__ = [
 ]
 
 
+MESSAGE_FILTERS: list[Callable[[str], str]] = []
+"""Applied to the text arguments of every :class:`HandrailError` when it is built: ``handrail.core.secret``
+adds the masking of known secret values, so no message holds a key a server or a tool echoed."""
+
+
 class HandrailError(Exception):
     """Root of every exception handrail raises on purpose."""
+
+    def __init__(self, *args: object) -> None:
+        for apply in MESSAGE_FILTERS:
+            args = tuple(apply(arg) if isinstance(arg, str) else arg for arg in args)
+        super().__init__(*args)
 
 
 class ConfigurationError(HandrailError, ValueError):

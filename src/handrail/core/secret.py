@@ -7,7 +7,9 @@ Only the second kind serializes, and it serializes to the variable names, never 
     {"type": "env_var", "env_vars": ["OPENAI_API_KEY"], "strict": true}
 
 A token secret refuses to serialize, so a configuration file or a snapshot can never
-hold a key. Neither kind shows its value in ``repr``.
+hold a key. Neither kind shows its value in ``repr``. Every value a secret holds or resolves to is
+remembered, and :func:`mask_secrets` masks it out of error messages, tool results and what the CLI
+prints (see :mod:`handrail.core._secret_values`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,20 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from handrail.core._secret_values import holds_secret, holds_secret_value, mask_secrets, register_secret_value
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 
-__all__ = ["EnvVarSecret", "Secret", "SecretType", "TokenSecret", "deserialize_secret"]
+__all__ = [
+    "EnvVarSecret",
+    "Secret",
+    "SecretType",
+    "TokenSecret",
+    "deserialize_secret",
+    "holds_secret",
+    "holds_secret_value",
+    "mask_secrets",
+    "register_secret_value",
+]
 
 
 class SecretType(StrEnum):
@@ -140,6 +153,7 @@ class TokenSecret(Secret):
             raise ConfigurationTypeError(f"Secret.from_token needs a str, got {type(self._token).__name__}.")
         if not self._token:
             raise ConfigurationError("Secret.from_token needs a non-empty token.")
+        register_secret_value(self._token)
 
     def __repr__(self) -> str:
         return "Secret.from_token('***')"
@@ -201,6 +215,7 @@ class EnvVarSecret(Secret):
         for name in self.env_vars:
             value = os.environ.get(name)
             if value:
+                register_secret_value(value)
                 return value
         if self.strict:
             listed = ", ".join(self.env_vars)

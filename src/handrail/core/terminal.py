@@ -2,12 +2,15 @@ r"""Text chosen by a model, a tool or a file, made safe to print on a terminal.
 
 Printed raw, an escape sequence (``\x1b[1A\x1b[2K``, ``\r``) in a tool argument could rewrite the lines
 above it, so a person would approve other arguments than the ones that run. The CLI and the console
-approval UIs print such text through :func:`printable` and :func:`terminal_json`.
+approval UIs print such text through :func:`printable` and :func:`terminal_json`, which also mask the
+value of every known secret (:func:`handrail.core.secret.mask_secrets`), such as a key a server echoed.
 """
 
 from __future__ import annotations
 
 import re
+
+from handrail.core.secret import mask_secrets
 
 __all__ = ["printable", "terminal_json"]
 
@@ -38,9 +41,10 @@ def printable(value: object, *, keep_newlines: bool = False) -> str:
             as ``\n`` and ``\t`` so the value stays on one line.
 
     Returns:
-        The text, holding no character a terminal acts on (but newlines and tabs with ``keep_newlines``).
+        The text, holding no character a terminal acts on (but newlines and tabs with ``keep_newlines``),
+        and no known secret value.
     """
-    return (_UNSAFE_BUT_LINES if keep_newlines else _UNSAFE).sub(_escape, str(value))
+    return (_UNSAFE_BUT_LINES if keep_newlines else _UNSAFE).sub(_escape, mask_secrets(str(value)))
 
 
 def terminal_json(text: str) -> str:
@@ -53,6 +57,6 @@ def terminal_json(text: str) -> str:
         text: A JSON document.
 
     Returns:
-        The same JSON data, safe to print.
+        The same JSON data, safe to print, with known secret values masked.
     """
-    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", mask_secrets(text))

@@ -50,6 +50,7 @@ from typing import Any
 
 from handrail.core._typed_json_decode import PATH_KINDS, PLAIN_TYPES, TYPE_KEY, decode_value, type_name
 from handrail.core.json_data import MAX_DEPTH, check_json, clip_path
+from handrail.core.secret import TokenSecret, holds_secret_value
 from handrail.errors import SerializationError
 
 __all__ = ["MAX_DEPTH", "TYPE_KEY", "check_json", "decode_value", "encode_value"]
@@ -114,6 +115,8 @@ class _Encoder:
     def encode(self, value: Any) -> Any:
         cls = type(value)
         if cls in PLAIN_TYPES:
+            if cls is str and holds_secret_value(value):  # e.g. a to_dict() that copied a Secret's value out
+                raise self.fail(value, "it holds the value of a secret, which is never written.")
             return value
         if cls is float:
             return value if math.isfinite(value) else {TYPE_KEY: "float", "value": str(value)}
@@ -124,6 +127,12 @@ class _Encoder:
 
     def encode_instance(self, value: Any) -> Any:
         cls = type(value)
+        if isinstance(value, TokenSecret):
+            raise self.fail(
+                value,
+                "a token secret is never written. Supply it again at resume, or use "
+                "Secret.from_env_var('NAME') so only the variable name is written.",
+            )
         if isinstance(value, enum.Enum):
             return {
                 TYPE_KEY: "enum",
@@ -223,6 +232,7 @@ def encode_value(value: Any, where: str = "value") -> Any:
     Raises:
         SerializationError: When ``value`` holds something that cannot be written (a lock, a client, an object
             without to_dict/from_dict, a local class), a reference cycle, or containers nested more than
-            :data:`MAX_DEPTH` deep. The message names the place, e.g. ``state['cfg'].items[2]``, and the type.
+            :data:`MAX_DEPTH` deep; a token Secret, or a string holding a known secret's value, wherever it is.
+            The message names the place, e.g. ``state['cfg'].items[2]``, and the type.
     """
     return _Encoder(where).encode(value)

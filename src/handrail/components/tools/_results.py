@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from handrail.core.secret import Secret, mask_secrets
 from handrail.dataclasses.state import State
 from handrail.errors import StringConversionError, ToolOutputMergeError
 from handrail.tools.tool import Tool
@@ -15,11 +16,18 @@ __all__ = ["describe_exception", "merge_outputs", "result_to_text", "tool_result
 
 
 def _json_default(value: Any) -> Any:
+    """One object ``json.dumps`` cannot write itself, one level deep: json meets what it holds in turn.
+
+    A dataclass gives its fields (never ``dataclasses.asdict``, which would copy a Secret's value out of it);
+    a Secret, met wherever it is nested, gives its ``repr`` (``Secret.from_token('***')``).
+    """
+    if isinstance(value, Secret):
+        return repr(value)
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, set | frozenset | tuple):
         return list(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
@@ -34,9 +42,15 @@ def result_to_text(value: Any, json_strings: bool = False) -> str:
 
     Returns:
         A ``str`` result unchanged (unless ``json_strings``); anything else as JSON with non-ASCII
-        kept (objects with ``to_dict`` first, then dataclasses via ``asdict``); ``str(value)`` when
-        it cannot be JSON-encoded.
+        kept (objects with ``to_dict`` first, then dataclasses field by field); ``str(value)`` when
+        it cannot be JSON-encoded. A :class:`~handrail.core.secret.Secret` anywhere inside becomes its
+        ``repr`` (``"Secret.from_token('***')"``), and the value of a known secret anywhere in the text
+        (a ``to_dict`` or ``__str__`` that copied it out) becomes ``***`` (:func:`~handrail.core.secret.mask_secrets`).
     """
+    return mask_secrets(_unmasked_text(value, json_strings))
+
+
+def _unmasked_text(value: Any, json_strings: bool) -> str:
     if isinstance(value, str) and not json_strings:
         return str.__str__(value)
     try:
@@ -89,7 +103,7 @@ def tool_result_text(tool: Tool, value: Any, json_strings: bool) -> str:
                 raise StringConversionError(
                     f"Tool '{tool.name}' has raw_result=True but produced {type(value).__name__}, not str."
                 )
-            return value
+            return mask_secrets(value)
         return result_to_text(value, json_strings)
     if not isinstance(value, Mapping):
         raise StringConversionError(
@@ -133,7 +147,7 @@ def merge_outputs(tool: Tool, value: Any, state: State) -> None:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """Describe an exception with its type, message and root cause.
+    """Describe an exception with its type, message and root cause, known secret values masked.
 
     Returns:
         ``"Type: message"``, followed by ``" (root cause: Type: message)"`` when the chain of
@@ -150,4 +164,4 @@ def describe_exception(exc: BaseException) -> str:
         root = nxt
     if root is not exc:
         text += f" (root cause: {type(root).__name__}: {_safe_str(root)})"
-    return text
+    return mask_secrets(text)

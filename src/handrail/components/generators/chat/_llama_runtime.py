@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from handrail.core.secret import register_secret_value
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.errors import GenerationError
 
@@ -85,7 +86,9 @@ def start_server(runtime: Any, path: Path, *, n_ctx: int, n_threads: int) -> Any
     params.verbosity = -1  # silence llama.cpp's log
     params.hostnames = ["127.0.0.1"]
     params.port = 0
-    params.api_keys = [secrets.token_urlsafe(32)]  # the listener refuses every other local client
+    key = secrets.token_urlsafe(32)
+    register_secret_value(key)  # masked wherever an error or a log could show it
+    params.api_keys = [key]  # the listener refuses every other local client
     params.endpoint_metrics = True
     try:
         server = runtime.Server(params)

@@ -21,7 +21,9 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NoReturn
 
+from handrail.core.secret import holds_secret, mask_secrets
 from handrail.errors import GenerationError
 
 __all__ = ["Exchange", "MalformedReply", "decoding", "server_errors"]
@@ -56,8 +58,11 @@ def decoding(what: str) -> Iterator[None]:
 
 
 def _one_line(text: object, limit: int = 300) -> str:
-    """``text`` on one line, cut to ``limit`` characters (an HTML error page stays readable)."""
-    line = " ".join(str(text).split())
+    """``text`` on one line, known secret values masked, cut to ``limit`` characters (an HTML page stays readable).
+
+    Masking comes before the cut, so a key the server echoed cannot be left half-shown by it.
+    """
+    line = mask_secrets(" ".join(str(text).split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -82,6 +87,22 @@ def _connection_error(base_url: str, cause: BaseException | str, exchange: Excha
     return GenerationError(f"Cannot reach the OpenAI-compatible server at {base_url}: {_one_line(cause)}", url=base_url)
 
 
+def _raise(error: GenerationError, cause: BaseException) -> NoReturn:
+    """Raise ``error`` from ``cause``, or from None when the SDK's error holds a known secret.
+
+    A key the server echoed is in the SDK error's text, which a traceback would print. ``error``'s own message is
+    masked when it is built (see :class:`~handrail.errors.HandrailError`).
+    """
+    link: BaseException | None = cause
+    seen: set[int] = set()
+    while link is not None and id(link) not in seen:
+        if holds_secret(str(link)) or holds_secret(repr(getattr(link, "body", None))):
+            raise error from None
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    raise error from cause
+
+
 @contextmanager
 def server_errors(base_url: str) -> Iterator[Exchange]:
     """Turn the SDK's errors and malformed replies into one-line GenerationErrors naming the server.
@@ -104,21 +125,22 @@ def server_errors(base_url: str) -> Iterator[Exchange]:
             message = f"{_SERVER} {base_url} stopped sending its streamed reply (read timed out)."
         else:
             message = f"{_SERVER} {base_url} did not answer in time (request timed out)."
-        raise GenerationError(message, url=base_url) from exc
+        _raise(GenerationError(message, url=base_url), exc)
     except APIConnectionError as exc:
-        raise _connection_error(base_url, exc.__cause__ or exc.message, exchange) from exc
+        _raise(_connection_error(base_url, exc.__cause__ or exc.message, exchange), exc)
     except APIStatusError as exc:
         body = exc.body if isinstance(exc.body, dict) else {}
         detail = _one_line(body.get("message") or exc.message)
-        raise GenerationError(
+        error = GenerationError(
             f"{_SERVER} {base_url} answered HTTP {exc.status_code}: {detail}",
             url=base_url,
             status_code=exc.status_code,
-        ) from exc
+        )
+        _raise(error, exc)
     except APIError as exc:  # e.g. an error event inside a stream
         message = f"{_SERVER} {base_url} reported an error: {_one_line(exc.message)}"
-        raise GenerationError(message, url=base_url) from exc
+        _raise(GenerationError(message, url=base_url), exc)
     except MalformedReply as exc:
-        raise GenerationError(f"{_SERVER} {base_url} sent an unusable reply: {_one_line(exc)}", url=base_url) from exc
+        _raise(GenerationError(f"{_SERVER} {base_url} sent an unusable reply: {_one_line(exc)}", url=base_url), exc)
     except _loaded_errors("TransportError") as exc:  # SDKs that let a connection lost mid-stream through unwrapped
-        raise _connection_error(base_url, exc, exchange) from exc
+        _raise(_connection_error(base_url, exc, exchange), exc)

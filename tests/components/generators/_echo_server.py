@@ -1,0 +1,67 @@
+"""A loopback OpenAI-compatible server that answers 401 and echoes the API key it received in the error body.
+
+It echoes the key whole, cut short by a long message, or starred the way OpenAI shows it (``sk-proj-****wxyz``).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["ECHOES", "EchoServer", "base_url", "echo_server", "new_key"]
+
+ECHOES = {
+    "whole": lambda key: f"Incorrect API key provided: {key}. You can find your API key at https://example.test.",
+    "cut short": lambda key: "x" * 250 + f" Incorrect API key provided: {key}",  # _one_line cuts at 300: mid-key
+    "starred": lambda key: f"Incorrect API key provided: {key[:8]}{'*' * 36}{key[-4:]}. You can find it online.",
+}
+
+
+class EchoServer(ThreadingHTTPServer):
+    echo = "whole"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: EchoServer
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        key = self.headers.get("authorization", "").removeprefix("Bearer ")
+        body = {"error": {"message": ECHOES[self.server.echo](key), "type": "invalid_request_error",
+                          "code": "invalid_api_key"}}  # fmt: skip
+        data = json.dumps(body).encode()
+        self.send_response(401)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def echo_server(echo: str = "whole") -> Iterator[EchoServer]:
+    """Serve on a free loopback port until the block ends; ``echo`` is one of :data:`ECHOES`."""
+    server = EchoServer(("127.0.0.1", 0), _Handler)
+    server.echo = echo
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def new_key() -> str:
+    return "sk-proj-" + secrets.token_urlsafe(48)
+
+
+def base_url(server: EchoServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
