@@ -192,6 +192,8 @@ def test_approve_with_an_edit(snapdir: Path) -> None:
     ("edit", "fragment"),
     [
         ("{amount: 6}", "--edit is not valid JSON"),
+        ('{"amount": NaN}', "--edit is not valid JSON (NaN is not a JSON number: JSON numbers are finite)"),
+        ('{"amount": 1, "note": "\\ud800"}', "--edit is not valid JSON (at ['note']: the text holds a lone surrogate"),
         ("[6]", "--edit must be a JSON object"),
         ('"six"', "--edit must be a JSON object"),
         ('{"amount": "six"}', "refused by schema validation: 'six' is not of type 'integer'"),

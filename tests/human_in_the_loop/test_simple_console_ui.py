@@ -108,6 +108,15 @@ def test_bad_json_is_asked_again() -> None:
     assert sum("Invalid JSON for 'days'" in line for line in sink.lines) == 2
 
 
+def test_an_edit_a_snapshot_cannot_hold_is_asked_again() -> None:
+    result, source, sink = ask(["m", "", "NaN", "-Infinity", '"\\ud800"', "8", ""])
+    assert result.new_tool_params == {**PARAMS, "days": 8}
+    assert source.prompts.count("  days [3]: ") == 4
+    assert sum("Invalid JSON for 'days' (NaN is not a JSON number" in line for line in sink.lines) == 1
+    assert sum("(-Infinity is not a JSON number" in line for line in sink.lines) == 1
+    assert sum("lone surrogate" in line for line in sink.lines) == 1
+
+
 def test_modify_without_parameters_gives_empty_params() -> None:
     result, _, sink = ask(["m"], params={})
     assert result == ConfirmationUIResult("modify", new_tool_params={})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -135,10 +134,12 @@ def _decided(snapshot: Any) -> list[Any]:
 def _parse_edit(out: Any, text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
+    from handrail.core.json_data import JSONDataError, parse_json
+
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        fail_usage(out, f"--edit is not valid JSON ({exc.msg} at character {exc.pos}); pass the new arguments "
+        value = parse_json(text)  # the JSON a snapshot can hold: no NaN, Infinity or lone surrogate
+    except JSONDataError as exc:
+        fail_usage(out, f"--edit is not valid JSON ({exc}); pass the new arguments "
                         f"as a JSON object, e.g. --edit '{{\"amount\": 5}}'.")  # fmt: skip
     if not isinstance(value, dict):
         fail_usage(out, f"--edit must be a JSON object of the call's new arguments, got {type(value).__name__} "

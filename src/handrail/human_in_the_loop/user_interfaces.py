@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import builtins
 import functools
-import json
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from handrail.core.json_data import JSONDataError, parse_json
 from handrail.core.serialization import default_from_dict, default_to_dict
 from handrail.dataclasses.decisions import ConfirmationUIResult
 from handrail.human_in_the_loop._display import printable, show_value
@@ -146,10 +146,9 @@ class _ConsoleUI:
             if isinstance(current, str):
                 return typed
             try:
-                return json.loads(typed)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                error = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-                self._say(_INVALID_JSON.format(key=printable(key), error=error))
+                return parse_json(typed)  # the JSON a snapshot can hold: NaN, Infinity, lone surrogates asked again
+            except JSONDataError as exc:
+                self._say(_INVALID_JSON.format(key=printable(key), error=exc))
 
     # Rendering and reading, provided by each console UI.
 
