@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 __all__ = ["MAX_DEPTH", "JSONDataError", "check_json", "clip_path", "json_problem", "parse_json", "problem_text",
-           "shown_text"]  # fmt: skip
+           "shown_text", "text_problem", "writable_text"]  # fmt: skip
 
 MAX_DEPTH = 64
 """The deepest nesting of containers that is JSON data (the outermost container is level 1); the snapshot
@@ -53,7 +53,8 @@ def _a(name: str) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
-def _text_problem(text: str) -> str | None:
+def text_problem(text: str) -> str | None:
+    """Why a snapshot cannot hold ``text`` (it holds a surrogate code point), or None when it can."""
     if text.isascii():
         return None
     found = _SURROGATE.search(text)
@@ -62,10 +63,20 @@ def _text_problem(text: str) -> str | None:
     return f"the text holds a lone surrogate {found.group()!r}, which is not valid Unicode (UTF-8 cannot write it)"
 
 
+def writable_text(text: str) -> str:
+    r"""``text`` with each surrogate code point replaced by its ``\uXXXX`` escape: text a snapshot can hold.
+
+    Example:
+        >>> writable_text("ok \ud800")
+        'ok \\ud800'
+    """
+    return text if text_problem(text) is None else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _problem(value: Any, depth: int, max_depth: int) -> tuple[str, str] | None:
     """``(path suffix, reason)`` for the first part of ``value`` (inside ``depth`` containers) that is not JSON."""
     if isinstance(value, str):
-        problem = _text_problem(value)
+        problem = text_problem(value)
         return None if problem is None else ("", problem)
     if isinstance(value, float):
         return None if math.isfinite(value) else ("", f"{value!r} is not allowed in JSON")
@@ -87,7 +98,7 @@ def _children_problem(value: Any, depth: int, max_depth: int) -> tuple[str, str]
         return None
     for key, item in value.items():
         if type(key) is str:
-            problem = _text_problem(key)
+            problem = text_problem(key)
             if problem is not None:
                 return f".keys()[{key!r}]", problem
         elif not isinstance(key, str | int | float | bool) and key is not None:
@@ -207,8 +218,7 @@ def shown_text(value: Any, max_depth: int = MAX_DEPTH) -> str:
         >>> shown_text({"v": float("nan"), "s": "\ud800"})
         '{"v": NaN, "s": "\\ud800"}'
     """
-    text = _shown(value, 0, max_depth + 1)
-    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return writable_text(_shown(value, 0, max_depth + 1))
 
 
 def _shown(value: Any, depth: int, limit: int) -> str:

@@ -49,7 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from handrail.core._typed_json_decode import PATH_KINDS, PLAIN_TYPES, TYPE_KEY, decode_value, type_name
-from handrail.core.json_data import MAX_DEPTH, check_json, clip_path
+from handrail.core.json_data import MAX_DEPTH, check_json, clip_path, text_problem
 from handrail.core.secret import TokenSecret, holds_secret_value
 from handrail.errors import SerializationError
 
@@ -117,6 +117,8 @@ class _Encoder:
         if cls in PLAIN_TYPES:
             if cls is str and holds_secret_value(value):  # e.g. a to_dict() that copied a Secret's value out
                 raise self.fail(value, "it holds the value of a secret, which is never written.")
+            if cls is str and text_problem(value) is not None:  # UTF-8 cannot write it: refused here, by name
+                raise self.fail(value, f"{text_problem(value)}.")
             return value
         if cls is float:
             return value if math.isfinite(value) else {TYPE_KEY: "float", "value": str(value)}

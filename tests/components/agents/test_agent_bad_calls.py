@@ -230,3 +230,39 @@ def test_refused_arguments_raise_a_handrail_error_in_raise_mode() -> None:
     with pytest.raises(ToolInvocationError, match="NaN is not a JSON number") as info:
         invoker.run([message])
     assert isinstance(info.value, HandrailError) and RAN == []
+
+
+def surrogate(v: Any = None) -> str:
+    """Return text UTF-8 cannot write.
+
+    Args:
+        v: Anything.
+    """
+    RAN.append("surrogate")
+    return "x\ud800y"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@PAUSE
+def test_a_result_with_a_lone_surrogate_is_written_with_an_escape(mode: str, pause: bool, tmp_path: Path) -> None:
+    first = ChatMessage.from_assistant(
+        tool_calls=[ToolCall("surrogate", {}, id="s1"), ToolCall("echo", {"v": 2}, id="e1")]
+    )
+    tools = [create_tool_from_function(surrogate), create_tool_from_function(echo)]
+    strategies = {"echo": BreakpointConfirmationStrategy(str(tmp_path))} if pause else None
+    agent = Agent(chat_generator=ScriptedChatGenerator([first, ChatMessage.from_assistant("done")]), tools=tools,
+                  confirmation_strategies=strategies)  # fmt: skip
+    if pause:
+        with pytest.raises(HITLBreakpointException) as info:
+            _run(agent, mode, [user("go")])
+        snap = load_snapshot(info.value.snapshot_file_path)  # the ran call's result is in the ledger, escaped
+        assert snap.ledger["s1"].result is not None and snap.ledger["s1"].result["text"] == "x\\ud800y"
+        agent = Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("done")]), tools=tools,
+                      confirmation_strategies=strategies)  # fmt: skip
+        decision = ToolExecutionDecision("echo", True, "e1")
+        result = _run(agent, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=[decision]))
+    else:
+        result = _run(agent, mode, [user("go")])
+    assert result_for(result["messages"], "s1").result == "x\\ud800y"
+    assert RAN == ["surrogate", 2]  # run once, not again at the resume
+    assert result["last_message"].text == "done"

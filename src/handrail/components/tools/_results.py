@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from handrail.core.json_data import writable_text
 from handrail.core.secret import Secret, mask_secrets
 from handrail.dataclasses.state import State
 from handrail.errors import StringConversionError, ToolOutputMergeError
@@ -83,11 +84,18 @@ def _apply_handler(tool: Tool, handler: Any, value: Any) -> Any:
 
 
 def tool_result_text(tool: Tool, value: Any, json_strings: bool) -> str:
-    """Apply the tool's ``outputs_to_string`` config (if any) and return the result text.
+    r"""Apply the tool's ``outputs_to_string`` config (if any) and return the result text.
+
+    A surrogate code point in the text (UTF-8 cannot write one) becomes its ``\uXXXX`` escape, so the tool
+    message and the ledger can always be written (:func:`handrail.core.json_data.writable_text`).
 
     Raises:
         StringConversionError: When a handler raises, or ``raw_result`` is set and the value is not a str.
     """
+    return writable_text(_result_text(tool, value, json_strings))
+
+
+def _result_text(tool: Tool, value: Any, json_strings: bool) -> str:
     config = tool.outputs_to_string
     if not config:
         return result_to_text(value, json_strings)

@@ -15,7 +15,7 @@ from typing import Any
 
 from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
 from handrail.components.tools._results import describe_exception, merge_outputs, tool_result_text
-from handrail.core.json_data import JSONDataError, json_problem, parse_json, problem_text, shown_text
+from handrail.core.json_data import JSONDataError, json_problem, parse_json, problem_text, shown_text, writable_text
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk
@@ -70,7 +70,7 @@ def writable_arguments(arguments: Any) -> Any:
     which :func:`parse_arguments` refuses with the reason.
     """
     if isinstance(arguments, str):
-        return arguments if json_problem(arguments) is None else arguments.encode("utf-8", "backslashreplace").decode()
+        return writable_text(arguments)
     return arguments if json_problem(arguments) is None else shown_text(arguments)
 
 
