@@ -352,3 +352,33 @@ def test_tool_message_with_arbitrary_result_round_trips(
     assert back.tool_call_result.result == result
     assert back.tool_call_result.origin.arguments == arguments
     assert back.tool_call_result.error is error
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (5, "ChatMessage data must be a mapping, got int"),
+        ({"role": ["user"], "content": "hi"}, "'role' must be a str, got list"),
+        ({"role": "user", "content": {"text": "hi"}}, "'content' must be a str or a list of parts, got dict"),
+        ({"role": "user", "content": 7}, "'content' must be a str or a list of parts, got int"),
+        ({"role": "user", "content": "hi", "meta": ["a"]}, "'meta' must be a dict or null, got list"),
+        ({"role": "user", "content": "hi", "name": 3}, "'name' must be a str or null, got int"),
+        ({"role": "user", "content": ["hi"]}, r"content\[0\] must be a mapping, got str"),
+        ({"role": "user", "content": [{"text": ["a"]}]}, r"content\[0\]: 'text' must be a str, got list"),
+        ({"role": "assistant", "content": [{"tool_call": {"tool_name": "t", "arguments": [1]}}]},
+         "'arguments' must be a mapping .*got list"),
+        ({"role": "assistant", "content": [{"tool_call": {"tool_name": "t", "arguments": {}, "extra": 1}}]},
+         "'extra' must be a mapping or null, got int"),
+        ({"role": "tool", "content": [{"tool_call_result": {"result": 1, "origin": {}, "error": False}}]},
+         "'result' must be a str, got int"),
+        ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": {}, "error": "no"}}]},
+         "'error' must be true or false, got str"),
+        ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": 5, "error": False}}]},
+         "ToolCall data must be a mapping, got int"),
+    ],
+)  # fmt: skip
+def test_from_dict_refuses_fields_of_the_wrong_type_naming_them(data: Any, fragment: str) -> None:
+    from handrail.errors import SerializationError
+
+    with pytest.raises(SerializationError, match=fragment):
+        ChatMessage.from_dict(data)

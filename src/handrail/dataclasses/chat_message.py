@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from handrail.dataclasses import _message_shapes as shapes
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
 __all__ = ["ChatMessage", "ChatRole", "TextContent", "ToolCall", "ToolCallResult", "call_id_from"]
@@ -114,7 +115,9 @@ class ToolCall:
         Raises:
             ConfigurationError: When ``tool_name`` or ``arguments`` is missing.
             ConfigurationTypeError: When ``id`` or ``tool_name`` has the wrong type.
+            SerializationError: When ``data`` is not a mapping, or ``arguments`` or ``extra`` has the wrong type.
         """
+        shapes.check_tool_call_data(data)
         try:
             return cls(
                 tool_name=data["tool_name"],
@@ -146,8 +149,9 @@ class ToolCallResult:
         """Rebuild a ToolCallResult; all three keys are required.
 
         Raises:
-            ConfigurationError: When a key is missing.
+            ConfigurationError: When a key is missing, or has the wrong type (SerializationError).
         """
+        shapes.check_result_data(data)
         missing = [k for k in ("result", "origin", "error") if k not in data]
         if missing:
             raise ConfigurationError(f"ToolCallResult data is missing the keys {missing}: {data!r}")
@@ -165,7 +169,8 @@ def _part_to_dict(part: ContentPart) -> dict[str, Any]:
     return {"tool_call_result": part.to_dict()}
 
 
-def _part_from_dict(data: dict[str, Any]) -> ContentPart:
+def _part_from_dict(data: dict[str, Any], index: int) -> ContentPart:
+    shapes.check_part_data(data, index)
     if "text" in data:
         return TextContent(text=data["text"])
     if "tool_call" in data:
@@ -313,13 +318,15 @@ class ChatMessage:
         """Rebuild a message from :meth:`to_dict` output (``data`` is not modified).
 
         Raises:
-            ConfigurationError: When ``role`` or ``content`` is missing, or a part is unknown.
+            ConfigurationError: When ``role`` or ``content`` is missing, or a part is unknown; a SerializationError
+                when a field has the wrong type (naming it).
         """
-        if "role" not in data or "content" not in data:
-            raise ConfigurationError(f"ChatMessage data needs 'role' and 'content' keys: {data!r}")
+        shapes.check_message_data(data)
         content = data["content"]
         parts: list[ContentPart] = (
-            [TextContent(content)] if isinstance(content, str) else [_part_from_dict(p) for p in content]
+            [TextContent(content)]
+            if isinstance(content, str)
+            else [_part_from_dict(p, i) for i, p in enumerate(content)]
         )
         return cls(ChatRole.from_str(data["role"]), parts, data.get("name"), dict(data.get("meta") or {}))
 
