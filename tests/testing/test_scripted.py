@@ -261,3 +261,25 @@ def test_from_dict_names_a_reply_item_it_does_not_know(item: Any) -> None:
     data = {"type": "handrail.testing.ScriptedChatGenerator", "init_parameters": {"replies": [item]}}
     with pytest.raises(SerializationError, match=r"replies\[0\] must hold 'message', 'exception' or 'chunks'"):
         ScriptedChatGenerator.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("replies", "fragment"),
+    [
+        ({"a": 1}, r"'replies' must be a list, got dict"),
+        ([{"message": 5}], r"replies\[0\]\.message: ChatMessage data must be a mapping"),
+        ([{"exception": "handrail.errors.RunError", "text": 5}], r"replies\[0\]\['text'\] must be a str"),
+        ([{"exception": "handrail.errors.ToolNotFoundException", "text": "x"}], r"replies\[0\]: ToolNotFound.*alone"),
+        ([{"chunks": [{"content": ["x"]}]}], r"replies\[0\]\.chunks\[0\]\.content holds list"),
+        ([{"chunks": [{"content": "x", "start": 1}]}], r"replies\[0\]\.chunks\[0\]\.start holds int"),
+        ([{"chunks": [{"finish_reason": "done"}]}], r"replies\[0\]\.chunks\[0\]\.finish_reason is 'done'"),
+        ([{"chunks": [{"index": 0, "tool_calls": [{"tool_name": "t"}]}]}], r"chunks\[0\]\.tool_calls\[0\] needs"),
+        ([{"chunks": [{"colour": "red"}]}], r"replies\[0\]\.chunks\[0\] has unknown keys \['colour'\]"),
+    ],
+)
+def test_from_dict_names_a_reply_of_the_wrong_type(replies: Any, fragment: str) -> None:
+    from handrail.errors import SerializationError
+
+    data = {"type": "handrail.testing.ScriptedChatGenerator", "init_parameters": {"replies": replies}}
+    with pytest.raises(SerializationError, match=fragment):
+        ScriptedChatGenerator.from_dict(data)

@@ -5,13 +5,19 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from handrail.core.component import component
 from handrail.core.serialization import import_object, init_parameters, qualified_name
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.dataclasses.streaming import ChunkAssembler, StreamingCallback, StreamingChunk, is_async_callback
-from handrail.errors import ConfigurationTypeError, ScriptExhaustedError, SerializationError
+from handrail.dataclasses.streaming import (
+    ChunkAssembler,
+    FinishReason,
+    StreamingCallback,
+    StreamingChunk,
+    is_async_callback,
+)
+from handrail.errors import ConfigurationError, ConfigurationTypeError, ScriptExhaustedError, SerializationError
 
 __all__ = ["ScriptedChatGenerator", "ScriptItem"]
 
@@ -172,33 +178,49 @@ class ScriptedChatGenerator:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScriptedChatGenerator:
-        """Rebuild from :meth:`to_dict` output (``data`` is not modified)."""
-        replies: list[ScriptItem] = []
+        """Rebuild from :meth:`to_dict` output (``data`` is not modified).
+
+        Raises:
+            SerializationError: A reply of the wrong shape or type, naming it (``replies[2].chunks[0].content``).
+        """
         params = init_parameters(data, cls)
         tools = params.get("tools")
         if tools is not None:
             from handrail.tools.utils import deserialize_tools
 
             tools = deserialize_tools(tools)
-        for item in params["replies"]:
-            if "message" in item:
-                replies.append(ChatMessage.from_dict(item["message"]))
-            elif "exception" in item:
-                kind = import_object(item["exception"])
-                if not (isinstance(kind, type) and issubclass(kind, BaseException)):  # check before calling it
-                    raise SerializationError(
-                        f"ScriptedChatGenerator: replies[{len(replies)}]['exception'] is {item['exception']!r}, "
-                        f"which is not an exception class."
-                    )
-                replies.append(kind(item["text"]))
-            elif isinstance(item, dict) and isinstance(item.get("chunks"), list):
-                replies.append([_chunk_from_dict(c) for c in item["chunks"]])
-            else:
-                raise SerializationError(
-                    f"ScriptedChatGenerator: replies[{len(replies)}] must hold 'message', 'exception' or 'chunks', "
-                    f"got {item!r:.200}."
-                )
+        items = params["replies"]
+        if not isinstance(items, list):
+            raise SerializationError(
+                f"ScriptedChatGenerator: 'replies' must be a list, got {type(items).__name__} {items!r:.80}."
+            )
+        replies: list[ScriptItem] = [_reply_from_dict(item, i) for i, item in enumerate(items)]
         return cls(replies, tools=tools)
+
+
+def _reply_from_dict(item: Any, i: int) -> ScriptItem:
+    where = f"ScriptedChatGenerator: replies[{i}]"
+    if isinstance(item, dict) and "message" in item:
+        try:
+            return ChatMessage.from_dict(item["message"])
+        except ConfigurationError as exc:  # the message's own check: say which reply it is
+            raise SerializationError(f"{where}.message: {exc}") from exc
+    if isinstance(item, dict) and "exception" in item:
+        kind = import_object(item["exception"])
+        if not (isinstance(kind, type) and issubclass(kind, BaseException)):  # check before calling it
+            raise SerializationError(f"{where}['exception'] is {item['exception']!r}, which is not an exception class.")
+        if not isinstance(item.get("text"), str):
+            raise SerializationError(f"{where}['text'] must be a str, got {type(item.get('text')).__name__}.")
+        try:
+            exception: BaseException = kind(item["text"])
+        except Exception as exc:
+            raise SerializationError(
+                f"{where}: {kind.__name__} cannot be made from a message alone: {type(exc).__name__}: {exc}"
+            ) from exc
+        return exception
+    if isinstance(item, dict) and isinstance(item.get("chunks"), list):
+        return [_chunk_from_dict(c, f"{where}.chunks[{j}]") for j, c in enumerate(item["chunks"])]
+    raise SerializationError(f"{where} must hold 'message', 'exception' or 'chunks', got {item!r:.200}.")
 
 
 def _chunk_to_dict(chunk: StreamingChunk) -> dict[str, Any]:
@@ -216,9 +238,40 @@ def _chunk_to_dict(chunk: StreamingChunk) -> dict[str, Any]:
     }
 
 
-def _chunk_from_dict(data: dict[str, Any]) -> StreamingChunk:
+_CHUNK_FIELDS: dict[str, tuple[type, ...]] = {"content": (str,), "meta": (dict, type(None)),
+                                          "index": (int, type(None)), "tool_calls": (list, type(None)),
+                                          "start": (bool,), "finish_reason": (str, type(None))}  # fmt: skip
+_DELTA_FIELDS: dict[str, tuple[type, ...]] = {"index": (int,), "tool_name": (str, type(None)),
+                                          "arguments": (str, type(None)), "id": (str, type(None))}  # fmt: skip
+
+
+def _check_fields(data: Any, fields: dict[str, tuple[type, ...]], where: str, required: tuple[str, ...] = ()) -> None:
+    if not isinstance(data, dict):
+        raise SerializationError(f"{where} must be a mapping, got {type(data).__name__} {data!r:.80}.")
+    unknown = sorted(str(k) for k in data if k not in fields)
+    if unknown:
+        raise SerializationError(f"{where} has unknown keys {unknown}; known: {sorted(fields)}.")
+    for key, kinds in fields.items():
+        if key not in data:
+            if key in required:
+                raise SerializationError(f"{where} needs the key {key!r}.")
+            continue
+        value = data[key]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise SerializationError(f"{where}.{key} holds {type(value).__name__} {value!r:.80}, of the wrong type.")
+    reason = data.get("finish_reason")
+    if reason is not None and reason not in get_args(FinishReason):
+        raise SerializationError(
+            f"{where}.finish_reason is {reason!r}; expected one of {list(get_args(FinishReason))}."
+        )
+
+
+def _chunk_from_dict(data: Any, where: str) -> StreamingChunk:
     from handrail.dataclasses.streaming import ToolCallDelta
 
+    _check_fields(data, _CHUNK_FIELDS, where)
+    for j, delta in enumerate(data.get("tool_calls") or ()):
+        _check_fields(delta, _DELTA_FIELDS, f"{where}.tool_calls[{j}]", required=("index",))
     deltas = [ToolCallDelta(**d) for d in data["tool_calls"]] if data.get("tool_calls") else None
     return StreamingChunk(
         content=data.get("content", ""),
