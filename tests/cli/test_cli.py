@@ -194,3 +194,32 @@ def test_an_error_after_streamed_text_starts_on_its_own_line(tmp_path: Path) -> 
     lines = result.output.splitlines()
     assert "It is" in lines
     assert any(line.startswith("error:") and "Lost the connection" in line for line in lines), result.output
+
+
+@pytest.mark.parametrize(
+    ("generator", "line", "fragment"),
+    [
+        ("generator:\n  init_parameters: {replies: []}\n", 2, "init_parameters.replies: LlamaCppChatGenerator"),
+        ("generator:\n  type: handrail.testing.ScriptedChatGenerator\n  init_parameters: {replies: [{message: 5}]}\n",
+         3, "ChatMessage data must be a mapping, got int"),
+        ("allowed_modules: [tests.specs.helpers]\ngenerator: {type: tests.specs.helpers.NeedsReplies}\n",
+         2, "generator: NeedsReplies cannot be built from this file: KeyError: 'replies'"),
+    ],
+)  # fmt: skip
+def test_an_agent_file_that_cannot_be_built_exits_2_with_one_line(
+    tmp_path: Path, generator: str, line: int, fragment: str
+) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(generator + "tools: [calculator]\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["run", str(path), "q"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {path}:{line}: ") and fragment in result.output, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_users_generator_failing_in_the_run_is_one_error_line_exit_1(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text("allowed_modules: [tests.specs.helpers]\ngenerator: {type: tests.specs.helpers.BrokenRun}\n")
+    result = CliRunner().invoke(main, ["run", str(path), "q"])
+    assert result.exit_code == 1, result.output
+    assert result.output == "error: The run failed: IndexError: list index out of range\n"

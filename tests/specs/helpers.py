@@ -6,3 +6,22 @@ from __future__ import annotations
 def shout(text: str) -> str:
     """Return the text in capitals."""
     return text.upper()
+
+
+class NeedsReplies:
+    """A user's chat generator whose constructor raises KeyError when a file gives it no ``replies``."""
+
+    def __init__(self, **kwargs: object) -> None:
+        self.replies = kwargs["replies"]
+
+    def run(self, messages: list[object], tools: object = None) -> dict[str, list[object]]:
+        """Never called by the tests."""
+        raise AssertionError("not run")
+
+
+class BrokenRun:
+    """A user's chat generator that is built fine but raises IndexError when it runs."""
+
+    def run(self, messages: list[object], tools: object = None, **kwargs: object) -> dict[str, list[object]]:
+        """Fail as user code can."""
+        return {"replies": [[][0]]}

@@ -213,7 +213,7 @@ def test_unknown_builtin_names_say_what_exists(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "line", "fragment"),
     [
-        ("tools:\n  - calculator\n  - serch\n", 3, "tools: 'serch' is not a built-in tool"),
+        ("tools:\n  - calculator\n  - serch\n", 3, "tools.1: 'serch' is not a built-in tool"),
         ("tools: [calculator]\nconfirmation:\n  calculator: always\n  serach: never\n", 4, "['serach'] are not tools"),
         ("tools: [calculator]\ngenerator:\n  type: json.JSONDecoder\n", 3, "generator.type: Refusing to import"),
         ("generator:\n  type: handrail.components.agents.Agent\n", 2, "is not a chat generator class"),
@@ -369,3 +369,67 @@ def test_an_error_in_a_key_that_overrides_a_merge_names_its_own_line(tmp_path: P
     with pytest.raises(SpecError) as info:
         load_agent_spec(path)
     assert f"{path}:4: tools.1.top_k:" in str(info.value)
+
+
+# ---- every failure of building a part is a SpecError at its field (issue 14, item 9) ----------------------
+
+
+def test_a_generator_without_a_type_is_llama_cpp_and_its_unknown_parameter_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools: [calculator]\ngenerator:\n  init_parameters:\n    replies: []\n")
+    with pytest.raises(SpecError) as info:
+        build_agent(load_agent_spec(path))
+    message = str(info.value)
+    assert message.startswith(
+        f"{path}:4: generator.init_parameters.replies: LlamaCppChatGenerator takes no "
+        f"parameter 'replies' (generator.type is not given, so it is llama_cpp"
+    ), message
+    assert info.value.location == ("generator", "init_parameters", "replies")
+
+
+@pytest.mark.parametrize(
+    ("replies", "fragment"),
+    [
+        ("[{message: 5}]", "replies[0].message: ChatMessage data must be a mapping, got int"),
+        ("[{message: {role: assistant, content: [{text: [1, 2]}]}}]", "content[0]: 'text' must be a str, got list"),
+        ("[{message: {role: [user], content: hi}}]", "ChatMessage 'role' must be a str, got list"),
+        ("[{message: {role: assistant, content: {}}}]", "'content' must be a str or a list of parts, got dict"),
+        ("{}", "'replies' must be a list, got dict"),
+        ("[{chunks: [{content: 5}]}]", "replies[0].chunks[0].content holds int 5"),
+    ],
+)
+def test_scripted_replies_of_the_wrong_type_name_the_reply(tmp_path: Path, replies: str, fragment: str) -> None:
+    text = f"generator:\n  type: handrail.testing.ScriptedChatGenerator\n  init_parameters:\n    replies: {replies}\n"
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        build_agent(load_agent_spec(path))
+    assert str(info.value).startswith(f"{path}:4: generator.init_parameters.replies: "), str(info.value)
+    assert fragment in str(info.value)
+
+
+def test_whatever_a_users_generator_raises_while_built_is_a_spec_error_chained(tmp_path: Path) -> None:
+    text = "allowed_modules: [tests.specs.helpers]\ngenerator:\n  type: tests.specs.helpers.NeedsReplies\n"
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        build_agent(load_agent_spec(path))
+    assert str(info.value) == f"{path}:2: generator: NeedsReplies cannot be built from this file: KeyError: 'replies'"
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "fragment"),
+    [
+        ("generator:\n  model: small\n  init_parameters:\n    n_ctx: 2\n", 4, "generator.init_parameters.n_ctx: "),
+        ("generator:\n  generation_kwargs: {max_tokens: 5, surprise: 1}\n", 2, "generator.generation_kwargs: "),
+        ("generator:\n  init_parameters: {model: small}\n", 2, "generator.init_parameters.model: give it as"),
+        ("tools:\n  - calculator\n  - search\n  - calculator\n", 4, "tools.2: a second tool named 'calculator'"),
+        ("tools:\n  - name: search\n    folder: missing\n", 3, "tools.0.folder: the tool 'search' cannot be built"),
+        ("exit_conditions: ['']\n", 1, "exit_conditions: the agent cannot be built"),
+    ],
+)
+def test_a_part_that_refuses_its_settings_names_the_setting(
+    tmp_path: Path, body: str, line: int, fragment: str
+) -> None:
+    path = write(tmp_path, body)
+    with pytest.raises(SpecError) as info:
+        build_agent(load_agent_spec(path), approve="all")
+    assert str(info.value).startswith(f"{path}:{line}: {fragment}"), str(info.value)

@@ -14,10 +14,12 @@ import click
 from handrail.cli._common import (
     EXIT_NO_ANSWER,
     EXIT_PAUSED,
+    EXIT_RUN_FAILED,
     Printer,
     agent_file_note,
     call_line,
     echo_json,
+    error,
     errors_as_exit_codes,
     fail_busy,
     fail_usage,
@@ -26,6 +28,7 @@ from handrail.cli._common import (
     resume_command,
 )
 from handrail.cli._stores import Where, opened, where_options
+from handrail.errors import HandrailError
 
 __all__ = ["resume", "run", "spec_tools"]
 
@@ -197,10 +200,14 @@ def _streamed(
         assert where is not None  # only a pausing strategy pauses a run started from the command line
         _paused(out, exc, where, printer, as_json)
         sys.exit(EXIT_PAUSED)
-    except BaseException:
+    except BaseException as exc:
         if printer is not None:
             printer.end_text()  # an error line must not continue half a line of streamed text
-        raise
+        if not isinstance(exc, Exception) or isinstance(exc, HandrailError | OSError | ImportError):
+            raise  # errors_as_exit_codes reports these
+        # Code the agent file names (a generator class under allowed_modules) raised: the run failed.
+        error(out, f"The run failed: {type(exc).__name__}: {exc}")
+        sys.exit(EXIT_RUN_FAILED)
 
 
 def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: bool) -> None:

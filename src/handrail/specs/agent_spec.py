@@ -31,8 +31,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from handrail.core._yaml import YamlRefusedError, describe_yaml_error, safe_load_yaml
-from handrail.core.serialization import import_object, restricted_imports
-from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
+from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.specs._errors import SpecError, building
+from handrail.specs._parts import build_generator, build_tool
 from handrail.specs._yaml_lines import line_of
 
 if TYPE_CHECKING:
@@ -43,20 +44,15 @@ if TYPE_CHECKING:
 __all__ = ["AgentSpec", "GeneratorSpec", "RejectingUI", "SpecError", "ToolEntry", "agent_spec_json_schema",
            "build_agent", "build_generator", "load_agent_spec", "needs_a_person"]  # fmt: skip
 
-BUILTIN_GENERATORS = ("llama_cpp", "openai")
-BUILTIN_TOOLS = ("calculator", "search")
-
-
-class SpecError(ConfigurationError):
-    """An agent file that cannot be read, validated or built; the message names file, line and field."""
-
 
 class GeneratorSpec(BaseModel):
     """Which chat model the agent uses."""
 
     model_config = ConfigDict(extra="forbid")
 
-    type: str = Field("llama_cpp", description="llama_cpp, openai, or a dotted path to a chat generator class.")
+    type: str = Field(
+        "llama_cpp", description="llama_cpp (the default), openai, or a dotted path to a chat generator class."
+    )
     model: str | None = Field(
         None, description="llama_cpp: default | small | path to a .gguf file. openai: the model name."
     )
@@ -164,86 +160,6 @@ def _allowed(spec: AgentSpec, extra: Iterable[str]) -> tuple[str, ...]:
     return (*spec.allowed_modules, *extra)
 
 
-def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = (), base_dir: str | Path = ".") -> Any:
-    """Build the chat generator a spec names.
-
-    Raises:
-        SpecError: An unknown type, or a dotted path outside the allowlist.
-    """
-    kwargs = dict(spec.init_parameters)
-    if spec.generation_kwargs is not None:
-        kwargs["generation_kwargs"] = spec.generation_kwargs
-    if spec.type == "llama_cpp":
-        from handrail.components.generators.chat import LlamaCppChatGenerator
-
-        model = spec.model or "default"
-        if model.endswith(".gguf") or "/" in model:
-            return LlamaCppChatGenerator(model_path=str(Path(base_dir) / Path(model).expanduser()), **kwargs)
-        return LlamaCppChatGenerator(model=model, **kwargs)
-    if spec.type == "openai":
-        from handrail.components.generators.chat import OpenAIChatGenerator
-
-        if spec.model is not None:
-            kwargs["model"] = spec.model
-        if spec.api_base_url is not None:
-            kwargs["api_base_url"] = spec.api_base_url
-        return OpenAIChatGenerator(**kwargs)
-    allowed = tuple(allowed_modules)
-    with restricted_imports(allowed):
-        try:
-            cls = import_object(spec.type, allowed_modules=allowed)
-        except SerializationError as exc:
-            raise SpecError(f"generator.type: {exc}") from exc
-        handrail_component = (
-            isinstance(cls, type)
-            and cls.__module__.startswith("handrail.components.")
-            and not (cls.__module__.startswith("handrail.components.generators."))
-        )
-        if not isinstance(cls, type) or not callable(getattr(cls, "run", None)) or handrail_component:
-            raise SpecError(f"generator.type: '{spec.type}' is not a chat generator class (a class with run()).")
-        from_dict = getattr(cls, "from_dict", None)
-        try:
-            if callable(from_dict):
-                return from_dict({"type": spec.type, "init_parameters": kwargs})
-            return cls(**kwargs)
-        except ConfigurationError as exc:
-            raise SpecError(f"generator: {exc}") from exc
-
-
-def _build_tool(entry: str | ToolEntry, base_dir: Path, allowed: tuple[str, ...]) -> Tool:
-    from handrail.tools.from_function import create_tool_from_function
-    from handrail.tools.tool import Tool
-
-    item = entry if isinstance(entry, ToolEntry) else ToolEntry(name=entry)
-    if item.name != "search" and (item.folder is not None or item.top_k is not None):
-        raise SpecError(f"tools: 'folder' and 'top_k' apply to the built-in search tool, not to '{item.name}'.")
-    if item.name in BUILTIN_TOOLS:
-        from handrail.tools import builtin
-
-        if item.name == "search" and (item.folder is not None or item.top_k is not None):
-            folder = None if item.folder is None else (base_dir / item.folder)
-            return builtin.make_search_tool(folder, top_k=item.top_k or 3)
-        tool: Tool = getattr(builtin, item.name)
-        return tool
-    if "." not in item.name:
-        raise SpecError(
-            f"tools: '{item.name}' is not a built-in tool ({', '.join(BUILTIN_TOOLS)}) nor a dotted path "
-            f"such as 'my_package.tools.my_tool'."
-        )
-    with restricted_imports(allowed):
-        try:
-            obj = import_object(item.name, allowed_modules=allowed)
-        except SerializationError as exc:
-            raise SpecError(f"tools: {exc}") from exc
-    if isinstance(obj, Tool):
-        return obj
-    if item.name == "handrail" or item.name.startswith("handrail."):
-        raise SpecError(f"tools: '{item.name}' is one of handrail's own functions, which cannot be made a tool.")
-    if callable(obj) and not isinstance(obj, type):
-        return create_tool_from_function(obj)
-    raise SpecError(f"tools: '{item.name}' is neither a Tool nor a function.")
-
-
 Approve = Literal["ask", "all", "none", "pause"]
 
 
@@ -280,8 +196,7 @@ def _strategies(
     unknown = sorted(k for k in spec.confirmation if k != "*" and k not in tool_names)
     if unknown:
         raise SpecError(
-            f"{spec.where('confirmation', unknown[0])}confirmation: {unknown} are not tools of this agent "
-            f"(tools: {tool_names})."
+            f"confirmation: {unknown} are not tools of this agent (tools: {tool_names}).", ("confirmation", unknown[0])
         )
     if approve == "all" or not spec.confirmation:
         return None
@@ -391,29 +306,37 @@ def build_agent(
     from handrail.components.agents.agent import Agent
 
     pause = _pause_settings(approve, snapshot_dir, snapshot_store, snapshot_metadata)
-    allowed = _allowed(spec, allowed_modules)
-    tools = []
-    for i, entry in enumerate(spec.tools):
-        try:
-            tools.append(_build_tool(entry, Path(base_dir), allowed))
-        except SpecError as exc:
-            raise SpecError(f"{spec.where('tools', i)}{exc}") from exc.__cause__
     try:
-        chat_generator = (
-            generator
-            if generator is not None
-            else build_generator(spec.generator, allowed_modules=allowed, base_dir=base_dir)
-        )
-    except SpecError as exc:
-        raise SpecError(f"{spec.where('generator', 'type')}{exc}") from exc.__cause__
-    try:
-        return Agent(
-            chat_generator=chat_generator,
-            tools=tools,  # type: ignore[arg-type]
-            system_prompt=spec.system_prompt,
-            exit_conditions=spec.exit_conditions,
-            max_agent_steps=spec.max_agent_steps,
-            confirmation_strategies=_strategies(spec, [t.name for t in tools], approve, confirmation_ui, pause),
-        )
-    except (ConfigurationError, ConfigurationTypeError) as exc:  # e.g. a snapshot_store that is not a store
+        tools, chat_generator = _parts(spec, Path(base_dir), _allowed(spec, allowed_modules), generator)
+        strategies = _strategies(spec, [t.name for t in tools], approve, confirmation_ui, pause)
+    except SpecError as exc:  # the field's file and line, when the spec came from a file
+        raise SpecError(f"{spec.where(*exc.location)}{exc}", exc.location) from exc.__cause__
+    except (ConfigurationError, ConfigurationTypeError) as exc:  # a caller's pause setting (a store that is not one)
         raise SpecError(str(exc)) from exc
+    try:
+        with building("the agent", ("generator",), [("tools",), ("exit_conditions",)]):
+            return Agent(
+                chat_generator=chat_generator,
+                tools=tools,  # type: ignore[arg-type]
+                system_prompt=spec.system_prompt,
+                exit_conditions=spec.exit_conditions,
+                max_agent_steps=spec.max_agent_steps,
+                confirmation_strategies=strategies,
+            )
+    except SpecError as exc:
+        raise SpecError(f"{spec.where(*exc.location)}{exc}", exc.location) from exc.__cause__
+
+
+def _parts(spec: AgentSpec, base_dir: Path, allowed: tuple[str, ...], generator: Any) -> tuple[list[Tool], Any]:
+    """Build the spec's tools and (unless one is given) its generator; refuse two tools of one name."""
+    tools: list[Tool] = []
+    for i, entry in enumerate(spec.tools):
+        item = entry if isinstance(entry, ToolEntry) else ToolEntry(name=entry)
+        tool = build_tool(item.name, item.folder, item.top_k, i, base_dir, allowed)
+        first = next((j for j, t in enumerate(tools) if t.name == tool.name), None)
+        if first is not None:
+            raise SpecError(f"tools.{i}: a second tool named {tool.name!r} (the first is tools.{first}).", ("tools", i))
+        tools.append(tool)
+    if generator is None:
+        generator = build_generator(spec.generator, allowed_modules=allowed, base_dir=base_dir)
+    return tools, generator
