@@ -12,7 +12,7 @@ import yaml
 
 from handrail.core.component import component
 from handrail.core.pipeline import Pipeline
-from handrail.errors import ComponentError, SerializationError
+from handrail.errors import ComponentError, HandrailError, SerializationError
 from tests.core.test_pipeline import Counter, Greeter, LoopStart, Threshold, Upper, loop_pipeline
 
 ALLOW = ("tests.core",)
@@ -213,3 +213,79 @@ def test_an_agent_pause_inside_a_pipeline_reaches_the_caller_unwrapped() -> None
     pipeline.add_component("agent", Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("x")])))
     with pytest.raises(BreakpointException):
         pipeline.run({"agent": {"messages": [ChatMessage.from_user("hi")], "break_point": Breakpoint()}})
+
+
+# ---- wrong types anywhere in a pipeline file (issue 14, item 10) ------------------------------------------
+
+INVOKER_WITH_A_TOOL = """
+components:
+  invoker:
+    type: handrail.components.tools.tool_invoker.ToolInvoker
+    init_parameters:
+      tools:
+      - type: handrail.tools.tool.Tool
+        init_parameters:
+          name: calculator
+          description: Arithmetic.
+          parameters: {type: object, properties: {expression: {type: string}}}
+          function: handrail.tools.builtin.calculator.calculate
+          outputs_to_state: OUTPUTS
+connections: []
+"""
+
+ROUTER = """
+components:
+  router:
+    type: handrail.components.routers.conditional_router.ConditionalRouter
+    init_parameters:
+      routes:
+      - {condition: '{{ true }}', output: '{{ value }}', output_name: out, output_type: int}
+      custom_filters: FILTERS
+connections: []
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (INVOKER_WITH_A_TOOL.replace("OUTPUTS", "oops"), "'invoker' of .*outputs_to_state must be a dict, got str"),
+        (INVOKER_WITH_A_TOOL.replace("OUTPUTS", "[1]"), "'invoker' of .*outputs_to_state must be a dict, got list"),
+        (INVOKER_WITH_A_TOOL.replace("          outputs_to_state: OUTPUTS\n", "          nom: x\n"),
+         "'invoker' of type .*unknown init parameters \\['nom'\\]"),
+        (ROUTER.replace("FILTERS", "oops"), "'router' of type .*custom_filters must map filter names to callables"),
+        (ROUTER.replace("FILTERS", "{}").replace("routes:\n", "optional_variables: 3\n      routes:\n"),
+         "'router' of type .*optional_variables must be a list of names, got 3"),
+        ("max_runs_per_component: 0\n", "'max_runs_per_component' must be an integer ≥ 1, got 0"),
+    ],
+)  # fmt: skip
+def test_a_value_of_the_wrong_type_is_refused_naming_the_component_and_field(text: str, fragment: str) -> None:
+    with pytest.raises(SerializationError, match=fragment) as caught:
+        Pipeline.loads(text)
+    assert caught.value.__cause__ is None or isinstance(caught.value.__cause__, HandrailError)
+
+
+@component
+class Brittle:
+    """Rebuilt by a from_dict that fails as user code can (an AttributeError on a value of the wrong type)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Brittle:
+        return cls(size=data["init_parameters"]["size"].bit_length())
+
+    @component.output_types(size=int)
+    def run(self) -> dict[str, Any]:
+        return {"size": self.size}
+
+
+def test_whatever_a_components_from_dict_raises_is_a_serialization_error_naming_it() -> None:
+    data = {"components": {"b": {"type": f"{__name__}.Brittle", "init_parameters": {"size": "big"}}}}
+    with pytest.raises(SerializationError) as caught:
+        Pipeline.from_dict(data, allowed_modules=ALLOW)
+    assert str(caught.value) == (
+        f"Cannot load pipeline component 'b' of type '{__name__}.Brittle': AttributeError: 'str' object has no "
+        f"attribute 'bit_length'"
+    )
+    assert isinstance(caught.value.__cause__, AttributeError)

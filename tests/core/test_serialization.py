@@ -127,6 +127,26 @@ def test_default_from_dict_refuses_missing_parameters_or_another_class() -> None
         default_from_dict(Configurable, {"type": "x.Other", "init_parameters": {"name": "a"}})
 
 
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"name": "a", "colour": "red"}, r"unknown init parameters \['colour'\]"),
+        ({}, r"missing init parameters \['name'\]"),
+    ],
+)
+def test_default_from_dict_names_a_parameter_the_constructor_does_not_take_or_needs(
+    params: dict[str, Any], fragment: str
+) -> None:
+    with pytest.raises(SerializationError, match=fragment):
+        default_from_dict(Configurable, {"type": f"{__name__}.Configurable", "init_parameters": params})
+
+
+@pytest.mark.parametrize("value", [["int"], 5, None, {"type": "int"}])
+def test_deserialize_type_refuses_what_is_not_a_string(value: Any) -> None:
+    with pytest.raises(SerializationError, match="must be written as a string"):
+        deserialize_type(value)
+
+
 def test_object_to_dict_uses_the_objects_to_dict() -> None:
     assert object_to_dict(Configurable("a", [1])) == {
         "type": f"{__name__}.Configurable",

@@ -58,7 +58,8 @@ def read_spec(data: Any, allowed_modules: Iterable[str] | None) -> PipelineSpec:
 
     Raises:
         SerializationError: For a malformed dict, or a component whose type is not allowed, cannot be imported,
-            refuses its parameters or is not a component; the message names the component and its type.
+            refuses its parameters (whatever its ``from_dict`` or constructor raised, chained) or is not a
+            component; the message names the component and its type.
     """
     if not isinstance(data, dict):
         raise SerializationError(f"A pipeline must be a mapping, got {type(data).__name__}.")
@@ -69,8 +70,8 @@ def read_spec(data: Any, allowed_modules: Iterable[str] | None) -> PipelineSpec:
     max_runs = data.get("max_runs_per_component", 100)
     if not isinstance(metadata, dict):
         raise SerializationError(f"A pipeline's 'metadata' must be a mapping, got {type(metadata).__name__}.")
-    if not isinstance(max_runs, int) or isinstance(max_runs, bool):
-        raise SerializationError(f"A pipeline's 'max_runs_per_component' must be an integer, got {max_runs!r:.50}.")
+    if not isinstance(max_runs, int) or isinstance(max_runs, bool) or max_runs < 1:
+        raise SerializationError(f"A pipeline's 'max_runs_per_component' must be an integer ≥ 1, got {max_runs!r:.50}.")
     allowed = None
     if allowed_modules is not None:
         allowed = tuple([allowed_modules] if isinstance(allowed_modules, str) else allowed_modules)
@@ -104,8 +105,11 @@ def _read_components(components: Any, allowed: tuple[str, ...] | None) -> dict[s
                 if not (isinstance(cls, type) and is_component(cls)):  # checked before anything is built
                     raise SerializationError(f"'{kind}' is not a component class (a class decorated with @component)")
                 instance = object_from_dict(spec, allowed_modules=allowed)
-            except (HandrailError, TypeError, ValueError) as exc:
-                raise SerializationError(f"Cannot load pipeline component '{name}' of type '{kind}': {exc}") from exc
+            except Exception as exc:  # whatever a component's from_dict or constructor raises, named
+                detail = str(exc) if isinstance(exc, HandrailError) else f"{type(exc).__name__}: {exc}"
+                raise SerializationError(
+                    f"Cannot load pipeline component '{name}' of type '{kind}': {detail:.1000}"
+                ) from exc
             if isinstance(instance, type) or not is_component(instance):
                 raise SerializationError(
                     f"Cannot load pipeline component '{name}': its type '{kind}' built a "

@@ -101,7 +101,10 @@ def init_parameters(data: Any, cls: type[Any]) -> dict[str, Any]:
             f"Cannot rebuild {cls.__name__}: expected {{'type': ..., 'init_parameters': {{...}}}}, got {data!r:.200}"
         )
     params = dict(data["init_parameters"])
-    signature = inspect.signature(cls)
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):  # no signature to check against (a class written in C): the constructor will say
+        return params
     accepted = signature.parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
         unknown = sorted(set(params) - set(accepted))
@@ -127,16 +130,19 @@ def default_from_dict(cls: type[Any], data: dict[str, Any]) -> Any:
         ``cls(**data["init_parameters"])``.
 
     Raises:
-        SerializationError: When ``data`` has no ``init_parameters`` mapping or its ``type``
-            names another class.
+        SerializationError: When ``data`` has no ``init_parameters`` mapping, names a parameter the constructor
+            does not take or lacks a required one, or its ``type`` names another class.
     """
-    params = data.get("init_parameters")
+    params = data.get("init_parameters") if isinstance(data, dict) else None
     if not isinstance(params, dict):
-        raise SerializationError(f"Missing 'init_parameters' in serialization data for {cls.__name__}: {data!r}")
+        raise SerializationError(f"Missing 'init_parameters' in serialization data for {cls.__name__}: {data!r:.200}")
     declared = data.get("type")
-    if declared is not None and declared != qualified_name(cls) and declared.rsplit(".", 1)[-1] != cls.__name__:
-        raise SerializationError(f"Serialized type '{declared}' does not match class '{qualified_name(cls)}'.")
-    return cls(**copy.deepcopy(params))
+    if declared is not None and (
+        not isinstance(declared, str)
+        or (declared != qualified_name(cls) and declared.rsplit(".", 1)[-1] != cls.__name__)
+    ):
+        raise SerializationError(f"Serialized type {declared!r:.100} does not match class '{qualified_name(cls)}'.")
+    return cls(**copy.deepcopy(init_parameters(data, cls)))
 
 
 _SCOPED_ALLOWLIST: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar(
@@ -441,8 +447,10 @@ def deserialize_type(text: str, *, allowed_modules: Iterable[str] | None = None)
         The Python type.
 
     Raises:
-        SerializationError: When the string is malformed or names something that cannot be imported.
+        SerializationError: When the string is malformed (or not a string) or names something that cannot be imported.
     """
+    if not isinstance(text, str):
+        raise SerializationError(f"A type must be written as a string such as 'list[str]', got {text!r:.80}.")
     text = text.strip()
     union = _split_top(text, "|")
     if len(union) > 1:

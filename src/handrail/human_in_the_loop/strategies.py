@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from handrail.core.serialization import object_from_dict, object_to_dict, qualified_name
+from handrail.core.serialization import init_parameters, object_from_dict, object_to_dict, qualified_name
 from handrail.core.threads import to_thread
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
 from handrail.errors import ConfigurationTypeError, SerializationError
@@ -331,10 +331,7 @@ class BlockingConfirmationStrategy:
             SerializationError: When ``init_parameters``, the policy or the UI is missing, or a
                 class cannot be imported.
         """
-        params = data.get("init_parameters")
-        if not isinstance(params, Mapping):
-            raise SerializationError(f"{cls.__name__} data has no 'init_parameters': {data!r}")
-        kwargs = copy_params(dict(params))
+        kwargs = copy_params(init_parameters(dict(data) if isinstance(data, Mapping) else data, cls))
         for key in ("confirmation_policy", "confirmation_ui"):
             if not isinstance(kwargs.get(key), Mapping):
                 raise SerializationError(f"{cls.__name__} data has no '{key}' envelope: {data!r}")

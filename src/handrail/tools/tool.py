@@ -16,6 +16,7 @@ from handrail.core.serialization import (
     check_pattern_from_file,
     deserialize_callable,
     import_object,
+    init_parameters,
     qualified_name,
     serialize_callable,
 )
@@ -143,9 +144,9 @@ def _check_outputs_to_string(config: Any) -> None:
 
 
 def _map_handlers(config: Mapping[str, Any] | None, convert: Callable[[Any], Any]) -> dict[str, Any] | None:
-    """Apply ``convert`` to every ``handler`` of a (single or multi) output config."""
-    if config is None:
-        return None
+    """Apply ``convert`` to every ``handler`` of a (single or multi) output config (a non-mapping is returned as is)."""
+    if not isinstance(config, Mapping):  # None, or a value of the wrong type the Tool's own check names
+        return config
     out: dict[str, Any] = {}
     for key, value in config.items():
         if isinstance(value, Mapping):  # a multi-config entry (its key may itself be named "handler")
@@ -363,7 +364,9 @@ class Tool:
         ``from_dict`` rebuilds it.
 
         Raises:
-            SerializationError: When ``init_parameters`` is missing or a path cannot be imported.
+            SerializationError: When ``init_parameters`` is missing, names a parameter Tool does not take or lacks
+                a required one, or a path cannot be imported.
+            ConfigurationError: As the constructor, for a value of the wrong type (naming the field).
         """
         declared = data.get("type") if isinstance(data, Mapping) else None
         init = data.get("init_parameters") if isinstance(data, Mapping) else None
@@ -377,7 +380,8 @@ class Tool:
         params = data.get("init_parameters") if isinstance(data, Mapping) else None
         if not isinstance(params, Mapping):
             raise SerializationError(f"Tool data has no 'init_parameters': {data!r}")
-        kwargs = copy.deepcopy(dict(params))  # the Tool must not share mutable values with ``data``
+        # Checked against the constructor (unknown or missing names); a copy: the Tool must not share ``data``'s values.
+        kwargs = copy.deepcopy(init_parameters({"init_parameters": dict(params)}, cls))
         kwargs["function"] = _resolve_function(kwargs.get("function"), asynchronous=False)
         kwargs["async_function"] = _resolve_function(kwargs.get("async_function"), asynchronous=True)
         kwargs["outputs_to_string"] = _map_handlers(kwargs.get("outputs_to_string"), deserialize_callable)

@@ -408,6 +408,24 @@ class TestSerialization:
         assert out["last_message"].text == "done"
         assert out["tool_call_counts"] == {"echo": 1}
 
+    @pytest.mark.parametrize(
+        ("key", "value", "fragment"),
+        [
+            ("state_schema", {"docs": {"type": ["str"]}}, r"state_schema\['docs'\] must be \{'type'"),
+            ("state_schema", {"docs": "list[str]"}, r"state_schema\['docs'\] must be \{'type'"),
+            ("state_schema", ["docs"], "state_schema must be a mapping"),
+            ("confirmation_strategies", ["x"], "confirmation_strategies must map tool names"),
+            ("confirmation_strategies", {"[1, 2]": {}}, "is not a JSON array of tool names"),
+        ],
+    )
+    def test_from_dict_names_a_field_of_the_wrong_shape(self, key: str, value: Any, fragment: str) -> None:
+        from handrail.errors import SerializationError
+
+        data = full_agent().to_dict()
+        data["init_parameters"][key] = value
+        with pytest.raises(SerializationError, match=fragment):
+            Agent.from_dict(data)
+
     def test_lambda_callback_cannot_be_serialized(self) -> None:
         agent = Agent(chat_generator=scripted("x"), streaming_callback=lambda c: None)
         with pytest.raises(ConfigurationError):

@@ -48,10 +48,48 @@ def serialize_strategies(strategies: Mapping[Any, Any] | None) -> dict[str, Any]
 
 
 def deserialize_strategies(data: Mapping[str, Any] | None) -> dict[Any, Any] | None:
-    """Inverse of :func:`serialize_strategies` (keys starting with ``[`` become tuples)."""
+    """Inverse of :func:`serialize_strategies` (keys starting with ``[`` become tuples).
+
+    Raises:
+        SerializationError: Not a mapping of tool names (or JSON arrays of them) to strategy envelopes.
+    """
     if data is None:
         return None
-    return {(tuple(json.loads(k)) if k.startswith("[") else k): object_from_dict(v) for k, v in data.items()}
+    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+        raise SerializationError(f"confirmation_strategies must map tool names to strategies, got {data!r:.200}.")
+    return {_strategy_key(k): object_from_dict(v) for k, v in data.items()}
+
+
+def _strategy_key(key: str) -> Any:
+    if not key.startswith("["):
+        return key
+    try:
+        names = json.loads(key)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise SerializationError(f"confirmation_strategies key {key!r:.100} is not a JSON array of tool names.")
+    return tuple(names)
+
+
+def _state_schema(schema: Any) -> dict[str, Any]:
+    """Read a state schema's dict form: ``{key: {"type": "list[str]", "handler": "pkg.fn" | None}}``.
+
+    Raises:
+        SerializationError: A value of the wrong shape, naming the key.
+    """
+    if not isinstance(schema, Mapping):
+        raise SerializationError(f"state_schema must be a mapping of keys to {{type, handler}}, got {schema!r:.200}.")
+    read: dict[str, Any] = {}
+    for key, entry in schema.items():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
+            raise SerializationError(f"state_schema[{key!r}] must be {{'type': 'list[str]', ...}}, got {entry!r:.200}.")
+        handler = entry.get("handler")
+        read[key] = {
+            "type": deserialize_type(entry["type"]),
+            "handler": deserialize_callable(handler) if handler else None,
+        }
+    return read
 
 
 def serialize_hooks(hooks: Any) -> Any:
@@ -120,11 +158,7 @@ def agent_init_parameters(data: Mapping[str, Any], cls: type[Any]) -> dict[str, 
     if params.get("tools") is not None:
         params["tools"] = deserialize_tools(params["tools"])
     if params.get("state_schema") is not None:
-        params["state_schema"] = {
-            k: {"type": deserialize_type(v["type"]),
-                "handler": deserialize_callable(v["handler"]) if v.get("handler") else None}
-            for k, v in params["state_schema"].items()
-        }  # fmt: skip
+        params["state_schema"] = _state_schema(params["state_schema"])
     if params.get("streaming_callback"):
         params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
     params["confirmation_strategies"] = deserialize_strategies(params.get("confirmation_strategies"))

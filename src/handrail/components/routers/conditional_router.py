@@ -283,15 +283,17 @@ class ConditionalRouter:
             SerializationError: A malformed envelope, or a type or filter that cannot be imported.
         """
         params = init_parameters(data, cls)
-        routes = []
-        for raw in params.get("routes") or []:
-            route = copy.deepcopy(raw)
-            if isinstance(route, dict) and "output_type" in route:
-                route["output_type"] = _read_types(route["output_type"])
-            routes.append(route)
-        params["routes"] = routes
-        filters = params.get("custom_filters") or {}
-        params["custom_filters"] = {name: deserialize_callable(path) for name, path in filters.items()}
+        if isinstance(params.get("routes"), list):  # anything else: the constructor names what is wrong
+            routes = []
+            for raw in params["routes"]:
+                route = copy.deepcopy(raw)
+                if isinstance(route, dict) and "output_type" in route:
+                    route["output_type"] = _read_types(route["output_type"])
+                routes.append(route)
+            params["routes"] = routes
+        filters = params.get("custom_filters")
+        if isinstance(filters, dict):
+            params["custom_filters"] = {name: deserialize_callable(path) for name, path in filters.items()}
         router = cls(**params)
         router._allowlist = active_allowlist()  # a file's router renders under the file's allowlist
         return router
@@ -320,7 +322,7 @@ def _check_filters(filters: Mapping[str, Callable[..., Any]] | None) -> dict[str
 def _check_optional(names: Iterable[str] | None) -> list[str]:
     if names is None:
         return []
-    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+    if isinstance(names, str) or not isinstance(names, Iterable) or not all(isinstance(n, str) for n in names):
         raise ConfigurationTypeError(f"ConditionalRouter optional_variables must be a list of names, got {names!r}.")
     return list(names)
 
