@@ -89,23 +89,36 @@ def _problem(value: Any, depth: int, max_depth: int) -> tuple[str, str] | None:
     return "", f"{_a(_type_name(value))} is not JSON data"
 
 
+def _plain(item: Any) -> bool:
+    """True for the common leaves that are JSON data as they are (checked without a call to :func:`_problem`)."""
+    kind = type(item)
+    return (kind is str and item.isascii()) or kind is int or kind is bool or item is None
+
+
+def _key_problem(key: Any) -> tuple[str, str] | None:
+    if isinstance(key, str):
+        problem = text_problem(key)
+        return None if problem is None else (f".keys()[{key!r}]", problem)
+    if isinstance(key, int | float | bool) or key is None:
+        return None
+    return f".keys()[{key!r}]", f"{_a(_type_name(key))} key is not allowed in JSON"
+
+
 def _children_problem(value: Any, depth: int, max_depth: int) -> tuple[str, str] | None:
     if not isinstance(value, dict):
         for i, item in enumerate(value):
-            found = _problem(item, depth, max_depth)
+            found = None if _plain(item) else _problem(item, depth, max_depth)
             if found is not None:
                 return f"[{i}]{found[0]}", found[1]
         return None
     for key, item in value.items():
-        if type(key) is str:
-            problem = text_problem(key)
-            if problem is not None:
-                return f".keys()[{key!r}]", problem
-        elif not isinstance(key, str | int | float | bool) and key is not None:
-            return f".keys()[{key!r}]", f"{_a(_type_name(key))} key is not allowed in JSON"
-        found = _problem(item, depth, max_depth)
-        if found is not None:
-            return f"[{key!r}]{found[0]}", found[1]
+        found = None if type(key) is str and key.isascii() else _key_problem(key)
+        if found is None and not _plain(item):
+            found = _problem(item, depth, max_depth)
+            if found is not None:
+                return f"[{key!r}]{found[0]}", found[1]
+        elif found is not None:
+            return found
     return None
 
 
