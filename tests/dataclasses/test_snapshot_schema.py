@@ -8,11 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
+from handrail.dataclasses._snapshot_quick import quick_message_ok
+from handrail.dataclasses._snapshot_schema import snapshot_schema
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot, load_snapshot
 from handrail.errors import SnapshotError
 from handrail.human_in_the_loop.snapshots import get_tool_calls_and_descriptions_from_snapshot
 from tests.dataclasses.test_snapshot import tool_pause
+from tests.security.test_snapshot_fuzz import damaged
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "snapshots" / "v1_tool_pause.json"
 
@@ -110,3 +115,24 @@ def test_the_frozen_v1_fixture_and_written_snapshots_still_load() -> None:
     snapshot = load_snapshot(FIXTURE)
     assert [call.id for call in snapshot.pending_tool_calls] == ["c1", "c2"]
     assert AgentSnapshot.from_dict(tool_pause().to_dict()) == tool_pause()
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(data=damaged())
+def test_the_quick_message_check_accepts_only_what_the_full_schema_accepts(data: dict[str, Any]) -> None:
+    full = snapshot_schema(deep=True)["messages"]  # the full checker (deep: the quick path is for JSON text only)
+    messages = data.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        if quick_message_ok(message):
+            full([message])  # raises on a message the schema refuses
+
+
+def test_the_quick_message_check_takes_the_common_shapes() -> None:
+    call = ToolCall("search", {"q": "x"}, "c1")
+    shapes = [
+        ChatMessage.from_user("hi"),
+        ChatMessage.from_assistant("ok", meta={"usage": {"total_tokens": 3}}, tool_calls=[call]),
+        ChatMessage.from_tool("found", call),
+        ChatMessage.from_system("be brief"),
+    ]
+    assert all(quick_message_ok(json.loads(json.dumps(m.to_dict()))) for m in shapes)

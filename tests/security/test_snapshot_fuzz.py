@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handrail.cli import main
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot, encode_snapshot, load_snapshot
 from handrail.errors import CorruptRecordError, HandrailError, SnapshotError
@@ -43,7 +44,16 @@ def _bases() -> list[dict[str, Any]]:
         tool_execution_decisions=[ToolExecutionDecision("transfer", True, "c1", decided_by="ana")],
         metadata={"agent_file": "/abs/agent.yaml", "run": {"new_from": 1, "chat_message_store_kwargs": None}},
     )
-    return [make_paused_snapshot().to_dict(), decided.to_dict()]
+    call = ToolCall("lookup", {"q": "rent"}, "c3")
+    answered = make_paused_snapshot(
+        messages=[
+            ChatMessage.from_user("Rent?", name="ann"),
+            ChatMessage.from_assistant("Looking.", meta={"usage": {"total_tokens": 3}}, tool_calls=[call]),
+            ChatMessage.from_tool("found", call),
+        ],
+        position="chat_generator",
+    )
+    return [make_paused_snapshot().to_dict(), decided.to_dict(), answered.to_dict()]
 
 
 BASES = _bases()

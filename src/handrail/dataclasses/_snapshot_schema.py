@@ -26,6 +26,7 @@ from typing import Any
 
 from handrail.core.typed_json import check_json
 from handrail.dataclasses._ledger import LEDGER_STATUSES
+from handrail.dataclasses._snapshot_quick import quick_message_ok
 from handrail.errors import SerializationError, SnapshotError
 
 __all__ = ["check_reserved_state", "check_snapshot_data", "snapshot_schema"]
@@ -250,25 +251,16 @@ def tagged(parts: Mapping[str, Check]) -> Check:
     return check
 
 
-_MESSAGE_KEYS = frozenset({"role", "meta", "name", "content"})
-_TEXT_KEYS = frozenset({"text"})
+def _quick_first(message: Check) -> Check:
+    """``message``, with :func:`~handrail.dataclasses._snapshot_quick.quick_message_ok` first (JSON text only).
 
-
-def _plain_text_first(message: Check) -> Check:
-    """``message``, with a quick pass for the commonest message: one text part, empty meta, no name.
-
-    Most messages of a long history have that shape; the full check (the same verdict, slower) takes the rest.
+    Most messages of a long history have one of a few shapes the quick check accepts at once; the full check
+    (the same verdict, slower) takes the rest and names what is wrong.
     """
-    roles = frozenset(_ROLES)
 
     def check(value: Any) -> None:
-        if type(value) is dict and value.keys() == _MESSAGE_KEYS and value["name"] is None:
-            meta, content, role = value["meta"], value["content"], value["role"]
-            if type(meta) is dict and not meta and type(role) is str and role in roles and type(content) is list:
-                part = content[0] if len(content) == 1 else None
-                if type(part) is dict and part.keys() == _TEXT_KEYS and type(part["text"]) is str:
-                    return
-        message(value)
+        if not quick_message_ok(value):
+            message(value)
 
     return check
 
@@ -290,8 +282,10 @@ def snapshot_schema(deep: bool) -> dict[str, Check]:
                     {"id": _optional_string, "extra": nullable(free)})  # fmt: skip
     result = obj({"result": _string, "origin": tool_call, "error": _boolean})
     part = tagged({"text": _string, "tool_call": tool_call, "tool_call_result": result})
-    message = _plain_text_first(obj({"role": one_of(*_ROLES), "content": either(_string, list_of(part))},
-                                    {"meta": nullable(free), "name": _optional_string}))  # fmt: skip
+    message = obj({"role": one_of(*_ROLES), "content": either(_string, list_of(part))},
+                  {"meta": nullable(free), "name": _optional_string})  # fmt: skip
+    if not deep:
+        message = _quick_first(message)
     decision = obj({"tool_name": _string, "execute": _boolean},
                    {"tool_call_id": _optional_string, "feedback": _optional_string,
                     "final_tool_params": nullable(free), "decided_by": _optional_string})  # fmt: skip
