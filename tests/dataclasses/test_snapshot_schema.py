@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from handrail.dataclasses._snapshot_quick import quick_message_ok
 from handrail.dataclasses._snapshot_schema import snapshot_schema
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
-from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot, load_snapshot
+from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, decode_snapshot, load_snapshot
 from handrail.errors import SnapshotError
 from handrail.human_in_the_loop.snapshots import get_tool_calls_and_descriptions_from_snapshot
 from tests.dataclasses.test_snapshot import tool_pause
@@ -136,3 +136,10 @@ def test_the_quick_message_check_takes_the_common_shapes() -> None:
         ChatMessage.from_system("be brief"),
     ]
     assert all(quick_message_ok(json.loads(json.dumps(m.to_dict()))) for m in shapes)
+
+
+def test_what_the_constructors_accept_loads_back() -> None:
+    # LedgerEntry takes any dict as a result: a record written through the API must not become unreadable.
+    entry = LedgerEntry("c1", "transfer", "done", {"amount": 5}, result={"rows": 3})
+    snapshot = tool_pause(ledger={"c1": entry})
+    assert AgentSnapshot.from_dict(snapshot.to_dict()).ledger["c1"].result == {"rows": 3}

@@ -289,7 +289,8 @@ def snapshot_schema(deep: bool) -> dict[str, Check]:
     decision = obj({"tool_name": _string, "execute": _boolean},
                    {"tool_call_id": _optional_string, "feedback": _optional_string,
                     "final_tool_params": nullable(free), "decided_by": _optional_string})  # fmt: skip
-    recorded = obj({"text": _optional_string, "error": _boolean}, {"value": _anything})
+    # A result handrail wrote is {"text", "error"[, "value"]}; LedgerEntry takes any dict, so only types are checked.
+    recorded = obj({}, {"text": _optional_string, "error": _boolean, "value": _anything}, closed=False)
     entry = obj({"tool_call_id": _string, "tool_name": _string, "status": one_of(*LEDGER_STATUSES), "arguments": free},
                 {"result": nullable(recorded), "decision": nullable(decision), "decided_by": _optional_string,
                  "decided_at": nullable(_datetime), "updated_at": _datetime})  # fmt: skip
