@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import json.encoder
 from collections.abc import Callable, Sequence
-from typing import Any
+from itertools import compress
+from operator import ne
+from typing import Any, TypeVar
 
 from handrail.core.typed_json import check_json
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
@@ -24,6 +26,8 @@ JSON_ERRORS = (TypeError, ValueError, RecursionError)
 
 ASSEMBLY_ERRORS = (*JSON_ERRORS, KeyError, AttributeError)
 """What :func:`assembled_json` raises for shapes it does not assemble (or values JSON cannot hold)."""
+
+T = TypeVar("T")
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _escape: Callable[[str], str] = json.encoder.encode_basestring
@@ -151,12 +155,13 @@ class MessageCache:
         b'{"role":"user","meta":{},"name":null,"content":[{"text":"hi"}]}'
     """
 
-    __slots__ = ("_calls", "_entries", "_kept")
+    __slots__ = ("_calls", "_entries", "_kept", "_parts")
 
     def __init__(self) -> None:
         self._entries: dict[int, bytes] = {}
         self._kept: list[ChatMessage] = []
         self._calls: CallMemo = {}
+        self._parts: dict[str, tuple[list[int], list[Any], list[bytes]]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -166,6 +171,33 @@ class MessageCache:
         self._entries.clear()
         self._kept.clear()
         self._calls.clear()
+        self._parts.clear()
+
+    def encode_parts(self, kind: str, items: Sequence[T], encode: Callable[[T], bytes]) -> list[bytes]:
+        """Return ``encode(item)`` for each item, reusing the bytes of items (the same objects) encoded last time.
+
+        Items must not be changed after they were encoded (the ledger replaces its entries, never changes them).
+        Items are matched by position (a ledger's order only grows at its end), so a call costs C-speed passes
+        over the items plus ``encode`` of the new ones; only this call's items stay cached under ``kind``.
+
+        Args:
+            kind: The kind of items (``"ledger"``, ``"decisions"``): each kind has its own cache.
+            items: The items, in order.
+            encode: Encodes one item; its errors propagate (the cache of ``kind`` is then left as it was).
+        """
+        ids = list(map(id, items))
+        known = self._parts.get(kind)
+        if known is None:
+            parts = [encode(item) for item in items]
+        else:
+            old_ids, _, old_parts = known
+            common = min(len(ids), len(old_ids))
+            parts = old_parts[:common]
+            for i in compress(range(common), map(ne, ids, old_ids)):
+                parts[i] = encode(items[i])
+            parts.extend([encode(item) for item in items[common:]])
+        self._parts[kind] = (ids, list(items), parts)  # the items are kept: their ids stay theirs
+        return parts
 
     def encode(self, message: ChatMessage, where: str = "message") -> bytes:
         """Return the compact UTF-8 JSON of ``message.to_dict()`` (non-ASCII written as is), cached.

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import os
 import re
 import uuid
@@ -157,7 +158,17 @@ class AgentSnapshot:
 
     def _header(self) -> dict[str, Any]:
         """Every key of :meth:`to_dict` but ``messages``, state values typed-encoded."""
+        before, after = self._header_parts()
         return {
+            **before,
+            "tool_execution_decisions": [d.to_dict() for d in self.tool_execution_decisions],
+            "ledger": {call_id: entry.to_dict() for call_id, entry in self.ledger.items()},
+            **after,
+        }
+
+    def _header_parts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The keys of :meth:`_header` before ``tool_execution_decisions`` and after ``ledger``, in order."""
+        before = {
             "schema_version": self.schema_version,
             "timestamp": self.timestamp.isoformat(),
             "status": self.status,
@@ -166,13 +177,14 @@ class AgentSnapshot:
             "component_visits": self.component_visits,
             "tool_visits": self.tool_visits,
             "state": {key: encode_value(value, f"state[{key!r}]") for key, value in self.state.items()},
-            "tool_execution_decisions": [d.to_dict() for d in self.tool_execution_decisions],
-            "ledger": {call_id: entry.to_dict() for call_id, entry in self.ledger.items()},
+        }
+        after = {
             "fingerprint": self.fingerprint,
             "metadata": self.metadata,
             "continued_in": self.continued_in,
             "outcome": self.outcome,
         }
+        return before, after
 
     def to_dict(self) -> dict[str, Any]:
         """Return the snapshot as JSON data (a fresh dict that shares nothing with the snapshot).
@@ -229,6 +241,37 @@ def _dump_header(header: dict[str, Any]) -> bytes:
         raise SerializationError(f"The snapshot cannot be written as JSON: {exc}") from exc
 
 
+def _cached_header(snapshot: AgentSnapshot, cache: MessageCache) -> bytes:
+    """:func:`_dump_header` of the snapshot's header, with the ledger entries and decisions the cache encoded before.
+
+    A durable run writes its snapshot before and after its tool calls; between two writes only a few entries
+    change (entries and decisions are replaced, never changed in place), so a write encodes only those.
+    """
+    try:
+        before, after = snapshot._header_parts()
+        entries = list(snapshot.ledger.values())
+        if list(snapshot.ledger) != list(map(_CALL_ID, entries)):
+            return _dump_header(snapshot._header())  # keys the run did not write (its keys are the entries' ids)
+        decisions = cache.encode_parts("decisions", snapshot.tool_execution_decisions, _decision_json)
+        ledger = cache.encode_parts("ledger", entries, _keyed_entry_json)
+        middle = b'"tool_execution_decisions":[%s],"ledger":{%s}' % (b",".join(decisions), b",".join(ledger))
+        head, tail = dump_json(before).encode("utf-8"), dump_json(after).encode("utf-8")
+    except (*JSON_ERRORS, SerializationError, ConfigurationError):
+        return _dump_header(snapshot._header())  # names the value that cannot be written
+    return b"%s,%s,%s" % (head[:-1], middle, tail[1:])
+
+
+def _decision_json(decision: ToolExecutionDecision) -> bytes:
+    return dump_json(decision.to_dict()).encode("utf-8")
+
+
+_CALL_ID = operator.attrgetter("tool_call_id")
+
+
+def _keyed_entry_json(entry: LedgerEntry) -> bytes:
+    return dump_json({entry.tool_call_id: entry.to_dict()}).encode("utf-8")[1:-1]
+
+
 def encode_snapshot(snapshot: AgentSnapshot, cache: MessageCache | None = None) -> bytes:
     """Return the snapshot file content: UTF-8 JSON of :meth:`AgentSnapshot.to_dict`, compact.
 
@@ -243,7 +286,7 @@ def encode_snapshot(snapshot: AgentSnapshot, cache: MessageCache | None = None) 
     Raises:
         SerializationError: Naming the place of a value that cannot be written; nothing is written anywhere.
     """
-    head = _dump_header(snapshot._header())
+    head = _dump_header(snapshot._header()) if cache is None else _cached_header(snapshot, cache)
     parts = (cache if cache is not None else MessageCache()).encode_all(snapshot.messages)
     if not parts:
         return head[:-1] + b',"messages":[]}'

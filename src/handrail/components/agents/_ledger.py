@@ -2,8 +2,9 @@
 
 Statuses move ``pending`` → ``approved`` / ``rejected`` → ``running`` → ``done`` / ``failed`` (a call
 without a confirmation strategy goes straight to ``running``). A durable run writes the ledger to its
-snapshot file before and after each call (the ``on_change`` callback), so a resumed run never runs a
-call whose result is recorded, and finds a call that was under way when its process died.
+snapshot file before each call starts and after it ends (the ``on_change`` callback; calls that start or
+end together share one write), so a resumed run never runs a call whose result is recorded, and finds a
+call that was under way when its process died.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from handrail.components.agents._group_commit import GroupCommit
 from handrail.components.agents._pause_effects import UnknownOutcome, check_unknown_outcome
 from handrail.components.tools._effects import Invocation, Outcome
 from handrail.components.tools._results import tool_result_text
@@ -43,8 +45,9 @@ class Ledger:
             step ends (:meth:`end_step`).
         unknown_outcome: What to do with a call found ``running``: None raises, "retry" runs it
             again (same ``ToolCallId``), "fail" records an error result.
-        on_change: Called (under the ledger's lock) after every change that must be durable before the
-            run goes on: before a call starts and after it ends.
+        on_change: Writes the ledger (it takes the ledger's lock to read the entries); called after the changes
+            that must be durable before the run goes on: before a call starts and after it ends. Changes made
+            while a write is under way share the next write (:class:`GroupCommit`).
 
     Thread-safe: the sync driver reports calls from worker threads.
     """
@@ -67,6 +70,8 @@ class Ledger:
         self.json_strings = False
         """The run's ``convert_result_to_json_string`` (for the recorded text of a result)."""
         self.lock = threading.RLock()
+        self._commit: GroupCommit | None = None
+        self._before_start: dict[str, LedgerEntry | None] = {}
         self._workers = 0
         self._on_idle: list[Callable[[], None]] = []
 
@@ -179,8 +184,8 @@ class Ledger:
                     arguments=entry.arguments, result={"text": text, "error": True}, decision=entry.decision,
                     decided_by=entry.decided_by, decided_at=entry.decided_at,
                 )  # fmt: skip
-                if self.on_change is not None:
-                    self.on_change()
+                ticket = self._ticket()
+            self.make_durable(ticket)
             return "answered", ChatMessage.from_tool(text, call, error=True)
         raise UnknownOutcomeError(
             f"Call '{call.id}' to tool '{call.tool_name}' was running when its process stopped (since "
@@ -192,21 +197,65 @@ class Ledger:
 
     # -- the observer the drivers call -----------------------------------------------------------
 
+    def _ticket(self) -> int | None:
+        """A change to make durable was made (under the lock): its ticket, or None when nothing is written."""
+        if self.on_change is None:
+            return None
+        if self._commit is None:
+            self._commit = GroupCommit(self._write)
+        return self._commit.ticket()
+
+    def _write(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    @property
+    def writes(self) -> int:
+        """How many durable writes the ledger's changes took so far (group commit: often fewer than changes)."""
+        return 0 if self._commit is None else self._commit.writes
+
+    def make_durable(self, ticket: int | None) -> None:
+        """Return once the change of ``ticket`` (from a ``record_*`` method) is written; never call it under the lock.
+
+        Changes recorded by other calls meanwhile go into the same write (group commit).
+        """
+        if ticket is not None and self._commit is not None:
+            self._commit.wait(ticket)
+
     def started(self, inv: Invocation) -> None:
         """Mark the call ``running`` and make that durable before the tool starts."""
+        self.make_durable(self.record_started(inv))
+
+    def finished(self, inv: Invocation, outcome: Outcome) -> None:
+        """Record the call's result (``done``) or error (``failed``) and make it durable."""
+        self.make_durable(self.record_finished(inv, outcome))
+
+    def record_started(self, inv: Invocation) -> int | None:
+        """Mark the call ``running`` in memory; :meth:`make_durable` of the ticket before the tool starts."""
         call = inv.call
         with self.lock:
             old = self.entries.get(call.id or "")
+            self._before_start[call.id or ""] = old
             self.entries[call.id or ""] = LedgerEntry(
                 tool_call_id=call.id or "", tool_name=call.tool_name, status="running", arguments=dict(inv.arguments),
                 decision=old.decision if old else None, decided_by=old.decided_by if old else None,
                 decided_at=old.decided_at if old else None,
             )  # fmt: skip
-            if self.on_change is not None:
-                self.on_change()
+            return self._ticket()
 
-    def finished(self, inv: Invocation, outcome: Outcome) -> None:
-        """Record the call's result (``done``) or error (``failed``) and make it durable."""
+    def record_not_started(self, inv: Invocation) -> int | None:
+        """The call marked by :meth:`record_started` did not start after all (cancelled): its entry goes back."""
+        call_id = inv.call.id or ""
+        with self.lock:
+            old = self._before_start.pop(call_id, None)
+            if old is None:
+                self.entries.pop(call_id, None)
+            else:
+                self.entries[call_id] = old
+            return self._ticket()
+
+    def record_finished(self, inv: Invocation, outcome: Outcome) -> int | None:
+        """Record the call's result (``done``) or error (``failed``) in memory; returns the ticket to make durable."""
         call = inv.call
         ok, value = outcome
         result: dict[str, Any]
@@ -224,8 +273,8 @@ class Ledger:
                 arguments=old.arguments, result=result, decision=old.decision, decided_by=old.decided_by,
                 decided_at=old.decided_at,
             )  # fmt: skip
-            if self.on_change is not None:
-                self.on_change()
+            self._before_start.pop(call.id or "", None)
+            return self._ticket()
 
     def worker_started(self, inv: Invocation) -> None:
         """A call went to a worker thread that records its own outcome (a sync tool under ``run_async``)."""

@@ -44,6 +44,18 @@ class CallObserver(Protocol):
     def finished(self, inv: Invocation, outcome: Outcome) -> None:
         """``inv`` returned or raised."""
 
+    def record_started(self, inv: Invocation) -> Any:
+        """:meth:`started` in two halves (the async driver): note the start; returns a ticket for make_durable."""
+
+    def record_not_started(self, inv: Invocation) -> Any:
+        """Undo :meth:`record_started` for a call that was cancelled before it ran; returns a ticket."""
+
+    def record_finished(self, inv: Invocation, outcome: Outcome) -> Any:
+        """:meth:`finished` in two halves: note the outcome, return a ticket for :meth:`make_durable`."""
+
+    def make_durable(self, ticket: Any) -> None:
+        """Return once the change of ``ticket`` is recorded for good (changes noted meanwhile may share the write)."""
+
     def worker_started(self, inv: Invocation) -> None:
         """``inv`` goes to a worker thread that reports its own end: the run may end (cancelled) first."""
 

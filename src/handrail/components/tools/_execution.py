@@ -47,11 +47,52 @@ async def _call_async(inv: Invocation) -> Outcome:
         return False, exc
 
 
-def _observed_sync(observer: CallObserver) -> Callable[[Invocation], Outcome]:
+class _Deferred:
+    """The outcomes of a batch's calls whose durable write may wait for the next call's start.
+
+    An observer makes a call's start durable before the call runs, and that write holds every outcome noted
+    before it: while calls of the batch are still to start, an ended call's outcome rides on the next start's
+    write instead of taking one of its own. The last calls' outcomes are written as they end, and every outcome
+    is durable before the batch returns (:meth:`flush`).
+    """
+
+    def __init__(self, observer: CallObserver, count: int) -> None:
+        self._observer = observer
+        self._left = count
+        self._lock = threading.Lock()
+        self._tickets: list[Any] = []
+
+    def take(self) -> None:
+        """A call of the batch starts."""
+        with self._lock:
+            self._left -= 1
+
+    def ended(self, ticket: Any) -> None:
+        """A call's outcome is noted (``ticket``): written now, or with the next start's write."""
+        with self._lock:
+            if self._left > 0:
+                self._tickets.append(ticket)
+                return
+        self._observer.make_durable(ticket)
+
+    def flush(self) -> None:
+        """Make every deferred outcome durable (the batch ends); outcomes noted later are written as they come.
+
+        (A cancelled ``run_async`` flushes while its sync tools may still run in their threads.)
+        """
+        with self._lock:
+            self._left = 0
+            tickets, self._tickets = self._tickets, []
+        for ticket in tickets:
+            self._observer.make_durable(ticket)
+
+
+def _observed_sync(deferred: _Deferred, observer: CallObserver) -> Callable[[Invocation], Outcome]:
     def call(inv: Invocation) -> Outcome:
+        deferred.take()
         observer.started(inv)
         outcome = _call_sync(inv)
-        observer.finished(inv, outcome)
+        deferred.ended(observer.record_finished(inv, outcome))
         return outcome
 
     return call
@@ -59,29 +100,44 @@ def _observed_sync(observer: CallObserver) -> Callable[[Invocation], Outcome]:
 
 def run_calls_sync(effect: RunCalls) -> list[Outcome]:
     """Run the invocations in threads (inline when there is one) and return outcomes in order."""
-    invocations = effect.invocations
-    call = _call_sync if effect.observer is None else _observed_sync(effect.observer)
+    invocations, observer = effect.invocations, effect.observer
+    deferred = None if observer is None else _Deferred(observer, len(invocations))
+    call = _call_sync if observer is None or deferred is None else _observed_sync(deferred, observer)
     if len(invocations) == 1:
         return [call(invocations[0])]
     from concurrent.futures import ThreadPoolExecutor  # imported on first use: keeps `import handrail` fast
 
-    with ThreadPoolExecutor(max_workers=min(effect.max_workers, len(invocations))) as pool:
-        futures = [pool.submit(contextvars.copy_context().run, call, inv) for inv in invocations]
-        return [f.result() for f in futures]
+    try:
+        with ThreadPoolExecutor(max_workers=min(effect.max_workers, len(invocations))) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, call, inv) for inv in invocations]
+            return [f.result() for f in futures]
+    finally:
+        if deferred is not None:
+            deferred.flush()  # after the pool's threads ended: every outcome noted is written
 
 
-async def _observed_async(observer: CallObserver | None, inv: Invocation) -> Outcome:
-    if observer is None:
+async def _observed_async(observer: CallObserver | None, inv: Invocation, deferred: _Deferred | None) -> Outcome:
+    if observer is None or deferred is None:
         return await _call_async(inv)
     if inv.tool.async_function is None and inv.tool.function is not None:
-        return await _detached(observer, inv)
-    observer.started(inv)
+        deferred.take()
+        return await _detached(observer, inv, deferred)
+    import asyncio
+
+    deferred.take()
+    ticket = observer.record_started(inv)
+    try:
+        await asyncio.sleep(0)  # the other calls starting now note theirs too: one write covers them all
+    except BaseException:  # cancelled before the call started: it stays as it was
+        observer.make_durable(observer.record_not_started(inv))
+        raise
+    observer.make_durable(ticket)
     outcome = await _call_async(inv)
-    observer.finished(inv, outcome)
+    deferred.ended(observer.record_finished(inv, outcome))
     return outcome
 
 
-async def _detached(observer: CallObserver, inv: Invocation) -> Outcome:
+async def _detached(observer: CallObserver, inv: Invocation, deferred: _Deferred) -> Outcome:
     """A sync tool under ``run_async`` with an observer: its worker thread records its own outcome.
 
     A cancelled run leaves the thread running to its end, and what it did must still reach the ledger; the
@@ -101,7 +157,7 @@ async def _detached(observer: CallObserver, inv: Invocation) -> Outcome:
         try:
             observer.started(inv)
             outcome = _call_sync(inv)
-            observer.finished(inv, outcome)
+            deferred.ended(observer.record_finished(inv, outcome))
             return outcome
         finally:
             observer.worker_ended(inv)
@@ -120,17 +176,22 @@ async def _detached(observer: CallObserver, inv: Invocation) -> Outcome:
 async def run_calls_async(effect: RunCalls) -> list[Outcome]:
     """Await the invocations concurrently (bounded by a semaphore) and return outcomes in order."""
     invocations, observer = effect.invocations, effect.observer
+    deferred = None if observer is None else _Deferred(observer, len(invocations))
     if len(invocations) == 1:
-        return [await _observed_async(observer, invocations[0])]
+        return [await _observed_async(observer, invocations[0], deferred)]
     import asyncio
 
     limit = asyncio.Semaphore(effect.max_workers)
 
     async def guarded(inv: Invocation) -> Outcome:
         async with limit:
-            return await _observed_async(observer, inv)
+            return await _observed_async(observer, inv, deferred)
 
-    return list(await asyncio.gather(*(guarded(inv) for inv in invocations)))
+    try:
+        return list(await asyncio.gather(*(guarded(inv) for inv in invocations)))
+    finally:
+        if deferred is not None:
+            deferred.flush()  # also when cancelled: outcomes noted are written (synchronously)
 
 
 async def emit_async(callback: StreamingCallback, effect: Emit) -> None:
