@@ -266,3 +266,15 @@ def test_a_result_with_a_lone_surrogate_is_written_with_an_escape(mode: str, pau
     assert result_for(result["messages"], "s1").result == "x\\ud800y"
     assert RAN == ["surrogate", 2]  # run once, not again at the resume
     assert result["last_message"].text == "done"
+
+
+@MODES
+@PAUSE
+def test_reply_text_with_a_lone_surrogate_is_escaped_so_a_pause_can_be_written(
+    mode: str, pause: bool, tmp_path: Path
+) -> None:
+    first = ChatMessage.from_assistant("let me see \ud83d", tool_calls=[ToolCall("echo", {"v": 1}, id="e1")])
+    result, _ = _finish(first, mode, tmp_path, pause)
+    assert result["messages"][1].text == "let me see \\ud83d"
+    assert RAN == [1]
+    assert result["last_message"].text == "done"

@@ -16,7 +16,8 @@ from handrail.components.agents._confirm import Approvals, ConfirmCalls, rewrite
 from handrail.components.agents._pause_effects import Finish, Pause, Position
 from handrail.components.tools._effects import Emit, RunCalls
 from handrail.components.tools._step import ToolStepOptions, repair_calls, tool_step
-from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall
+from handrail.core.json_data import text_problem, writable_text
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
 from handrail.dataclasses.state import State
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
@@ -120,8 +121,21 @@ def _with_calls(message: ChatMessage, calls: list[ToolCall]) -> ChatMessage:
     return ChatMessage(message.role, content, message.name, message.meta)
 
 
+def _writable(reply: ChatMessage) -> ChatMessage:
+    """``reply`` with text a snapshot cannot hold (a lone surrogate) escaped, as tool results are; else itself."""
+    content = reply._content
+    if not any(type(p) is TextContent and text_problem(p.text) for p in content):
+        return reply
+    fixed = [TextContent(writable_text(p.text)) if type(p) is TextContent else p for p in content]
+    return ChatMessage(reply.role, fixed, reply.name, reply.meta)
+
+
 def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> tuple[list[ChatMessage], list[ToolCall]]:
-    """Record usage and repair calls (ids, unwritable arguments); return the (possibly rewritten) replies and calls."""
+    """Record usage, escape unwritable text and repair calls (ids, unwritable arguments).
+
+    Returns:
+        The (possibly rewritten) replies and their calls: every reply is one a snapshot can hold.
+    """
     usage_total = state.data["token_usage"]
     out: list[ChatMessage] = []
     calls: list[ToolCall] = []
@@ -129,6 +143,7 @@ def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> t
         usage = reply.meta.get("usage") if reply.meta else None
         if isinstance(usage, Mapping):
             _add_usage(usage_total, usage)
+        reply = _writable(reply)
         own = reply.tool_calls if reply.role is ChatRole.ASSISTANT else []
         if own:
             fixed = repair_calls(own, seen)
