@@ -667,6 +667,69 @@ def w5() -> dict[str, Any]:
     }
 
 
+def _w6_resume(base: str, kind: str, n: int, mode: str) -> Callable[[], Any]:
+    """Pause a run whose one step has n ping calls into a fresh store (untimed); return the timed resume."""
+    import dataclasses
+    import tempfile
+
+    from handrail.dataclasses.breakpoints import HITLBreakpointException
+    from handrail.dataclasses.decisions import ToolExecutionDecision
+    from handrail.human_in_the_loop import BreakpointConfirmationStrategy
+    from handrail.stores import open_snapshot_store
+    from handrail.testing import ScriptedChatGenerator
+
+    folder = tempfile.mkdtemp(dir=base)
+    store = open_snapshot_store(folder if kind == "directory" else f"sqlite:///{folder}/snapshots.db")
+    calls = [ToolCall(tool_name="ping", arguments={"x": str(i)}, id=f"c{i}") for i in range(n)]
+    strategy = {"ping": BreakpointConfirmationStrategy(snapshot_store=store)}
+
+    def agent(reply: ChatMessage) -> Any:
+        generator = ScriptedChatGenerator([reply])
+        return Agent(chat_generator=generator, tools=[mk_tool(ping)], confirmation_strategies=strategy)
+
+    try:
+        agent(ChatMessage.from_assistant(tool_calls=calls)).run(messages=user_msgs())
+        raise AssertionError("the run did not pause")
+    except HITLBreakpointException as exc:
+        paused = exc.snapshot
+    assert paused is not None
+    decisions = [ToolExecutionDecision("ping", True, f"c{i}") for i in range(n)]
+    snapshot = dataclasses.replace(store.load(str(paused.snapshot_id)), tool_execution_decisions=decisions)
+    resumer = agent(ChatMessage.from_assistant("final answer"))
+
+    def check(res: dict[str, Any]) -> None:
+        if res["last_message"].text != "final answer" or res["tool_call_counts"].get("ping") != n:
+            raise AssertionError(f"W6 resume of {n} calls did not end as expected")
+
+    if mode == "async":
+        return lambda: check(asyncio.run(resumer.run_async(messages=[], snapshot=snapshot)))
+    return lambda: check(resumer.run(messages=[], snapshot=snapshot))
+
+
+def w6() -> dict[str, Any]:
+    """Resume of one step with 25 / 200 / 1,000 approved trivial calls (sync tool), directory and SQLite stores,
+    sync and async API: the ledger is written before each call starts and after it ends (group commit)."""
+    import shutil
+    import tempfile
+
+    base = tempfile.mkdtemp(prefix="handrail-w6-")
+    out: dict[str, Any] = {"api": "Agent.run / run_async(snapshot=...) of a paused step, every call approved"}
+    try:
+        for kind in ("directory", "sqlite"):
+            for mode in ("sync", "async"):
+                for n in (25, 200, 1000):
+                    rounds = 5 if n == 1000 else 10
+
+                    def prepare(kind: str = kind, n: int = n, mode: str = mode) -> Callable[[], Any]:
+                        return _w6_resume(base, kind, n, mode)
+
+                    out[f"{kind}_{mode}_{n}"] = timed(_per_round(prepare, 1, rounds), "ms")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    out["target"] = "1,000 calls <= 2 s (directory and SQLite)"
+    return out
+
+
 WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "w1_sync": w1_sync,
     "w1_async": w1_async,
@@ -676,6 +739,7 @@ WORKLOADS: dict[str, Callable[[], dict[str, Any]]] = {
     "w3": w3,
     "w4": w4,
     "w5": w5,
+    "w6": w6,
 }
 
 
