@@ -28,6 +28,7 @@ from handrail.core.secret import Secret, deserialize_secret
 from handrail.core.serialization import init_parameters
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError, StoreError
 from handrail.stores._postgres_shared import SharedConnections, acquire, release
+from handrail.stores._schema_version import check_version, damaged_without_version, tables_created_by
 
 if TYPE_CHECKING:
     import psycopg
@@ -160,7 +161,8 @@ class PostgresDatabase:
         ConfigurationError: The DSN is empty, its Secret's variable is not set, psycopg (the ``postgres``
             extra) is not installed, or the pool settings are not ``0 <= min_size <= max_size``, ``max_size >= 1``
             and ``timeout > 0``.
-        StoreError (on first use): The server is unreachable, or holds a newer schema version of this store.
+        StoreError (on first use): The server is unreachable, holds a newer schema version of this store, or is
+            damaged: the version row holds no version number, or is missing while the store's tables exist.
     """
 
     def __init__(
@@ -309,12 +311,20 @@ class PostgresDatabase:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             conn.execute(_SCHEMA_TABLE)
             row = conn.execute("SELECT version FROM handrail_schema WHERE store = %s", (self.store,)).fetchone()
-            version = int(row[0]) if row else 0
-            if version > len(self.migrations):
-                raise StoreError(
-                    f"{self.store}: {self._where()} holds schema version {version}, written by a newer handrail "
-                    f"(this one knows up to {len(self.migrations)})."
-                )
+            version = check_version(row, store=self.store, where=self._where(), known=len(self.migrations))
+            if version == 0:
+                found = [
+                    name
+                    for (name,) in conn.execute(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                        "AND tablename = ANY(%s) ORDER BY tablename",
+                        (list(tables_created_by(self.migrations)),),
+                    )
+                ]
+                if found:
+                    raise damaged_without_version(
+                        store=self.store, where=self._where(), row_missing=row is None, tables=found
+                    )
             for script in self.migrations[version:]:
                 conn.execute(script)  # trusted, constant SQL of this package
             conn.execute(

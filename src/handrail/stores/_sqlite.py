@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from handrail.errors import StoreError
+from handrail.stores._schema_version import check_version, damaged_without_version, tables_created_by
 
 _SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS handrail_schema (store TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 
@@ -35,7 +36,8 @@ class SQLiteDatabase:
             once, in order, on first use, inside one transaction each.
 
     Raises (on first use):
-        StoreError: The file cannot be opened, is not a database, or holds a newer schema version of this store.
+        StoreError: The file cannot be opened, is not a database, holds a newer schema version of this store, or
+            is damaged: its version row holds no version number, or is missing while the store's tables exist.
     """
 
     def __init__(self, path: str | Path, *, store: str, migrations: Sequence[str]) -> None:
@@ -114,29 +116,49 @@ class SQLiteDatabase:
                 return
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                conn.execute(_SCHEMA_TABLE)
-                row = conn.execute("SELECT version FROM handrail_schema WHERE store = ?", (self.store,)).fetchone()
-                version = int(row[0]) if row else 0
-                if version > len(self.migrations):
+                try:
+                    self._bring_up_to_date(conn)
+                except StoreError:
                     conn.execute("ROLLBACK")
-                    raise StoreError(
-                        f"{self.store}: {self.path} holds schema version {version}, written by a newer handrail "
-                        f"(this one knows up to {len(self.migrations)}). Upgrade handrail or use another file."
-                    )
-                for script in self.migrations[version:]:
-                    for statement in _statements(script):
-                        conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO handrail_schema (store, version) VALUES (?, ?) "
-                    "ON CONFLICT(store) DO UPDATE SET version = excluded.version",
-                    (self.store, len(self.migrations)),
-                )
+                    raise
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise StoreError(f"{self.store}: cannot prepare the schema in {self.path}: {exc}") from exc
             self._migrated = True
+
+    def _bring_up_to_date(self, conn: sqlite3.Connection) -> None:
+        """Run the migrations this file lacks (inside the caller's transaction).
+
+        Raises:
+            StoreError: The version row holds no version number, is missing while the store's tables exist, or
+                was written by a newer handrail.
+            sqlite3.Error: A statement failed.
+        """
+        conn.execute(_SCHEMA_TABLE)
+        row = conn.execute("SELECT version FROM handrail_schema WHERE store = ?", (self.store,)).fetchone()
+        version = check_version(row, store=self.store, where=self.path, known=len(self.migrations))
+        if version == 0:
+            tables = tables_created_by(self.migrations)
+            marks = ",".join("?" * len(tables))
+            found = [
+                name
+                for (name,) in conn.execute(
+                    f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks}) ORDER BY name",
+                    tables,
+                )
+            ]
+            if found:
+                raise damaged_without_version(store=self.store, where=self.path, row_missing=row is None, tables=found)
+        for script in self.migrations[version:]:
+            for statement in _statements(script):
+                conn.execute(statement)
+        conn.execute(
+            "INSERT INTO handrail_schema (store, version) VALUES (?, ?) "
+            "ON CONFLICT(store) DO UPDATE SET version = excluded.version",
+            (self.store, len(self.migrations)),
+        )
 
     def close(self) -> None:
         """Close this thread's connection (and the shared one of a ``:memory:`` database)."""
