@@ -177,7 +177,10 @@ def test_approve_and_reject_record_who_decided(snapdir: Path, monkeypatch: pytes
     nothing = cli("approvals", "approve", "s1", "--dir", snapdir)
     assert nothing.exit_code == 2 and "No call of snapshot s1 awaits a decision" in nothing.output
     listed = cli("approvals", "list", "--dir", snapdir)
-    assert "nothing to decide: handrail resume s1" in listed.output
+    assert (
+        "s1  paused" in listed.output
+        and "· nothing to decide\n  Continue it with: handrail resume s1 " in listed.output
+    )
 
 
 def test_approve_with_an_edit(snapdir: Path) -> None:
@@ -321,11 +324,11 @@ def test_list_shows_interrupted_runs_with_the_resume_command(snapdir: Path, held
     assert "Interrupted (status 'running' in the file, but no process is running them" in out
     assert "crashed  interrupted · last saved" in out
     assert 'c1  transfer({"amount": 5})  running when it stopped: outcome unknown' in out
-    crashed_hint = f"handrail resume crashed --dir {snapdir} --agent AGENT.yaml --unknown-outcome retry (runs it again"
+    crashed_hint = f"handrail resume crashed --dir {snapdir} --agent AGENT.yaml --unknown-outcome retry\n"
     assert crashed_hint in out  # the snapshot's agent file (/abs/agent.yaml) is not there
-    assert f"or handrail resume crashed --dir {snapdir} --agent AGENT.yaml --unknown-outcome fail (records" in out
+    assert f"handrail resume crashed --dir {snapdir} --agent AGENT.yaml --unknown-outcome fail\n" in out
     assert "failed  interrupted" in out
-    assert f"Continue it with: handrail resume failed --dir {snapdir} --agent AGENT.yaml Replace AGENT.yaml" in out
+    assert f"Continue it with: handrail resume failed --dir {snapdir} --agent AGENT.yaml\n  Replace AGENT.yaml" in out
     # Held by a process right now: listed as running, neither paused nor interrupted.
     assert "Running now (a process holds them: a run or resume in progress" in out
     assert "busy  running · last saved" in out
@@ -336,7 +339,7 @@ def test_list_shows_interrupted_runs_with_the_resume_command(snapdir: Path, held
     crashed, failed = data["interrupted"]
     assert (crashed["snapshot_id"], crashed["status"], crashed["file_status"]) == ("crashed", "interrupted", "running")
     assert crashed["running_calls"] == [{"tool_call_id": "c1", "tool_name": "transfer", "arguments": {"amount": 5}}]
-    assert "--unknown-outcome retry (" in crashed["hint"] and "--unknown-outcome fail (" in crashed["hint"]
+    assert "--unknown-outcome retry\n" in crashed["hint"] and "--unknown-outcome fail\n" in crashed["hint"]
     assert crashed["path"] == str(snapdir / "crashed.json")
     assert failed["running_calls"] == [] and "--unknown-outcome" not in failed["hint"]
 
@@ -355,7 +358,8 @@ def test_show_says_interrupted_or_being_resumed(snapdir: Path, held: Path) -> No
     assert "status: interrupted (the file says 'running', but no process holds it)" in shown.output
     assert "status: running" not in shown.output
     assert "c1  transfer" in shown.output and "running · its process stopped mid-call: outcome unknown" in shown.output
-    assert "--unknown-outcome retry (runs it again" in shown.output and "--unknown-outcome fail (" in shown.output
+    assert "--unknown-outcome retry\n" in shown.output and "--unknown-outcome fail\n" in shown.output
+    assert "(runs it again with the same call id)" in shown.output
     data = last_json(cli("approvals", "show", "crashed", "--dir", snapdir, "--json"))
     assert (data["status"], data["file_status"]) == ("interrupted", "running")
     assert "--unknown-outcome" in data["hint"]
@@ -685,8 +689,8 @@ def test_a_call_found_running_is_named_with_cli_flags(tmp_path: Path, log: Path)
     entry = dataclasses.replace(snapshot.ledger["c1"], status="running")
     write_snapshot(dataclasses.replace(snapshot, status="running", ledger={"c1": entry}), path)
     listed = cli("approvals", "list", "--dir", folder)
-    assert f"handrail resume {sid} --dir {folder} --unknown-outcome retry (runs it again" in listed.output
-    assert f"or handrail resume {sid} --dir {folder} --unknown-outcome fail (records it" in listed.output
+    assert f"handrail resume {sid} --dir {folder} --unknown-outcome retry\n" in listed.output
+    assert f"handrail resume {sid} --dir {folder} --unknown-outcome fail\n" in listed.output
     agent_yaml(agent, [DONE])
     refused = cli("resume", sid, "--dir", folder)
     assert refused.exit_code == 2, refused.output

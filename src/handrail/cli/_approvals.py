@@ -8,12 +8,10 @@ from typing import Any
 import click
 
 from handrail.cli._common import (
-    agent_file_note,
     errors_as_exit_codes,
     fail_busy,
     fail_usage,
     printable,
-    resume_command,
     resume_hint,
 )
 from handrail.cli._stores import Where, opened, where_options
@@ -113,8 +111,8 @@ def _choose_call(out: Any, snapshot: Any, call_id: str | None, where: Where) -> 
             return decided[0]
         if not waiting:
             fail_usage(out, f"No call of snapshot {name} awaits a decision (decided: {calls_text(decided) or 'none'}"
-                            f"{'; name one with --call to repeat its decision' if decided else ''}); resume it with "
-                            f"'{resume_command(snapshot, where)}'.{agent_file_note(snapshot, where)}")  # fmt: skip
+                            f"{'; name one with --call to repeat its decision' if decided else ''}).\n"
+                            f"{resume_hint(snapshot, where)}")  # fmt: skip
         fail_usage(out, f"Snapshot {name} has {len(waiting)} calls awaiting a decision: {calls_text(waiting)}; "
                         f"choose one with --call.")  # fmt: skip
     match = next((c for c in snapshot.pending_tool_calls if c.id == call_id), None)
@@ -154,12 +152,10 @@ def _check_open(out: Any, snapshot: Any, where: Where) -> None:
     name = printable(snapshot.snapshot_id)
     state = where.state(snapshot)
     if state == "interrupted":
-        hint = resume_hint(snapshot, where)
-        hint = hint if hint.endswith(".") else f"{hint}."
         fail_usage(out, f"Snapshot {name} was interrupted: its {where.noun} says 'running' but no process holds it "
-                        f"({CAUSE}), so decisions can no longer be recorded in it. {hint} "
-                        f"Calls still without a decision then pause the run again under a new snapshot id, where "
-                        f"you decide them.")  # fmt: skip
+                        f"({CAUSE}), so decisions can no longer be recorded in it; calls still without a decision "
+                        f"pause the resumed run again under a new snapshot id, where you decide them.\n"
+                        f"{resume_hint(snapshot, where)}")  # fmt: skip
     if state == "running":
         fail_busy(out, f"Snapshot {name} is held by a running process right now ({HELD}); decisions are recorded "
                        f"while no run holds it. When the run pauses again, decide in its new snapshot "
@@ -205,8 +201,7 @@ def _decide(
         out.print(f"Still awaiting a decision: {calls_text(waiting)}. Resuming now would pause the run again at "
                   f"{them}.", markup=False)  # fmt: skip
     else:
-        out.print(f"Every call is decided. Continue the run with: {resume_command(updated, where)}"
-                  f"{agent_file_note(updated, where)}", markup=False)  # fmt: skip
+        out.print(f"Every call is decided. {resume_hint(updated, where, what='the run')}", markup=False)
 
 
 def _say_decided(out: Any, snapshot: Any, call: Any, recorded_now: bool) -> None:

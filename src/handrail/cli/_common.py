@@ -38,6 +38,7 @@ __all__ = [
     "errors_as_exit_codes",
     "fail_busy",
     "fail_usage",
+    "indented",
     "printable",
     "quote",
     "recorded_agent_file",
@@ -271,26 +272,37 @@ def agent_file_note(snapshot: Any, store: Any) -> str:
     )
 
 
-def resume_hint(snapshot: Any, store: Any) -> str:
-    """How to continue an interrupted snapshot: the resume command, with --unknown-outcome when a call was running.
+def resume_hint(snapshot: Any, store: Any, *, what: str = "it") -> str:
+    """How to continue ``snapshot``: every hint to resume is built here, from the snapshot's ledger.
 
-    ``store`` is the command's ``Where`` (its ``arg``: ``--dir DIR`` or ``--store URL``). Every command in it runs
-    as printed (AGENT.yaml, when there, is explained). Ids and names are escaped for the terminal
+    A snapshot with a call marked ``running`` (its process stopped mid-call, so the outcome is unknown) gets the
+    two commands with ``--unknown-outcome retry`` and ``--unknown-outcome fail``: the plain command would be
+    refused. ``store`` is the command's ``Where`` (its ``arg``: ``--dir DIR`` or ``--store URL``); ``what`` names
+    the thing continued ("it", "the run"). Every command in it runs as printed and ends its line; what AGENT.yaml
+    stands for, when it is there, follows on its own line. Ids and names are escaped for the terminal
     (:func:`printable`).
     """
-    note = agent_file_note(snapshot, store)
+    note = agent_file_note(snapshot, store).strip()
+    note = f"\n{note}" if note else ""
     running = running_calls(snapshot)
     if not running:
-        return f"Continue it with: {resume_command(snapshot, store)}{note}"
+        return f"Continue {what} with: {resume_command(snapshot, store)}{note}"
     calls = ", ".join(f"{printable(entry.tool_call_id)} ({printable(entry.tool_name)})" for entry in running)
     one = len(running) == 1
     them = "it" if one else "them"
     return (
         f"{'Call' if one else 'Calls'} {calls} {'was' if one else 'were'} running when the run stopped; "
-        f"{'its' if one else 'their'} outcome is unknown. Continue it with "
-        f"{resume_command(snapshot, store, '--unknown-outcome', 'retry')} (runs {them} again with the same call "
-        f"id) or {resume_command(snapshot, store, '--unknown-outcome', 'fail')} (records {them} as failed).{note}"
+        f"{'its' if one else 'their'} outcome is unknown. Continue {what} with one of:\n"
+        f"  {resume_command(snapshot, store, '--unknown-outcome', 'retry')}\n"
+        f"    (runs {them} again with the same call id)\n"
+        f"  {resume_command(snapshot, store, '--unknown-outcome', 'fail')}\n"
+        f"    (records {them} as failed and goes on){note}"
     )
+
+
+def indented(text: str, prefix: str = "  ") -> str:
+    """``text`` with ``prefix`` before each of its lines (a hint printed under a heading)."""
+    return "\n".join(prefix + line for line in text.split("\n"))
 
 
 def age(moment: datetime, now: datetime | None = None) -> str:

@@ -7,11 +7,10 @@ from typing import Any
 
 from handrail.cli._common import (
     age,
-    agent_file_note,
     call_line,
     echo_json,
+    indented,
     printable,
-    resume_command,
     resume_hint,
     running_calls,
 )
@@ -53,8 +52,8 @@ def print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], runnin
             for call in waiting:
                 out.print(call_line(call.id, call.tool_name, call.arguments))
         else:
-            out.print(header + f" · nothing to decide: {resume_command(snapshot, where)}", markup=False)
-            _print_note(out, agent_file_note(snapshot, where))
+            out.print(header + " · nothing to decide", markup=False)
+            out.print(indented(resume_hint(snapshot, where)), markup=False)
     if running:
         out.print(f"Running now (a process holds them: {HELD}):", style="bold", markup=False)
     for snapshot in running:
@@ -72,12 +71,7 @@ def print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], runnin
             line = call_line(entry.tool_call_id, entry.tool_name, entry.arguments)
             line.append("  running when it stopped: outcome unknown", style="yellow")
             out.print(line)
-        out.print(f"  {resume_hint(snapshot, where)}", style="dim", markup=False)
-
-
-def _print_note(out: Any, note: str) -> None:
-    if note:
-        out.print(f" {note}", style="dim", markup=False)
+        out.print(indented(resume_hint(snapshot, where)), style="dim", markup=False)
 
 
 def _list_json(
@@ -88,7 +82,8 @@ def _list_json(
          "created_at": s.timestamp.isoformat(), "path": s.location}
         for s, waiting in rows for c in waiting
     ]  # fmt: skip
-    ready = [{"snapshot_id": s.snapshot_id, "created_at": s.timestamp.isoformat(), "path": s.location}
+    ready = [{"snapshot_id": s.snapshot_id, "created_at": s.timestamp.isoformat(), "path": s.location,
+              "hint": resume_hint(s, where)}
              for s, waiting in rows if not waiting]  # fmt: skip
     stopped = [
         {"snapshot_id": s.snapshot_id, "status": "interrupted", "file_status": s.status,
@@ -186,7 +181,7 @@ def print_snapshot(out: Any, where: Where, snapshot: Any, state: str, as_json: b
         if value:
             out.print(f"  {label}: {printable(value)}", markup=False)
     if state == "interrupted":
-        out.print(f"  {resume_hint(snapshot, where)}", style="yellow", markup=False)
+        out.print(indented(resume_hint(snapshot, where)), style="yellow", markup=False)
     if not calls:
         out.print("  Paused before the model call: no tool calls to decide.", markup=False)
     for call, status, details in calls:
