@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args
 
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
-__all__ = ["ConfirmationAction", "ConfirmationUIResult", "ToolExecutionDecision"]
+__all__ = ["ConfirmationAction", "ConfirmationUIResult", "ToolExecutionDecision", "check_decided_by"]
 
 ConfirmationAction = Literal["confirm", "reject", "modify"]
 _ACTIONS: tuple[str, ...] = get_args(ConfirmationAction)
@@ -19,6 +19,28 @@ def _check_str(owner: str, field: str, value: object, *, optional: bool) -> None
         return
     expected = "a str or None" if optional else "a str"
     raise ConfigurationTypeError(f"{owner}.{field} must be {expected}, got {type(value).__name__} ({value!r:.80}).")
+
+
+def check_decided_by(value: object, name: str) -> None:
+    """Refuse a ``decided_by`` that is not None or a str naming somebody (the CLI's ``--by`` rule).
+
+    Args:
+        value: The name given (None: not given, so the caller's default applies).
+        name: What the value was given as, for the message (``"decided_by"``).
+
+    Raises:
+        ConfigurationTypeError: ``value`` is neither a str nor None.
+        ConfigurationError: ``value`` is empty or only white space: it would record nobody as the decider.
+    """
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise ConfigurationTypeError(f"{name} must be a str or None, got {type(value).__name__} ({value!r:.80}).")
+    if not value.strip():
+        raise ConfigurationError(
+            f"{name} is {'empty' if not value else f'blank ({value!r})'}; name who decided, or pass None for the "
+            "default."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +91,8 @@ class ToolExecutionDecision:
     feedback templates are rendered when the decision is applied.
 
     Raises:
-        ConfigurationError: When ``execute`` is not a bool or ``final_tool_params`` is not a dict.
+        ConfigurationError: When ``execute`` is not a bool, ``final_tool_params`` is not a dict, or
+            ``decided_by`` is empty or blank.
         ConfigurationTypeError: When ``tool_name`` is not a str, or ``tool_call_id``, ``feedback`` or
             ``decided_by`` is not a str or None.
     """
@@ -97,6 +120,7 @@ class ToolExecutionDecision:
         _check_str("ToolExecutionDecision", "tool_name", self.tool_name, optional=False)
         for name in ("tool_call_id", "feedback", "decided_by"):
             _check_str("ToolExecutionDecision", name, getattr(self, name), optional=True)
+        check_decided_by(self.decided_by, "ToolExecutionDecision.decided_by")
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a dict."""

@@ -443,7 +443,7 @@ def _settle(answer: ConfirmationUIResult, call: _Call) -> ConfirmationUIResult |
 
 def _label(ui: object) -> str:
     label = getattr(ui, "label", None)
-    return label if isinstance(label, str) and label else type(ui).__name__
+    return label if isinstance(label, str) and label.strip() else type(ui).__name__
 
 
 def _refuse_class(value: object, name: str, what: str) -> None:

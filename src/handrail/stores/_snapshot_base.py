@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.decisions import ToolExecutionDecision, check_decided_by
 from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache, encode_snapshot
 from handrail.errors import ConfigurationTypeError, SnapshotUnavailableError
 from handrail.stores._snapshot_common import (
@@ -139,7 +139,8 @@ class SnapshotStoreBase(SnapshotRecords):
         Args:
             snapshot_id: The paused snapshot.
             decision: The decision; its ``tool_call_id`` names the call.
-            decided_by: Who decided; default the decision's ``decided_by``, else the OS user.
+            decided_by: Who decided; default (None) the decision's ``decided_by``, else the OS user. An empty or
+                blank name is refused (ConfigurationError), as the CLI's ``--by`` is.
 
         Returns:
             The snapshot as it now is in the store (``location`` set).
@@ -149,7 +150,7 @@ class SnapshotStoreBase(SnapshotRecords):
                 ``lock_timeout``), finished, or resumed already.
             DecisionConflictError: A different decision is recorded for the call.
             ConfigurationError: Unknown or non-pending call, another tool's name, edited arguments refused by the
-                tool's JSON Schema, or (SnapshotError) an unknown snapshot id.
+                tool's JSON Schema, an empty or blank ``decided_by``, or (SnapshotError) an unknown snapshot id.
             StoreError: The backend failed or the record is corrupt.
         """
         return self.decide(snapshot_id, decision, decided_by=decided_by)[0]
@@ -170,6 +171,7 @@ class SnapshotStoreBase(SnapshotRecords):
         snapshot_id = self._id(snapshot_id)
         if not isinstance(decision, ToolExecutionDecision):
             raise ConfigurationTypeError(f"Expected a ToolExecutionDecision, got {type(decision).__name__}.")
+        check_decided_by(decided_by, "decided_by")  # before the record is claimed: nothing is written
         with self._guarded(snapshot_id, "decide") as handle:
             snapshot = self._read_snapshot(handle, snapshot_id)
             updated = with_decision(snapshot, decision, decided_by=decided_by)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from handrail.dataclasses.chat_message import ToolCall
-from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.decisions import ToolExecutionDecision, check_decided_by
 from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, LedgerStatus, snapshot_file_name
 from handrail.errors import (
     ConfigurationError,
@@ -313,7 +313,8 @@ def with_decision(
     Args:
         agent_snapshot: A paused snapshot taken before a tool step.
         decision: The decision; ``tool_call_id`` must name a paused call of the step.
-        decided_by: Who decided; default the decision's own ``decided_by``, else the OS user.
+        decided_by: Who decided; default (None) the decision's own ``decided_by``, else the OS user. An empty or
+            blank name is refused.
 
     Returns:
         The new snapshot (``location`` kept), or ``agent_snapshot`` itself for a repeated decision.
@@ -326,7 +327,9 @@ def with_decision(
             differs, or ``final_tool_params`` is refused by schema validation against the tool's
             JSON Schema recorded in the fingerprint.
         DecisionConflictError: When a different decision is already recorded for the call.
+        ConfigurationError / ConfigurationTypeError: ``decided_by`` is empty or blank, or not a str.
     """
+    check_decided_by(decided_by, "decided_by")
     snapshot = check_snapshot(agent_snapshot)
     _check_decidable(snapshot, decision)
     call = _target_call(snapshot, decision)

@@ -236,6 +236,25 @@ class SnapshotStoreSuite(CorruptSnapshotCases):
             store.record_decision(snapshot_id, decision)
         assert store.load(snapshot_id).to_dict() == before
 
+    @pytest.mark.parametrize("decided_by", ["", "   ", "\t\n"])
+    def test_an_empty_or_blank_decider_is_refused_and_nothing_is_written(
+        self, store: SnapshotStore, decided_by: str
+    ) -> None:
+        """decided_by names somebody (as the CLI's --by must): empty or blank is refused; None means the default."""
+        snapshot_id = store.save(make_paused_snapshot())
+        before = store.load(snapshot_id).to_dict()
+        with pytest.raises(ConfigurationError, match=r"^decided_by is (empty|blank)"):
+            store.record_decision(snapshot_id, _approve("c1"), decided_by=decided_by)
+        with pytest.raises(ConfigurationError, match=r"^decided_by is (empty|blank)"):
+            store.record_decision(snapshot_id, _reject("c1"), decided_by=decided_by)
+        with pytest.raises(ConfigurationTypeError, match="decided_by must be a str or None"):
+            store.record_decision(snapshot_id, _approve("c1"), decided_by=7)  # type: ignore[arg-type]
+        assert store.load(snapshot_id).to_dict() == before
+        with pytest.raises(ConfigurationError, match=r"^ToolExecutionDecision\.decided_by is (empty|blank)"):
+            _approve("c1", decided_by=decided_by)
+        recorded = store.record_decision(snapshot_id, _approve("c1"), decided_by=None)
+        assert recorded.ledger["c1"].decided_by not in (None, "", decided_by)  # the OS user (or 'unknown')
+
     def test_not_a_decision_is_a_type_error(self, store: SnapshotStore) -> None:
         """record_decision takes a ToolExecutionDecision."""
         snapshot_id = store.save(make_paused_snapshot())
