@@ -533,7 +533,7 @@ decisions = st.builds(
     tool_call_id=st.one_of(st.none(), texts),
     feedback=st.one_of(st.none(), texts),
     final_tool_params=st.one_of(st.none(), argument_dicts),
-    decided_by=st.one_of(st.none(), texts),
+    decided_by=st.one_of(st.none(), texts.filter(str.strip)),  # a blank decider is refused (tested)
 )
 ledger_entries = st.builds(
     LedgerEntry,
