@@ -20,7 +20,10 @@ __all__ = ["log"]  # a fixture of test_approvals, used here
     ("damage", "said"),
     [
         ("UPDATE handrail_schema SET version = 'x'", "records the schema version 'x' for this store"),
-        ("DELETE FROM handrail_schema", "has no version row for this store, yet its tables exist (handrail_snapshots)"),
+        (
+            "DELETE FROM handrail_schema",
+            "has no version row for this store, yet its tables exist (handrail_snapshot_entries, handrail_snapshots)",
+        ),
     ],
 )
 def test_every_command_on_a_damaged_schema_row_gives_one_error_line(

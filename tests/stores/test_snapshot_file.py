@@ -27,6 +27,11 @@ class TestFileSnapshotStore(SnapshotStoreSuite):
     def make_store(self) -> SnapshotStore:
         return FileSnapshotStore(self.folder, lock_timeout=0.2)
 
+    def append_torn_entry(self, store: SnapshotStore, snapshot_id: str) -> None:
+        assert isinstance(store, FileSnapshotStore)
+        with open(store.journal_of(snapshot_id), "ab") as journal:
+            journal.write(b'{"c2":{"tool_call_id":"c2","tool_name":"transfer","status":"run')
+
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,6 +90,33 @@ def test_a_newer_schema_version_is_refused(db_path: Path, store: SQLiteSnapshotS
     with pytest.raises(StoreError, match=r"SQLiteSnapshotStore.*schema version 7"):
         newer.list_pending()
     newer.close()
+
+
+def test_a_version_1_database_is_migrated_to_keep_ledger_entries(db_path: Path) -> None:
+    """A database written before the entries table (schema version 1) gets it on first use; its records load."""
+    from handrail.stores.snapshot_sqlite import _MIGRATIONS
+
+    snapshot = make_paused_snapshot()
+    db_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        conn.executescript(_MIGRATIONS[0])
+        conn.execute("CREATE TABLE handrail_schema (store TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO handrail_schema VALUES ('SQLiteSnapshotStore', 1)")
+        conn.execute(
+            "INSERT INTO handrail_snapshots VALUES ('old', 'paused', ?, ?, NULL, ?)",
+            (snapshot.timestamp.timestamp(), snapshot.timestamp.timestamp(), encode_snapshot(snapshot)),
+        )
+    finally:
+        conn.close()
+    store = SQLiteSnapshotStore(db_path, lock_timeout=0.2)
+    assert store.load("old") == snapshot
+    with store.claim("old"):
+        running = dataclasses.replace(snapshot.ledger["c1"], status="running")
+        store.append_entries("old", {"c1": running})
+    assert store.load("old").ledger["c1"] == running
+    assert _sql(db_path, "SELECT version FROM handrail_schema WHERE store = 'SQLiteSnapshotStore'") == [(2,)]
+    store.close()
 
 
 def test_an_in_memory_database_works_in_one_process() -> None:

@@ -155,13 +155,14 @@ class MessageCache:
         b'{"role":"user","meta":{},"name":null,"content":[{"text":"hi"}]}'
     """
 
-    __slots__ = ("_calls", "_entries", "_kept", "_parts")
+    __slots__ = ("_calls", "_entries", "_kept", "_memo", "_parts")
 
     def __init__(self) -> None:
         self._entries: dict[int, bytes] = {}
         self._kept: list[ChatMessage] = []
         self._calls: CallMemo = {}
         self._parts: dict[str, tuple[list[int], list[Any], list[bytes]]] = {}
+        self._memo: dict[int, tuple[Any, bytes]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -172,6 +173,20 @@ class MessageCache:
         self._kept.clear()
         self._calls.clear()
         self._parts.clear()
+        self._memo.clear()
+
+    def memo(self, item: T, encode: Callable[[T], bytes]) -> bytes:
+        """``encode(item)``, once per item (object) for the cache's life.
+
+        So a ledger entry appended to a store's journal is not encoded again by the next full write. Items must not
+        be changed after they were encoded.
+        """
+        known = self._memo.get(id(item))
+        if known is not None and known[0] is item:
+            return known[1]
+        data = encode(item)
+        self._memo[id(item)] = (item, data)
+        return data
 
     def encode_parts(self, kind: str, items: Sequence[T], encode: Callable[[T], bytes]) -> list[bytes]:
         """Return ``encode(item)`` for each item, reusing the bytes of items (the same objects) encoded last time.

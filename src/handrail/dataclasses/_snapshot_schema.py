@@ -359,6 +359,19 @@ def check_snapshot_data(data: dict[str, Any], *, deep: bool) -> None:
             raise _raise(exc, "") from None
 
 
+def check_ledger_entries(data: Any) -> None:
+    """Check one ledger change a store keeps beside its record: ``{tool_call_id: entry}`` as the ledger holds them.
+
+    Raises:
+        SnapshotError: ``Snapshot ledger['c1'].status: ...``, or for anything but an object of entries.
+    """
+    try:
+        snapshot_schema(False)["ledger"](data)
+    except _Mismatch as exc:
+        exc.segments.append("ledger")
+        raise _raise(exc, "") from None
+
+
 def check_reserved_state(state: Mapping[str, Any]) -> None:
     """Check the decoded values of the reserved State keys present (step_count, tool_call_counts...).
 

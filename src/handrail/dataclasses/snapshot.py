@@ -30,7 +30,7 @@ import operator
 import os
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +49,7 @@ from handrail.dataclasses._snapshot_fields import (
     SnapshotStatus,
     read_snapshot_fields,
 )
+from handrail.dataclasses._snapshot_schema import check_ledger_entries
 from handrail.dataclasses.breakpoints import AgentBreakpoint
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
@@ -253,7 +254,7 @@ def _cached_header(snapshot: AgentSnapshot, cache: MessageCache) -> bytes:
         if list(snapshot.ledger) != list(map(_CALL_ID, entries)):
             return _dump_header(snapshot._header())  # keys the run did not write (its keys are the entries' ids)
         decisions = cache.encode_parts("decisions", snapshot.tool_execution_decisions, _decision_json)
-        ledger = cache.encode_parts("ledger", entries, _keyed_entry_json)
+        ledger = cache.encode_parts("ledger", entries, lambda entry: cache.memo(entry, _keyed_entry_json))
         middle = b'"tool_execution_decisions":[%s],"ledger":{%s}' % (b",".join(decisions), b",".join(ledger))
         head, tail = dump_json(before).encode("utf-8"), dump_json(after).encode("utf-8")
     except (*JSON_ERRORS, SerializationError, ConfigurationError):
@@ -270,6 +271,31 @@ _CALL_ID = operator.attrgetter("tool_call_id")
 
 def _keyed_entry_json(entry: LedgerEntry) -> bytes:
     return dump_json({entry.tool_call_id: entry.to_dict()}).encode("utf-8")[1:-1]
+
+
+def encode_entries(entries: Mapping[str, LedgerEntry], cache: MessageCache | None = None) -> list[tuple[str, bytes]]:
+    """The ledger changes a store keeps beside a record: ``(tool_call_id, UTF-8 JSON {tool_call_id: entry})`` each.
+
+    With the run's ``cache``, an entry is encoded once: the next full write of the record reuses its bytes.
+
+    Raises:
+        SerializationError: Naming ``ledger['c1']`` for an entry that cannot be written; nothing is written.
+    """
+    out: list[tuple[str, bytes]] = []
+    for call_id, entry in entries.items():
+        if cache is not None and call_id == entry.tool_call_id:
+            try:
+                out.append((call_id, b"{%s}" % cache.memo(entry, _keyed_entry_json)))
+                continue
+            except JSON_ERRORS:
+                pass  # named below
+        data = entry.to_dict()
+        try:
+            out.append((call_id, dump_json({call_id: data}).encode("utf-8")))
+        except JSON_ERRORS as exc:
+            check_json(data, f"ledger[{call_id!r}]")
+            raise SerializationError(f"ledger[{call_id!r}]: the entry cannot be written: {exc}") from exc
+    return out
 
 
 def encode_snapshot(snapshot: AgentSnapshot, cache: MessageCache | None = None) -> bytes:
@@ -309,8 +335,40 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _json_object(data: bytes) -> Any:
+    return json.loads(data.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+
+
+def _fold_entries(parsed: Any, changes: Sequence[tuple[str, bytes]], name: str) -> None:
+    """Apply ledger changes kept beside a record (a store's journal lines or entry rows) to its parsed JSON.
+
+    Each change is ``(how to name it, UTF-8 JSON {tool_call_id: entry})``, oldest first; a later one replaces an
+    earlier one of the same call, and calls not in the record join its ledger at the end, in order.
+    """
+    folded: dict[str, Any] = {}
+    for label, line in changes:
+        try:
+            change = _json_object(line)
+        except UnicodeDecodeError as exc:
+            raise SnapshotError(f"{name}, {label}, is not valid JSON (not UTF-8 text: {exc})") from None
+        except (ValueError, RecursionError) as exc:
+            raise SnapshotError(f"{name}, {label}, is not valid JSON: {exc}") from None
+        try:
+            check_ledger_entries(change)
+        except SnapshotError as exc:
+            raise SnapshotError(f"{name}, {label}: {exc}") from None
+        folded.update(change)
+    if isinstance(parsed, dict) and isinstance(parsed.get("ledger"), dict):
+        parsed["ledger"].update(folded)
+
+
 def decode_snapshot(
-    data: bytes, *, source: str, allowed_modules: Iterable[str] = (), what: str | None = None
+    data: bytes,
+    *,
+    source: str,
+    allowed_modules: Iterable[str] = (),
+    what: str | None = None,
+    changes: Sequence[tuple[str, bytes]] = (),
 ) -> AgentSnapshot:
     """Read a snapshot from the content of a snapshot file.
 
@@ -319,6 +377,9 @@ def decode_snapshot(
         source: The file's name, for error messages.
         allowed_modules: Module prefixes whose classes state values may name, besides handrail's.
         what: How error messages name the content (default ``"Snapshot file <source>"``), e.g. a store's record.
+        changes: Ledger entries a store wrote beside the record since it was last written whole (a journal's
+            lines, rows of entries): ``(how to name it, UTF-8 JSON {tool_call_id: entry})``, oldest first. They
+            replace the record's entries of the same calls and are checked by the same schema.
 
     Returns:
         The snapshot (``location`` None).
@@ -329,11 +390,13 @@ def decode_snapshot(
     """
     name = what or f"Snapshot file {source}"
     try:
-        parsed = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+        parsed = _json_object(data)
     except UnicodeDecodeError as exc:
         raise SnapshotError(f"{name} is truncated or not valid JSON (not UTF-8 text: {exc})") from None
     except (ValueError, RecursionError) as exc:
         raise SnapshotError(f"{name} is truncated or not valid JSON: {exc}") from None
+    if changes:
+        _fold_entries(parsed, changes, name)
     try:
         allowed = tuple(allowed_modules)
         with restricted_imports(allowed):

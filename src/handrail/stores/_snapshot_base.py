@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from handrail.dataclasses.decisions import ToolExecutionDecision, check_decided_by
-from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache, encode_snapshot
+from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache, encode_entries, encode_snapshot
 from handrail.errors import ConfigurationTypeError, SnapshotUnavailableError
 from handrail.stores._snapshot_common import (
     check_snapshot,
@@ -319,6 +319,42 @@ class SnapshotStoreBase(SnapshotRecords):
         data = encode_snapshot(check_snapshot(snapshot), cache)
         with self._guarded(snapshot_id, "holder") as handle:
             if not self._update(handle, snapshot_id, snapshot, data):
+                raise self._unknown(snapshot_id)
+
+    def append_entries(
+        self, snapshot_id: str, entries: Mapping[str, LedgerEntry], cache: MessageCache | None = None
+    ) -> None:
+        """Keep changed ledger entries beside the record, durably, without rewriting it (the claim's holder, mid-step).
+
+        Every read of the record sees them folded into its ledger (replacing the entries of the same call ids;
+        new ids join at the end, in order), and the next full write of the record (:meth:`replace`, a decision,
+        a pause, :meth:`mark_done`...) absorbs them. A directory store appends one fsynced line per entry to a
+        journal beside the file; a database upserts rows of an entries table in one transaction. So a durable
+        run's write costs what changed, not the whole record.
+
+        Args:
+            snapshot_id: An existing snapshot.
+            entries: ``{tool_call_id: LedgerEntry}``.
+            cache: The run's message cache (an entry is encoded once; the next full write reuses it).
+
+        Raises:
+            ConfigurationTypeError: ``entries`` is not a mapping of str to LedgerEntry.
+            SnapshotError: Unknown id; nothing was written.
+            SnapshotUnavailableError: Through a store object that holds no claim: another's claim stayed held
+                past ``lock_timeout``.
+            SerializationError / StoreError / OSError: Nothing was kept (a directory store may keep a torn last
+                line, which every read ignores).
+        """
+        snapshot_id = self._id(snapshot_id)
+        if not isinstance(entries, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, LedgerEntry) for k, v in entries.items()
+        ):
+            raise ConfigurationTypeError("append_entries takes a mapping of tool_call_id (str) to LedgerEntry.")
+        changes = encode_entries(entries, cache)
+        if not changes:
+            return
+        with self._guarded(snapshot_id, "holder") as handle:
+            if not self._append(handle, snapshot_id, changes):
                 raise self._unknown(snapshot_id)
 
     def continue_in(

@@ -6,6 +6,16 @@ that also excludes claims held elsewhere (:meth:`SnapshotRecords._scope`), and r
 record's bytes inside it. The bytes are exactly what :func:`~handrail.dataclasses.snapshot.encode_snapshot`
 writes, so a record is a self-contained snapshot file wherever it lives.
 
+During a tool step the claim's holder does not rewrite the whole record around every call: after the step's
+first full write, :meth:`~handrail.stores._snapshot_base.SnapshotStoreBase.append_entries` keeps only the
+changed ledger entries beside the record (a directory store: the journal file ``.<id>.json.journal``; a
+database: rows of an entries table). Every read folds them into the record's ledger in one place
+(:meth:`SnapshotRecords._decode`, through :func:`~handrail.dataclasses.snapshot.decode_snapshot`), and every
+full write of the record absorbs them: the new record is written from the folded ledger (or the run's own,
+which is newer) and the kept entries are dropped with it (a database: in the same transaction; a directory
+store: a journal names the exact record it extends, so a journal left behind by a crash after the rename is
+never applied to the newer record).
+
 Who may write what:
 
 * ``record_decision`` never runs while a claim is held (by anyone, this store object included): it waits up
@@ -31,7 +41,10 @@ from handrail.dataclasses.snapshot import AgentSnapshot, decode_snapshot
 from handrail.errors import ConfigurationError, CorruptRecordError, SnapshotError, SnapshotUnavailableError, StoreError
 from handrail.stores._snapshot_common import check_snapshot_id
 
-__all__ = ["OnSnapshotError", "Release", "SnapshotLease", "SnapshotRecords"]
+__all__ = ["Changes", "OnSnapshotError", "Release", "SnapshotLease", "SnapshotRecords"]
+
+Changes = list[tuple[str, bytes]]
+"""Ledger entries kept beside a record: ``(label or call id, UTF-8 JSON {tool_call_id: entry})``, oldest first."""
 
 OnSnapshotError = Callable[[str, Exception], None]
 """Called by ``list_pending`` / ``list_paused`` with the id of a record that cannot be read and the error."""
@@ -144,6 +157,23 @@ class SnapshotRecords(ABC):
     def _read(self, handle: Any, snapshot_id: str) -> bytes | None:
         """The record's bytes, or None when there is none (``handle`` None: outside any scope)."""
 
+    def _changes(self, handle: Any, snapshot_id: str, data: bytes) -> Changes:
+        """The ledger entries kept beside the record whose bytes are ``data``, oldest first, each labelled for errors.
+
+        Read after ``data`` (a database) or made sure to extend exactly ``data`` (a directory store), so a read
+        never applies entries older than the record.
+        """
+        return []
+
+    def _read_full(self, handle: Any, snapshot_id: str) -> tuple[bytes, Changes] | None:
+        """The record's bytes and the entries kept beside it, or None when there is no record."""
+        data = self._read(handle, snapshot_id)
+        return None if data is None else (data, self._changes(handle, snapshot_id, data))
+
+    @abstractmethod
+    def _append(self, handle: Any, snapshot_id: str, changes: Changes) -> bool:
+        """Keep ``(tool_call_id, entry JSON)`` changes beside the record, durably; False when there is no record."""
+
     def _exists(self, snapshot_id: str) -> bool:
         """Whether a record exists (outside any scope)."""
         return self._read(None, snapshot_id) is not None
@@ -157,15 +187,17 @@ class SnapshotRecords(ABC):
         """Replace a record; False (and nothing written) when there is none."""
 
     @abstractmethod
-    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes]]:
-        """``(id, bytes)`` of the records (a backend may yield records of any status; they are filtered)."""
+    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes, Changes]]:
+        """``(id, bytes, kept entries)`` of the records (a backend may yield any status: they are filtered)."""
 
     @abstractmethod
     def _some_ids(self) -> list[str]:
         """A few known ids, newest first, for error messages."""
 
-    def _decode(self, snapshot_id: str, data: bytes) -> AgentSnapshot:
-        """The snapshot in a record (``location`` None); a corrupt record raises an error naming store and id.
+    def _decode(self, snapshot_id: str, data: bytes, changes: Changes | None = None) -> AgentSnapshot:
+        """The snapshot in a record with the entries kept beside it folded in (``location`` None).
+
+        A corrupt record, or a kept entry that is not valid (named), raises an error naming store and id.
 
         A database record that cannot be read is a CorruptRecordError (the file store overrides this: a bad file is a
         SnapshotError naming the file).
@@ -173,7 +205,11 @@ class SnapshotRecords(ABC):
         what = f"{self}: the record of snapshot {snapshot_id}"
         try:
             return decode_snapshot(
-                data, source=self.locator(snapshot_id), allowed_modules=self.allowed_modules, what=what
+                data,
+                source=self.locator(snapshot_id),
+                allowed_modules=self.allowed_modules,
+                what=what,
+                changes=changes or (),
             )
         except SnapshotError as exc:
             raise CorruptRecordError(str(exc)) from exc
@@ -250,10 +286,10 @@ class SnapshotRecords(ABC):
         return snapshot
 
     def _read_snapshot(self, handle: Any, snapshot_id: str) -> AgentSnapshot:
-        data = self._read(handle, snapshot_id)
-        if data is None:
+        record = self._read_full(handle, snapshot_id)
+        if record is None:
             raise self._unknown(snapshot_id)
-        return self._located(snapshot_id, self._decode(snapshot_id, data))
+        return self._located(snapshot_id, self._decode(snapshot_id, *record))
 
     def _lease(self, snapshot_id: str, release: Release) -> SnapshotLease:
         def forget(lease: SnapshotLease) -> None:
@@ -282,9 +318,9 @@ class SnapshotRecords(ABC):
     ) -> list[tuple[str, AgentSnapshot]]:
         report = on_error or self.on_error
         found: list[tuple[str, AgentSnapshot]] = []
-        for snapshot_id, data in self._records(paused_only=tuple(statuses) == ("paused",)):
+        for snapshot_id, data, changes in self._records(paused_only=tuple(statuses) == ("paused",)):
             try:
-                snapshot = self._decode(snapshot_id, data)
+                snapshot = self._decode(snapshot_id, data, changes)
             except (ConfigurationError, StoreError, OSError) as exc:
                 if report is not None:
                     report(snapshot_id, exc)

@@ -8,6 +8,14 @@ files stay behind on purpose (deleting one would let two holders lock two differ
 one machine share a directory safely; a network file system whose ``flock`` is not shared between machines
 does not.
 
+During a tool step the claim's holder keeps changed ledger entries in a journal beside the file,
+``.<id>.json.journal`` (mode 0o600): a header line naming the record it extends (the SHA-256 of the file's
+bytes), then one fsynced JSON line ``{tool_call_id: entry}`` per change. Reads fold the lines into the
+file's ledger; a torn last line (a crash mid-append) is ignored, and a journal whose header names other bytes
+(left behind by a crash after the file was rewritten, which absorbed it) is never applied. Every rewrite of
+the file removes the journal after the rename. A copy of the file alone holds the ledger as of its last full
+write: copy the journal with it, or copy a record that is not ``running``.
+
 Example:
     >>> import tempfile
     >>> from handrail.dataclasses import AgentBreakpoint, AgentSnapshot, Breakpoint, ChatMessage
@@ -23,7 +31,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +43,7 @@ from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, decode_sn
 from handrail.errors import SnapshotUnavailableError
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._snapshot_common import check_snapshot, id_from_name
+from handrail.stores._snapshot_records import Changes
 
 __all__ = ["FileSnapshotStore"]
 
@@ -64,6 +75,8 @@ class FileSnapshotStore(SnapshotStoreBase):
         super().__init__(allowed_modules=allowed_modules, lock_timeout=lock_timeout, on_error=on_error)
         self.directory = Path(directory).absolute()
         """The snapshot directory (absolute)."""
+        self._journal_lock = threading.Lock()
+        self._headers: dict[str, tuple[tuple[int, int, int], bytes]] = {}
 
     def __str__(self) -> str:
         return f"FileSnapshotStore('{self.directory}')"
@@ -81,6 +94,10 @@ class FileSnapshotStore(SnapshotStoreBase):
             ConfigurationError: For an invalid id.
         """
         return self.directory / f"{self._id(snapshot_id)}.json"
+
+    def journal_of(self, snapshot_id: str) -> Path:
+        """The journal of a snapshot id: ``<directory>/.<id>.json.journal`` (it exists only while entries are kept)."""
+        return self.directory / f".{self._id(snapshot_id)}.json.journal"
 
     def locator(self, snapshot_id: str) -> str:
         """The file's absolute path (what ``AgentSnapshot.location`` holds for it)."""
@@ -138,7 +155,87 @@ class FileSnapshotStore(SnapshotStoreBase):
 
     def _write(self, snapshot_id: str, data: bytes) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        atomic_write(self.path_of(snapshot_id), data)
+        with self._journal_lock:
+            atomic_write(self.path_of(snapshot_id), data)
+            self._drop_kept(None, snapshot_id)
+
+    def _drop_kept(self, handle: Any, snapshot_id: str) -> None:
+        """The record was rewritten whole (its bytes absorbed the journal): the journal goes (a crash first: stale)."""
+        self._headers.pop(snapshot_id, None)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.journal_of(snapshot_id))
+
+    # -- the journal -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _header(data: bytes) -> bytes:
+        return b'{"journal_of":"sha256:%s"}\n' % hashlib.sha256(data).hexdigest().encode("ascii")
+
+    def _current_header(self, snapshot_id: str) -> bytes | None:
+        """The journal header of the record as it is now (None: no record); cached by the file's identity."""
+        try:
+            with open(self.path_of(snapshot_id), "rb") as file:
+                stat = os.fstat(file.fileno())
+                key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+                known = self._headers.get(snapshot_id)
+                if known is not None and known[0] == key:
+                    return known[1]
+                header = self._header(file.read())
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        self._headers[snapshot_id] = (key, header)
+        return header
+
+    def _append(self, handle: Any, snapshot_id: str, changes: Changes) -> bool:
+        lines = b"".join(line + b"\n" for _, line in changes)
+        path = self.journal_of(snapshot_id)
+        with self._journal_lock:
+            header = self._current_header(snapshot_id)
+            if header is None:
+                return False
+            try:
+                fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+            except FileNotFoundError:
+                fd = -1
+            if fd >= 0:
+                with open(fd, "r+b", closefd=True) as file:
+                    if file.readline() == header:  # the journal of this very record: append
+                        end = file.seek(0, os.SEEK_END)
+                        file.seek(end - 1)
+                        if file.read(1) != b"\n":  # a torn line of a crashed append: cut it off first
+                            file.seek(0)
+                            file.truncate(file.read().rfind(b"\n") + 1)
+                        file.seek(0, os.SEEK_END)
+                        file.write(lines)
+                        file.flush()
+                        os.fsync(file.fileno())
+                        return True
+            atomic_write(path, header + lines)  # none yet, or a stale one (of bytes a rewrite replaced)
+            return True
+
+    def _read_journal(self, snapshot_id: str) -> bytes | None:
+        try:
+            with open(self.journal_of(snapshot_id), "rb") as file:
+                return file.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def _journal_lines(self, snapshot_id: str, journal: bytes | None, data: bytes) -> Changes:
+        """The complete lines of a journal that extends exactly ``data`` (else none), labelled for errors."""
+        if not journal:
+            return []
+        head, newline, rest = journal.partition(b"\n")
+        if not newline or head + newline != self._header(data):
+            return []  # left by a crash after a rewrite (which absorbed it), or for other bytes: never applied
+        lines = rest.split(b"\n")
+        lines.pop()  # what follows the last newline: nothing, or a torn line of a crashed append
+        where = self.journal_of(snapshot_id)
+        return [(f"journal {where} line {number}", line) for number, line in enumerate(lines, start=2)]
+
+    def _read_full(self, handle: Any, snapshot_id: str) -> tuple[bytes, Changes] | None:
+        journal = self._read_journal(snapshot_id)  # first: a rewrite after this read absorbed what it holds
+        data = self._read(handle, snapshot_id)
+        return None if data is None else (data, self._journal_lines(snapshot_id, journal, data))
 
     def _insert(self, handle: Any, snapshot_id: str, snapshot: AgentSnapshot, data: bytes) -> bool:
         if self.path_of(snapshot_id).exists():
@@ -152,15 +249,16 @@ class FileSnapshotStore(SnapshotStoreBase):
         self._write(snapshot_id, data)
         return True
 
-    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes]]:
+    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes, Changes]]:
         if not self.directory.exists():  # nothing was written yet
             return
         for path in self.files():
+            journal = self._read_journal(path.stem)
             try:
                 data = path.read_bytes()
             except FileNotFoundError:  # renamed by a run pausing again while we list
                 continue
-            yield path.stem, data
+            yield path.stem, data, self._journal_lines(path.stem, journal, data)
 
     def _some_ids(self) -> list[str]:
         try:
@@ -170,8 +268,10 @@ class FileSnapshotStore(SnapshotStoreBase):
         files.sort(key=lambda p: p.stat().st_mtime if p.exists() else 0.0, reverse=True)
         return [p.stem for p in files]
 
-    def _decode(self, snapshot_id: str, data: bytes) -> AgentSnapshot:
-        return decode_snapshot(data, source=str(self.path_of(snapshot_id)), allowed_modules=self.allowed_modules)
+    def _decode(self, snapshot_id: str, data: bytes, changes: Changes | None = None) -> AgentSnapshot:
+        return decode_snapshot(
+            data, source=str(self.path_of(snapshot_id)), allowed_modules=self.allowed_modules, changes=changes or ()
+        )
 
     # -- files do the pause-again move in three atomic steps -----------------------------------------
 
@@ -195,7 +295,9 @@ class FileSnapshotStore(SnapshotStoreBase):
                 raise self._unknown(snapshot_id)
             if new.exists():
                 raise SnapshotUnavailableError(f"Snapshot {new_id} already exists in {self}.")
-            atomic_write(old, data)
-            os.replace(old, new)
-            atomic_write(old, tombstone)
+            with self._journal_lock:
+                atomic_write(old, data)  # absorbs the old id's journal (stale from here on)
+                os.replace(old, new)
+                atomic_write(old, tombstone)
+                self._drop_kept(None, snapshot_id)
         return new_id

@@ -2,7 +2,10 @@
 
 Table ``handrail_snapshots``: one row per snapshot, ``snapshot_id`` (primary key), ``status``, ``created_at``
 (the snapshot's timestamp), ``updated_at``, ``continued_in`` and ``data`` (BYTEA): the snapshot's bytes exactly
-as :func:`~handrail.dataclasses.snapshot.encode_snapshot` writes them. Every change is one transaction.
+as :func:`~handrail.dataclasses.snapshot.encode_snapshot` writes them. Table ``handrail_snapshot_entries``
+(schema version 2) holds the ledger entries a run's tool step changed since the record was last written whole,
+one row per ``(snapshot_id, call_id)``; every read folds them into the record's ledger and every write of the
+record deletes them in its transaction. Every change is one transaction.
 
 A claim is a session advisory lock (``pg_try_advisory_lock``) held on the one connection a process keeps for
 all of its claims: the server releases it when the lease is released or that connection ends (the process
@@ -33,6 +36,7 @@ from handrail.core.secret import Secret
 from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.stores._postgres import PostgresDatabase, dsn_without_password, read_dsn_parameter, redact_dsn
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
+from handrail.stores._snapshot_records import Changes
 
 if TYPE_CHECKING:
     import psycopg
@@ -50,9 +54,19 @@ _MIGRATIONS = [
         data BYTEA NOT NULL
     );
     CREATE INDEX IF NOT EXISTS handrail_snapshots_by_status ON handrail_snapshots (status, created_at, snapshot_id);
+    """,
     """
+    CREATE TABLE IF NOT EXISTS handrail_snapshot_entries (
+        snapshot_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (snapshot_id, call_id)
+    );
+    """,
 ]
 _STORE = "PostgresSnapshotStore"
+_ENTRIES = "handrail_snapshot_entries"
 _LOCK_SPACE = b"handrail_snapshots\x00"
 
 
@@ -195,18 +209,65 @@ class PostgresSnapshotStore(SnapshotStoreBase):
             "data = %s WHERE snapshot_id = %s",
             (snapshot.status, snapshot.timestamp, datetime.now(UTC), snapshot.continued_in, data, snapshot_id),
         )
-        return bool(cursor.rowcount == 1)
+        if cursor.rowcount != 1:
+            return False
+        self._drop_kept(handle, snapshot_id)
+        return True
 
-    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes]]:
+    def _drop_kept(self, handle: Any, snapshot_id: str) -> None:
+        """The record was rewritten whole (it absorbed its kept entries): they go, in the same transaction."""
+        handle.execute(f"DELETE FROM {_ENTRIES} WHERE snapshot_id = %s", (snapshot_id,))
+
+    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes, Changes]]:
         where = " WHERE status = 'paused'" if paused_only else ""
         rows = self._execute(
             None, f"SELECT snapshot_id, data FROM handrail_snapshots{where} ORDER BY created_at, snapshot_id", ()
         )
+        kept: dict[str, Changes] = {}
+        entries = self._execute(  # after the records: a rewrite in between absorbed (and deleted) what is not read
+            None,
+            f"SELECT snapshot_id, call_id, data FROM {_ENTRIES} WHERE snapshot_id IN "
+            f"(SELECT snapshot_id FROM handrail_snapshots{where}) ORDER BY snapshot_id, seq",
+            (),
+        )
+        for snapshot_id, call_id, data in entries:
+            kept.setdefault(str(snapshot_id), []).append((_label(call_id), bytes(data)))
         for snapshot_id, data in rows:
-            yield str(snapshot_id), bytes(data)
+            yield str(snapshot_id), bytes(data), kept.get(str(snapshot_id), [])
+
+    def _changes(self, handle: Any, snapshot_id: str, data: bytes) -> Changes:
+        sql = f"SELECT call_id, data FROM {_ENTRIES} WHERE snapshot_id = %s ORDER BY seq"
+        rows = (
+            handle.execute(sql, (snapshot_id,)).fetchall()
+            if handle is not None
+            else self._execute(None, sql, (snapshot_id,))
+        )
+        return [(_label(call_id), bytes(data)) for call_id, data in rows]
+
+    def _append(self, handle: Any, snapshot_id: str, changes: Changes) -> bool:
+        found = handle.execute(
+            "SELECT 1 FROM handrail_snapshots WHERE snapshot_id = %s FOR UPDATE", (snapshot_id,)
+        ).fetchone()
+        if found is None:
+            return False
+        row = handle.execute(
+            f"SELECT COALESCE(MAX(seq), 0) FROM {_ENTRIES} WHERE snapshot_id = %s", (snapshot_id,)
+        ).fetchone()
+        first = int(row[0]) + 1
+        with handle.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {_ENTRIES} (snapshot_id, call_id, seq, data) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (snapshot_id, call_id) DO UPDATE SET data = excluded.data",
+                [(snapshot_id, call_id, first + i, line) for i, (call_id, line) in enumerate(changes)],
+            )
+        return True
 
     def _some_ids(self) -> list[str]:
         rows = self._execute(
             None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
         )
         return [str(row[0]) for row in rows]
+
+
+def _label(call_id: object) -> str:
+    return f"the {_ENTRIES} row of call {str(call_id)!r}"

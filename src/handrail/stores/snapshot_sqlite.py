@@ -3,9 +3,13 @@
 Table ``handrail_snapshots``: one row per snapshot, ``snapshot_id`` (primary key), ``status``, ``created_at``
 (the snapshot's timestamp, Unix seconds), ``updated_at``, ``continued_in`` and ``data``: the snapshot's bytes
 exactly as :func:`~handrail.dataclasses.snapshot.encode_snapshot` writes them (a self-contained snapshot
-file). Every change is one ``BEGIN IMMEDIATE`` transaction, so a decision is an atomic compare-and-set across
-processes. A claim is an exclusive ``flock`` on ``<db>.locks/<id>.lock`` beside the database (released
-when the process dies); for a ``":memory:"`` database, claims live in this store object.
+file). Table ``handrail_snapshot_entries`` (schema version 2) holds the ledger entries a run's tool step changed
+since the record was last written whole, one row per ``(snapshot_id, call_id)`` (``seq``: the order of their
+first change, ``data``: UTF-8 JSON ``{call_id: entry}``); every read folds them into the record's ledger and
+every write of the record deletes them in its transaction. Every change is one ``BEGIN IMMEDIATE``
+transaction, so a decision is an atomic compare-and-set across processes. A claim is an exclusive ``flock``
+on ``<db>.locks/<id>.lock`` beside the database (released when the process dies); for a ``":memory:"``
+database, claims live in this store object.
 
 Example:
     >>> from handrail.dataclasses import AgentBreakpoint, AgentSnapshot, Breakpoint, ChatMessage
@@ -32,6 +36,7 @@ from handrail.core.files import FileLock
 from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import StoreError
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
+from handrail.stores._snapshot_records import Changes
 from handrail.stores._sqlite import SQLiteDatabase
 
 __all__ = ["SQLiteSnapshotStore"]
@@ -47,9 +52,19 @@ _MIGRATIONS = [
         data BLOB NOT NULL
     );
     CREATE INDEX handrail_snapshots_by_status ON handrail_snapshots (status, created_at, snapshot_id);
+    """,
     """
+    CREATE TABLE handrail_snapshot_entries (
+        snapshot_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (snapshot_id, call_id)
+    );
+    """,
 ]
 _STORE = "SQLiteSnapshotStore"
+_ENTRIES = "handrail_snapshot_entries"
 
 
 class SQLiteSnapshotStore(SnapshotStoreBase):
@@ -176,21 +191,68 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
             "WHERE snapshot_id = ?",
             (snapshot.status, snapshot.timestamp.timestamp(), time.time(), snapshot.continued_in, data, snapshot_id),
         )
-        return cursor.rowcount == 1
+        if cursor.rowcount != 1:
+            return False
+        self._drop_kept(handle, snapshot_id)
+        return True
 
-    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes]]:
+    def _drop_kept(self, handle: Any, snapshot_id: str) -> None:
+        """The record was rewritten whole (it absorbed its kept entries): they go, in the same transaction."""
+        self._run(handle, f"DELETE FROM {_ENTRIES} WHERE snapshot_id = ?", (snapshot_id,))
+
+    def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes, Changes]]:
         where = " WHERE status = 'paused'" if paused_only else ""
         rows = self._run(
             None, f"SELECT snapshot_id, data FROM handrail_snapshots{where} ORDER BY created_at, snapshot_id", ()
         ).fetchall()
+        kept: dict[str, Changes] = {}
+        entries = self._run(  # after the records: a rewrite in between absorbed (and deleted) what is not read
+            None,
+            f"SELECT snapshot_id, call_id, data FROM {_ENTRIES} WHERE snapshot_id IN "
+            f"(SELECT snapshot_id FROM handrail_snapshots{where}) ORDER BY snapshot_id, seq",
+            (),
+        ).fetchall()
+        for snapshot_id, call_id, data in entries:
+            kept.setdefault(str(snapshot_id), []).append((_label(snapshot_id, call_id), _as_bytes(data)))
         for snapshot_id, data in rows:
-            yield str(snapshot_id), _as_bytes(data)
+            yield str(snapshot_id), _as_bytes(data), kept.get(str(snapshot_id), [])
+
+    def _changes(self, handle: Any, snapshot_id: str, data: bytes) -> Changes:
+        rows = self._run(
+            handle, f"SELECT call_id, data FROM {_ENTRIES} WHERE snapshot_id = ? ORDER BY seq", (snapshot_id,)
+        ).fetchall()
+        return [(_label(snapshot_id, call_id), _as_bytes(data)) for call_id, data in rows]
+
+    def _append(self, handle: Any, snapshot_id: str, changes: Changes) -> bool:
+        if not self._exists_in(handle, snapshot_id):
+            return False
+        row = self._run(
+            handle, f"SELECT COALESCE(MAX(seq), 0) FROM {_ENTRIES} WHERE snapshot_id = ?", (snapshot_id,)
+        ).fetchone()
+        first = int(row[0]) + 1
+        try:
+            handle.executemany(
+                f"INSERT INTO {_ENTRIES} (snapshot_id, call_id, seq, data) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (snapshot_id, call_id) DO UPDATE SET data = excluded.data",
+                [(snapshot_id, call_id, first + i, line) for i, (call_id, line) in enumerate(changes)],
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self}: {exc} (snapshot {snapshot_id})") from exc
+        return True
+
+    def _exists_in(self, handle: Any, snapshot_id: str) -> bool:
+        sql = "SELECT 1 FROM handrail_snapshots WHERE snapshot_id = ?"
+        return self._run(handle, sql, (snapshot_id,)).fetchone() is not None
 
     def _some_ids(self) -> list[str]:
         rows = self._run(
             None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
         ).fetchall()
         return [str(row[0]) for row in rows]
+
+
+def _label(snapshot_id: object, call_id: object) -> str:
+    return f"the {_ENTRIES} row of call {str(call_id)!r}"
 
 
 def _as_bytes(value: object) -> bytes:

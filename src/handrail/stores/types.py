@@ -285,6 +285,12 @@ class SnapshotStore(Protocol):
         """Rewrite the whole record atomically (called by the claim's holder)."""
         ...
 
+    def append_entries(
+        self, snapshot_id: str, entries: Mapping[str, LedgerEntry], cache: MessageCache | None = None
+    ) -> None:
+        """Keep changed ledger entries beside the record durably (the claim's holder, mid-step); reads fold them in."""
+        ...
+
     def continue_in(self, snapshot_id: str, snapshot: AgentSnapshot, name: str) -> str:
         """Store ``snapshot`` under a new id and mark the old record resumed into it; returns the new id."""
         ...

@@ -18,6 +18,7 @@ from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry
 from handrail.errors import (
     ConfigurationError,
     ConfigurationTypeError,
+    CorruptRecordError,
     DecisionConflictError,
     SnapshotError,
     SnapshotUnavailableError,
@@ -92,6 +93,10 @@ def make_paused_snapshot(**changes: Any) -> AgentSnapshot:
         timestamp=T0,
     )
     return dataclasses.replace(snapshot, **changes)
+
+
+class _Crash(Exception):
+    """The process 'dies' here (a test stands in for kill -9)."""
 
 
 def _approve(call_id: str = "c1", **kwargs: Any) -> ToolExecutionDecision:
@@ -372,6 +377,157 @@ class SnapshotStoreSuite(CorruptSnapshotCases):
         with pytest.raises(SnapshotError, match="missing"):
             store.replace("missing", make_paused_snapshot())
         lease.release()
+
+    # -- entries kept beside the record (append_entries) -------------------------------------------
+
+    def write_raw_entry(self, store: SnapshotStore, snapshot_id: str, call_id: str, data: bytes) -> None:
+        """Keep ``data`` (the bytes of one ``{call_id: entry}`` change) beside the record, as append_entries would.
+
+        The default works for stores built on ``SnapshotStoreBase``; override it for other backends.
+        """
+        with store._scope(None) as handle:  # type: ignore[attr-defined]
+            assert store._append(handle, snapshot_id, [(call_id, data)])  # type: ignore[attr-defined]
+
+    def append_torn_entry(self, store: SnapshotStore, snapshot_id: str) -> None:
+        """Leave what a crash in the middle of an append leaves; backends that append in a transaction skip."""
+        pytest.skip("this backend keeps entries in transactions: an append is never torn")
+
+    def crash_before_dropping_kept_entries(self, store: SnapshotStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Make the next full write of a record fail after its new bytes are written, before its kept entries go.
+
+        Like a process killed there. The default works for stores built on ``SnapshotStoreBase``.
+        """
+
+        def crash(handle: Any, snapshot_id: str) -> None:
+            raise _Crash(snapshot_id)
+
+        monkeypatch.setattr(store, "_drop_kept", crash)
+
+    def _running(self, store: SnapshotStore) -> tuple[str, Any, dict[str, LedgerEntry]]:
+        ledger = dict(make_paused_snapshot().ledger)
+        ledger["c1"] = dataclasses.replace(ledger["c1"], status="approved")
+        snapshot_id, lease = store.create(make_paused_snapshot(status="running", ledger=ledger), "run_1")
+        return snapshot_id, lease, ledger
+
+    def test_appended_entries_are_seen_by_every_read(self, store: SnapshotStore) -> None:
+        """append_entries keeps the changed entries only; load, listings and decisions see them folded in."""
+        snapshot_id, lease, ledger = self._running(store)
+        running = dataclasses.replace(ledger["c1"], status="running")
+        store.append_entries(snapshot_id, {"c1": running})
+        extra = LedgerEntry("c4", "lookup", "running", {"q": "x"})
+        done = dataclasses.replace(running, status="done", result={"text": "sent", "error": False})
+        store.append_entries(snapshot_id, {"c4": extra})
+        store.append_entries(snapshot_id, {"c1": done})
+        store.append_entries(snapshot_id, {})
+        other = self.new_store()
+        loaded = other.load(snapshot_id)
+        assert list(loaded.ledger) == ["c1", "c2", "c3", "c4"]  # the record's order, then the new calls in order
+        assert (loaded.ledger["c1"], loaded.ledger["c4"], loaded.ledger["c2"]) == (done, extra, ledger["c2"])
+        assert loaded == make_paused_snapshot(status="running", ledger={**ledger, "c1": done, "c4": extra})
+        listed: Any = other  # list_snapshots: SnapshotStoreBase's, beyond the protocol
+        assert [s.ledger["c1"].status for s in listed.list_snapshots(("running",))] == ["done"]
+        with pytest.raises(SnapshotUnavailableError):  # not the holder: waits for the claim, in vain
+            other.append_entries(snapshot_id, {"c1": running})
+        with pytest.raises(SnapshotError, match="missing"):
+            store.append_entries("missing", {"c1": running})
+        with pytest.raises(ConfigurationTypeError):
+            store.append_entries(snapshot_id, {"c1": "done"})  # type: ignore[dict-item]
+        lease.release()
+        store.mark_done(snapshot_id, {"exit_reason": "text"})  # a full write absorbs them
+        assert other.load(snapshot_id).ledger == {**ledger, "c1": done, "c4": extra}
+
+    def test_kept_entries_reach_listings_and_decisions(self, store: SnapshotStore) -> None:
+        """A paused record with entries kept beside it lists and decides on the folded ledger."""
+        snapshot_id = store.save(make_paused_snapshot())
+        lease = store.claim(snapshot_id)
+        c2 = make_paused_snapshot().ledger["c2"]
+        store.append_entries(snapshot_id, {"c2": dataclasses.replace(c2, status="approved")})
+        lease.release()
+        assert [p.tool_call_id for p in store.list_pending()] == ["c1"]
+        updated = self.new_store().record_decision(snapshot_id, _approve("c1"), decided_by="ann")
+        assert (updated.ledger["c1"].status, updated.ledger["c2"].status) == ("approved", "approved")
+        assert store.load(snapshot_id) == updated
+        assert store.list_pending() == []
+
+    def test_a_full_write_absorbs_the_kept_entries(self, store: SnapshotStore) -> None:
+        """Replace writes the whole record; entries kept before it are never applied over it."""
+        snapshot_id, lease, ledger = self._running(store)
+        store.append_entries(snapshot_id, {"c1": dataclasses.replace(ledger["c1"], status="running")})
+        newer = {**ledger, "c1": dataclasses.replace(ledger["c1"], status="failed", result={"error": True})}
+        store.replace(snapshot_id, make_paused_snapshot(status="running", ledger=newer, metadata={"n": 2}))
+        assert self.new_store().load(snapshot_id).ledger == newer
+        c2 = dataclasses.replace(ledger["c2"], status="running")
+        store.append_entries(snapshot_id, {"c2": c2})
+        assert self.new_store().load(snapshot_id).ledger == {**newer, "c2": c2}
+        lease.release()
+
+    def test_a_crash_between_a_full_write_and_dropping_the_kept_entries(
+        self, store: SnapshotStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Killed after the new record is written, before its old kept entries go: never stale entries over it.
+
+        A read sees the record as it was (with them) or as it became (without them).
+        """
+        snapshot_id, lease, ledger = self._running(store)
+        running = {**ledger, "c1": dataclasses.replace(ledger["c1"], status="running")}
+        store.append_entries(snapshot_id, {"c1": running["c1"]})
+        before = make_paused_snapshot(status="running", ledger=running)
+        c1 = dataclasses.replace(running["c1"], status="done", result={"text": "sent", "error": False})
+        after = make_paused_snapshot(status="running", ledger={**running, "c1": c1}, metadata={"n": 2})
+        with monkeypatch.context() as patch:
+            self.crash_before_dropping_kept_entries(store, patch)
+            with pytest.raises(_Crash):
+                store.replace(snapshot_id, after)
+        found = self.new_store().load(snapshot_id)
+        assert found in (before, after), found.ledger["c1"]
+        c2 = dataclasses.replace(ledger["c2"], status="running")
+        store.append_entries(snapshot_id, {"c2": c2})  # the run goes on: its next append is not mixed with them
+        assert self.new_store().load(snapshot_id).ledger == {**found.ledger, "c2": c2}
+        lease.release()
+
+    def test_a_torn_last_entry_is_ignored(self, store: SnapshotStore) -> None:
+        """A crash in the middle of an append leaves a torn last entry: reads ignore it, the next append goes on."""
+        snapshot_id, lease, ledger = self._running(store)
+        try:
+            running = dataclasses.replace(ledger["c1"], status="running")
+            store.append_entries(snapshot_id, {"c1": running})
+            self.append_torn_entry(store, snapshot_id)
+            assert self.new_store().load(snapshot_id).ledger == {**ledger, "c1": running}
+            c2 = dataclasses.replace(ledger["c2"], status="running")
+            store.append_entries(snapshot_id, {"c2": c2})
+            assert self.new_store().load(snapshot_id).ledger == {**ledger, "c1": running, "c2": c2}
+        finally:
+            lease.release()
+
+    @pytest.mark.parametrize(
+        "data",
+        [
+            b'{"c1":{"tool_call_id":"c1","tool_name":"transfer","status":"sideways","arguments":{}}}',
+            b'{"c1":{"tool_call_id":"c1","tool_name":"transfer","status":"done","arguments":[]}}',
+            b'{"c1":"done"}',
+            b"[1]",
+            b'{"c1":',
+            b"\xff\xfe",
+        ],
+    )
+    def test_a_bad_kept_entry_is_refused_naming_it(self, store: SnapshotStore, data: bytes) -> None:
+        """A kept entry that is not a valid ledger entry is refused like a bad record, naming store, id and entry."""
+        snapshot_id, lease, ledger = self._running(store)
+        store.append_entries(snapshot_id, {"c2": dataclasses.replace(ledger["c2"], status="running")})
+        self.write_raw_entry(store, snapshot_id, "c1", data)
+        lease.release()
+        with pytest.raises((SnapshotError, CorruptRecordError)) as refused:
+            self.new_store().load(snapshot_id)
+        message = str(refused.value)
+        named = type(store).__name__ in message or store.locator(snapshot_id) in message  # the store (or its file)
+        assert snapshot_id in message and named, message
+        assert ("journal" in message and " line 3" in message) or "row of call 'c1'" in message, message
+        with pytest.raises((SnapshotError, CorruptRecordError)):
+            store.record_decision(snapshot_id, _approve("c1"))
+        errors: list[str] = []
+        listed: Any = store
+        assert listed.list_snapshots(("running",), on_error=lambda i, e: errors.append(i)) == []
+        assert errors == [snapshot_id]
 
     def test_continue_in_moves_the_pause_to_a_new_id(self, store: SnapshotStore) -> None:
         """continue_in stores the new pause and leaves the old record resumed, pointing at it."""
