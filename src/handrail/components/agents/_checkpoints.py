@@ -6,7 +6,10 @@ The step machine asks :class:`Checkpoints` whether a breakpoint fires and builds
 
 A durable run writes to a snapshot store (a directory of files, SQLite or PostgreSQL) and keeps one
 *current record*: the snapshot it was resumed from, or one it creates at its first tool call (or
-pause). Every write replaces that record atomically. When the run resumed a record and pauses again,
+pause). A tool step's first write replaces that record atomically; its later writes (around each call) only
+append the ledger entries that changed (``store.append_entries``: a journal line or an entries row per entry),
+which every read of the record folds in and the next full write absorbs, so a step of n calls writes O(n)
+bytes, not O(n²). When the run resumed a record and pauses again,
 the pause goes under a new id (unique per pause) and the old record says where the run continued
 (status ``resumed``). A finished run marks its record ``done``. The record's claim is held from its
 creation (or the resume) until the run ends, so no other process resumes a run that is still going.
@@ -30,7 +33,8 @@ from handrail.dataclasses.breakpoints import (
     ToolBreakpoint,
 )
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
-from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, snapshot_file_name
+from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache, snapshot_file_name
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError
 
@@ -91,6 +95,8 @@ class Checkpoints:
         self.lease: Any = None
         self.last: AgentSnapshot | None = resumed
         self.step: _Step | None = None
+        self.written: tuple[_Step, str, dict[str, LedgerEntry], list[ToolExecutionDecision]] | None = None
+        """What the last write of the current record held: the step, the id, the entries and decisions."""
         if ledger is not None and self.durable:
             ledger.on_change = self.write_running
 
@@ -186,11 +192,13 @@ class Checkpoints:
 
     def _record(self, snapshot_id: str, snapshot: AgentSnapshot) -> None:
         assert self.store is not None
+        self.written = None
         self.store.replace(snapshot_id, snapshot, self.cache)
         self.last = dataclasses.replace(snapshot, location=self.store.locator(snapshot_id))
 
     def _create(self, snapshot: AgentSnapshot, break_point: AgentBreakpoint, visit: int) -> str:
         assert self.store is not None
+        self.written = None
         snapshot_id: str
         try:
             snapshot_id, lease = self.store.create(snapshot, snapshot_file_name(break_point, visit))
@@ -209,10 +217,29 @@ class Checkpoints:
             return
         bp = self.tool_break_point(None)
         snap = self.snapshot("tool_invoker", None, bp, status="running")
+        written = self.written
+        append = getattr(self.store, "append_entries", None)
+        if (
+            written is not None
+            and append is not None
+            and written[0] is step
+            and written[1] == self.current
+            and _same(written[3], snap.tool_execution_decisions)
+        ):
+            known = written[2]
+            changed = {k: v for k, v in snap.ledger.items() if known.get(k) is not v}
+            if len(known) + sum(k not in known for k in changed) == len(snap.ledger):  # nothing was dropped
+                if changed:
+                    append(written[1], changed, self.cache)
+                self.written = (step, written[1], snap.ledger, snap.tool_execution_decisions)
+                assert self.last is not None
+                self.last = dataclasses.replace(snap, location=self.last.location)
+                return
         if self.current is None:
             self.current = self._create(snap, bp, step.visits["tool_invoker"])
         else:
             self._record(self.current, snap)
+        self.written = (step, self.current, snap.ledger, snap.tool_execution_decisions)
 
     def pause(self, snapshot: AgentSnapshot, held: list[ToolCall]) -> BreakpointException:
         """Write the pause snapshot (where a store is known) and return the exception to raise."""
@@ -254,6 +281,7 @@ class Checkpoints:
             self.current = self._create(snapshot, snapshot.break_point, visit)
         elif self.current == self.resumed_id:
             name = snapshot_file_name(snapshot.break_point, visit)
+            self.written = None
             self.current = self.store.continue_in(self.current, snapshot, name, self.cache)
             self.last = dataclasses.replace(snapshot, location=self.store.locator(self.current))
         else:
@@ -295,3 +323,8 @@ class Checkpoints:
 
         self.owns_store = True
         return FileSnapshotStore(directory)
+
+
+def _same(old: list[ToolExecutionDecision], new: list[ToolExecutionDecision]) -> bool:
+    """Whether two lists hold the very same decisions (objects), in order."""
+    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
