@@ -253,10 +253,10 @@ def test_from_dict_accepts_plain_string_content() -> None:
         ({"content": []}, "needs 'role' and 'content'"),
         ({"role": "user"}, "needs 'role' and 'content'"),
         ({"role": "robot", "content": []}, "Unknown chat role"),
-        ({"role": "user", "content": [{"image": "x"}]}, "Unknown content part"),
+        ({"role": "user", "content": [{"image": "x"}]}, "unknown content part"),
         (
             {"role": "assistant", "content": [{"tool_call": {"tool_name": "t"}}]},
-            "missing the key 'arguments'",
+            r"missing the keys \['arguments'\]",
         ),
         (
             {"role": "tool", "content": [{"tool_call_result": {"result": "r"}}]},
@@ -363,18 +363,18 @@ def test_tool_message_with_arbitrary_result_round_trips(
         ({"role": "user", "content": 7}, "'content' must be a str or a list of parts, got int"),
         ({"role": "user", "content": "hi", "meta": ["a"]}, "'meta' must be a dict or null, got list"),
         ({"role": "user", "content": "hi", "name": 3}, "'name' must be a str or null, got int"),
-        ({"role": "user", "content": ["hi"]}, r"content\[0\] must be a mapping, got str"),
-        ({"role": "user", "content": [{"text": ["a"]}]}, r"content\[0\]: 'text' must be a str, got list"),
+        ({"role": "user", "content": ["hi"]}, r"'content\[0\]' must be a mapping, got str"),
+        ({"role": "user", "content": [{"text": ["a"]}]}, r"'content\[0\]\.text' must be a str, got list"),
         ({"role": "assistant", "content": [{"tool_call": {"tool_name": "t", "arguments": [1]}}]},
-         "'arguments' must be a mapping .*got list"),
+         r"'content\[0\]\.tool_call\.arguments' must be a mapping .*got list"),
         ({"role": "assistant", "content": [{"tool_call": {"tool_name": "t", "arguments": {}, "extra": 1}}]},
-         "'extra' must be a mapping or null, got int"),
+         r"'content\[0\]\.tool_call\.extra' must be a mapping or null, got int"),
         ({"role": "tool", "content": [{"tool_call_result": {"result": 1, "origin": {}, "error": False}}]},
-         "'result' must be a str, got int"),
+         r"'content\[0\]\.tool_call_result\.result' must be a str, got int"),
         ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": {}, "error": "no"}}]},
-         "'error' must be true or false, got str"),
+         r"'content\[0\]\.tool_call_result\.error' must be true or false, got str"),
         ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": 5, "error": False}}]},
-         "ToolCall data must be a mapping, got int"),
+         r"'content\[0\]\.tool_call_result\.origin' must be a mapping, got int"),
     ],
 )  # fmt: skip
 def test_from_dict_refuses_fields_of_the_wrong_type_naming_them(data: Any, fragment: str) -> None:
@@ -382,3 +382,47 @@ def test_from_dict_refuses_fields_of_the_wrong_type_naming_them(data: Any, fragm
 
     with pytest.raises(SerializationError, match=fragment):
         ChatMessage.from_dict(data)
+
+
+_CALL = {"tool_name": "t", "arguments": {}, "id": "c1", "extra": None}
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        ({"role": "user", "content": "hi", "bogus": 5}, ("bogus",)),
+        ({"role": "user", "content": [{"text": "hi", "bogus": 5}]}, ("content", 0, "bogus")),
+        ({"role": "assistant", "content": [{"tool_call": {**_CALL, "bogus": 5}}]},
+         ("content", 0, "tool_call", "bogus")),
+        ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": _CALL, "error": False,
+                                                            "x": 1}}]},
+         ("content", 0, "tool_call_result", "x")),
+        ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": {**_CALL, "y": 1},
+                                                            "error": False}}]},
+         ("content", 0, "tool_call_result", "origin", "y")),
+        ({"role": "assistant", "content": [{"tool_call": {**_CALL, "id": [1]}}]}, ("content", 0, "tool_call", "id")),
+        ({"role": "assistant", "content": [{"tool_call": {**_CALL, "tool_name": 5}}]},
+         ("content", 0, "tool_call", "tool_name")),
+        ({"role": "robot", "content": "hi"}, ("role",)),
+    ],
+)  # fmt: skip
+def test_from_dict_refuses_unknown_keys_and_wrong_types_at_any_depth_with_the_path(
+    data: dict[str, Any], path: tuple[str | int, ...]
+) -> None:
+    from handrail.dataclasses._message_shapes import render_path
+    from handrail.errors import SerializationError
+
+    with pytest.raises(SerializationError) as info:
+        ChatMessage.from_dict(data)
+    assert info.value.path == path
+    assert render_path(path) in str(info.value)
+
+
+def test_tool_call_and_result_from_dict_refuse_unknown_keys_as_haystack_does() -> None:
+    from handrail.errors import SerializationError
+
+    with pytest.raises(SerializationError, match=r"ToolCall 'bogus' is not a known key") as info:
+        ToolCall.from_dict({**_CALL, "bogus": 5})
+    assert info.value.path == ("bogus",)
+    with pytest.raises(SerializationError, match=r"ToolCallResult 'origin\.id' must be a str or None"):
+        ToolCallResult.from_dict({"result": "r", "origin": {**_CALL, "id": {"x": 1}}, "error": True})

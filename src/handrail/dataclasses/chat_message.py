@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from handrail.dataclasses import _message_shapes as shapes
-from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 
 __all__ = ["ChatMessage", "ChatRole", "TextContent", "ToolCall", "ToolCallResult", "call_id_from"]
 
@@ -113,20 +113,11 @@ class ToolCall:
         """Rebuild a ToolCall from :meth:`to_dict` output.
 
         Raises:
-            ConfigurationError: When ``tool_name`` or ``arguments`` is missing.
-            ConfigurationTypeError: When ``id`` or ``tool_name`` has the wrong type.
-            SerializationError: When ``data`` is not a mapping, or ``arguments`` or ``extra`` has the wrong type.
+            SerializationError: When ``data`` is not a mapping, a key is missing or unknown, or a field has the
+                wrong type (naming it; a ConfigurationError when the ``id`` is unreadable).
         """
         shapes.check_tool_call_data(data)
-        try:
-            return cls(
-                tool_name=data["tool_name"],
-                arguments=data["arguments"],
-                id=data.get("id"),
-                extra=data.get("extra"),
-            )
-        except KeyError as exc:
-            raise ConfigurationError(f"ToolCall data is missing the key {exc}: {data!r}") from None
+        return _call(data)
 
 
 @dataclass(slots=True)
@@ -149,13 +140,10 @@ class ToolCallResult:
         """Rebuild a ToolCallResult; all three keys are required.
 
         Raises:
-            ConfigurationError: When a key is missing, or has the wrong type (SerializationError).
+            SerializationError: When a key is missing or unknown, or a field has the wrong type (naming it).
         """
         shapes.check_result_data(data)
-        missing = [k for k in ("result", "origin", "error") if k not in data]
-        if missing:
-            raise ConfigurationError(f"ToolCallResult data is missing the keys {missing}: {data!r}")
-        return cls(result=data["result"], origin=ToolCall.from_dict(data["origin"]), error=bool(data["error"]))
+        return cls(result=data["result"], origin=_call(data["origin"]), error=bool(data["error"]))
 
 
 ContentPart = TextContent | ToolCall | ToolCallResult
@@ -169,15 +157,18 @@ def _part_to_dict(part: ContentPart) -> dict[str, Any]:
     return {"tool_call_result": part.to_dict()}
 
 
-def _part_from_dict(data: dict[str, Any], index: int) -> ContentPart:
-    shapes.check_part_data(data, index)
+def _call(data: dict[str, Any]) -> ToolCall:
+    return ToolCall(data["tool_name"], data["arguments"], data.get("id"), data.get("extra"))
+
+
+def _part_from_dict(data: dict[str, Any]) -> ContentPart:
+    """A part of a message dict :func:`~handrail.dataclasses._message_shapes.check_message_data` accepted."""
     if "text" in data:
         return TextContent(text=data["text"])
     if "tool_call" in data:
-        return ToolCall.from_dict(data["tool_call"])
-    if "tool_call_result" in data:
-        return ToolCallResult.from_dict(data["tool_call_result"])
-    raise ConfigurationError(f"Unknown content part in message data: {data!r}")
+        return _call(data["tool_call"])
+    result = data["tool_call_result"]
+    return ToolCallResult(result["result"], _call(result["origin"]), bool(result["error"]))
 
 
 @dataclass(slots=True)
@@ -318,16 +309,17 @@ class ChatMessage:
         """Rebuild a message from :meth:`to_dict` output (``data`` is not modified).
 
         Raises:
-            ConfigurationError: When ``role`` or ``content`` is missing, or a part is unknown; a SerializationError
-                when a field has the wrong type (naming it).
+            SerializationError: When a key is missing or unknown, a field has the wrong type or a part cannot be
+                built, at any depth; the message names the field, :attr:`SerializationError.path` holds it.
         """
         shapes.check_message_data(data)
         content = data["content"]
-        parts: list[ContentPart] = (
-            [TextContent(content)]
-            if isinstance(content, str)
-            else [_part_from_dict(p, i) for i, p in enumerate(content)]
-        )
+        parts: list[ContentPart] = [TextContent(content)] if isinstance(content, str) else []
+        for i, part in enumerate([] if isinstance(content, str) else content):
+            try:
+                parts.append(_part_from_dict(part))
+            except ConfigurationError as exc:  # a ToolCall's own checks (an unreadable id): say which part
+                raise SerializationError(f"ChatMessage content[{i}]: {exc}", path=("content", i)) from exc
         return cls(ChatRole.from_str(data["role"]), parts, data.get("name"), dict(data.get("meta") or {}))
 
     def to_json(self) -> str:

@@ -22,7 +22,7 @@ from handrail.dataclasses import ChatMessage, StreamingChunk, ToolCall, ToolCall
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import load_snapshot
-from handrail.errors import ConfigurationTypeError, HandrailError
+from handrail.errors import ConfigurationTypeError, HandrailError, SerializationError
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
@@ -107,9 +107,10 @@ def test_a_tool_call_built_in_python_refuses_an_id_that_is_not_a_str(bad: Any) -
     with pytest.raises(ConfigurationTypeError, match=r"ToolCall id must be a str or None, got") as info:
         ToolCall(tool_name="echo", arguments={}, id=bad)
     assert isinstance(info.value, TypeError) and repr(bad) in str(info.value)
-    with pytest.raises(ConfigurationTypeError, match="ToolCall id must be a str"):
+    # from a dict (a file's data) the wrong type is a SerializationError naming the field
+    with pytest.raises(SerializationError, match="ToolCall 'id' must be a str or None"):
         ToolCall.from_dict({"tool_name": "echo", "arguments": {}, "id": bad})
-    with pytest.raises(ConfigurationTypeError, match="ToolCall id must be a str"):
+    with pytest.raises(SerializationError, match=r"'content\[0\]\.tool_call\.id' must be a str or None"):
         ChatMessage.from_dict({"role": "assistant", "content": [{"tool_call": {"tool_name": "e", "arguments": {},
                                                                                "id": bad}}]})  # fmt: skip
 
