@@ -1,6 +1,8 @@
 """A loopback OpenAI-compatible server that answers 401 and echoes the API key it received in the error body.
 
-It echoes the key whole, cut short by a long message, or starred the way OpenAI shows it (``sk-proj-****wxyz``).
+It echoes the key whole, cut short by a long message, starred the way OpenAI shows it (``sk-proj-****wxyz``),
+or cut short with dots or an ellipsis (``sk-proj-Zq81...``, ``...Yz1234567890``, ``sk-proj…7890``);
+:data:`REVEALED` gives the part of the key each echo shows, which must not be shown.
 """
 
 from __future__ import annotations
@@ -13,12 +15,25 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["ECHOES", "EchoServer", "base_url", "echo_server", "new_key"]
+__all__ = ["ECHOES", "REVEALED", "EchoServer", "base_url", "echo_server", "new_key"]
 
 ECHOES = {
     "whole": lambda key: f"Incorrect API key provided: {key}. You can find your API key at https://example.test.",
     "cut short": lambda key: "x" * 250 + f" Incorrect API key provided: {key}",  # _one_line cuts at 300: mid-key
     "starred": lambda key: f"Incorrect API key provided: {key[:8]}{'*' * 36}{key[-4:]}. You can find it online.",
+    "dots, its start": lambda key: f"Incorrect API key provided: {key[:12]}... is not valid.",
+    "dots, its end": lambda key: f"Incorrect API key provided: ...{key[-12:]} is not valid.",
+    "dots, both ends": lambda key: f"Incorrect API key provided: {key[:8]}...{key[-4:]}.",
+    "ellipsis, both ends": lambda key: f"Incorrect API key provided: {key[:7]}…{key[-4:]}.",
+}
+REVEALED = {
+    "whole": lambda key: key,
+    "cut short": lambda key: key[:16],
+    "starred": lambda key: key[-4:] + ".",
+    "dots, its start": lambda key: key[:12],
+    "dots, its end": lambda key: key[-12:],
+    "dots, both ends": lambda key: key[-4:] + ".",
+    "ellipsis, both ends": lambda key: key[-4:] + ".",
 }
 
 

@@ -30,6 +30,7 @@ from handrail.components.generators.chat._openai_wire import (
 from handrail.core.component import component
 from handrail.core.secret import Secret, deserialize_secret
 from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
+from handrail.core.urls import register_url_passwords
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback, is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
@@ -123,6 +124,7 @@ class OpenAIChatGenerator:
         self.model = model
         self.streaming_callback = streaming_callback
         self.api_base_url = api_base_url
+        register_url_passwords(api_base_url)  # errors name the URL without it; an echo of it is masked
         self.organization = organization
         self.generation_kwargs = dict(generation_kwargs or {})
         self.timeout = timeout
