@@ -470,6 +470,17 @@ def test_whatever_a_users_generator_raises_while_built_is_a_spec_error_chained(t
     assert isinstance(info.value.__cause__, KeyError)
 
 
+def test_a_users_generator_that_exits_while_built_is_a_spec_error_but_ctrl_c_passes(tmp_path: Path) -> None:
+    text = "allowed_modules: [tests.specs.helpers]\ngenerator:\n  type: tests.specs.helpers.Exits\n"
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        build_agent(load_agent_spec(path))
+    assert str(info.value) == f"{path}:2: generator: Exits cannot be built from this file: SystemExit: 3"
+    assert isinstance(info.value.__cause__, SystemExit)
+    with pytest.raises(KeyboardInterrupt):
+        build_agent(load_agent_spec(write(tmp_path, text.replace("Exits", "Interrupted"))))
+
+
 @pytest.mark.parametrize(
     ("body", "line", "fragment"),
     [

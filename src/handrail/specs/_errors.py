@@ -41,8 +41,8 @@ def building(
     """Turn any failure of building one part of an agent file into a :class:`SpecError` at its field.
 
     Building runs code the file names: handrail's constructors and ``from_dict`` methods, and, through
-    ``allowed_modules``, a user's classes, which may raise anything. Whatever they raise (short of
-    ``BaseException`` such as ``KeyboardInterrupt``) is refused here, chained with ``from``: handrail's
+    ``allowed_modules``, a user's classes, which may raise anything. Whatever they raise (``SystemExit``
+    included; ``KeyboardInterrupt`` and other ``BaseException`` pass) is refused here, chained with ``from``: handrail's
     errors with their message, any other exception with its type and message.
 
     Args:
@@ -63,7 +63,7 @@ def building(
         yield
     except SpecError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a sys.exit() in a user's constructor too; KeyboardInterrupt passes
         detail = str(exc) if isinstance(exc, HandrailError) else f"{type(exc).__name__}: {exc}"
         if len(detail) > _MAX_DETAIL:
             detail = detail[:_MAX_DETAIL] + " …"
@@ -72,7 +72,7 @@ def building(
 
 
 def _at(
-    exc: Exception, detail: str, location: Location, fields: Iterable[Location], read_at: Location | None
+    exc: BaseException, detail: str, location: Location, fields: Iterable[Location], read_at: Location | None
 ) -> Location:
     """The field an error of building is reported at (see :func:`building`)."""
     if read_at is not None:
