@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from handrail.dataclasses import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
+from handrail.dataclasses.chat_message import call_id_from
 from handrail.errors import ConfigurationError, ConfigurationTypeError, HandrailError
-from tests.dataclasses._strategies import argument_dicts, json_values, texts
+from tests.dataclasses._strategies import argument_dicts, call_ids, json_values, texts
 
 
 def json_round_trip(message: ChatMessage) -> ChatMessage:
@@ -326,7 +327,7 @@ def test_user_message_with_arbitrary_text_round_trips(text: str, name: str | Non
             ToolCall,
             tool_name=texts,
             arguments=argument_dicts | texts,
-            id=st.none() | texts,
+            id=st.none() | call_ids,
             extra=st.none() | st.dictionaries(texts, json_values, max_size=2),
         ),
         max_size=4,
@@ -382,6 +383,24 @@ def test_from_dict_refuses_fields_of_the_wrong_type_naming_them(data: Any, fragm
 
     with pytest.raises(SerializationError, match=fragment):
         ChatMessage.from_dict(data)
+
+
+# --------------------------------------------------------------------------- call ids a person can type back
+
+
+@pytest.mark.parametrize(
+    "bad", ["a\nb", "c1\x1b[31m", "c1\x7f", "c1\x85", "a\u202eb", "a\u200bb", " c1", "c1\t", "c" * 257, "\ud800"]
+)
+def test_a_tool_call_refuses_an_id_a_person_cannot_read_and_type_back(bad: str) -> None:
+    with pytest.raises(ConfigurationError, match=r"is refused: it (holds the unprintable|has)"):
+        ToolCall(tool_name="echo", arguments={}, id=bad)
+    assert call_id_from(bad) is None  # a model's such id is dropped, and the Agent gives the call one
+
+
+@pytest.mark.parametrize("good", ["call_1", "c1\\x1b[31m\\n", "toolu_01A", "c" * 256, "a b", "é🍎", ""])
+def test_a_readable_id_is_kept(good: str) -> None:
+    assert ToolCall(tool_name="echo", arguments={}, id=good).id == good
+    assert call_id_from(good) == (good or None)
 
 
 _CALL = {"tool_name": "t", "arguments": {}, "id": "c1", "extra": None}

@@ -499,3 +499,19 @@ def test_a_part_that_refuses_its_settings_names_the_setting(
     with pytest.raises(SpecError) as info:
         build_agent(load_agent_spec(path), approve="all")
     assert str(info.value).startswith(f"{path}:{line}: {fragment}"), str(info.value)
+
+
+def test_an_int_of_more_digits_than_python_builds_names_the_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools: [calculator]\nmax_agent_steps: " + "9" * 5000 + "\n")
+    with pytest.raises(SpecError, match=rf"{path}:2: an integer of 5,000 characters is refused"):
+        load_agent_spec(path)
+
+
+def test_a_scripted_call_id_a_person_cannot_type_back_names_the_file_and_line(tmp_path: Path) -> None:
+    call = {"tool_call": {"tool_name": "calculator", "arguments": {}, "id": "c1\x1b[31m\n"}}
+    reply = json.dumps({"message": {"role": "assistant", "content": [call]}})
+    head = "generator:\n  type: handrail.testing.ScriptedChatGenerator\n  init_parameters:\n    replies:\n"
+    text = f"{head}      - {reply}\n"
+    path = write(tmp_path, text + "tools: [calculator]\n")
+    with pytest.raises(SpecError, match=rf"{path}:\d+: .*is refused: it holds the unprintable character U\+001B"):
+        build_agent(load_agent_spec(path))

@@ -127,7 +127,11 @@ def test_a_tool_name_that_is_not_a_str_is_refused() -> None:
 
 @MODES
 @PAUSE
-@pytest.mark.parametrize("bad", [["x"], {"x": 1}, 7, ""], ids=["list", "dict", "int", "empty"])
+@pytest.mark.parametrize(
+    "bad",
+    [["x"], {"x": 1}, 7, "", "c1\x1b[31m\n", " c2 ", "c" * 257],
+    ids=["list", "dict", "int", "empty", "escape", "spaces", "long"],
+)
 def test_a_model_id_that_is_not_a_non_empty_str_is_repaired(mode: str, pause: bool, bad: Any, tmp_path: Path) -> None:
     if mode == "stream":  # what a streaming generator assembles from the model's fragments
         first: Any = _streamed([(bad, '{"v": 1}'), ("c2", '{"v": 2}')])
@@ -156,6 +160,7 @@ TEXT_ARGUMENTS = {
     "surrogate-char": ('{"v": "\ud800"}', "at ['v']: the text holds a lone surrogate"),
     "too-deep": ('{"v": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}", f"nested more than {MAX_DEPTH} levels"),
     "very-deep": ("[" * 100_000, f"nested more than {MAX_DEPTH} levels"),
+    "huge-int": ('{"v": ' + "9" * 5000 + "}", "Exceeds the limit"),
 }
 
 
@@ -192,6 +197,7 @@ DICT_ARGUMENTS = {
     "surrogate-key": ({"\udfff": 1}, "the text holds a lone surrogate"),
     "too-deep": (_nested(MAX_DEPTH + 1), f"nested more than {MAX_DEPTH} levels"),
     "object": ({"v": object()}, "not valid JSON"),
+    "huge-int": ({"v": [10**5000]}, "[<an integer of more than 4300 digits>]"),
 }
 
 
@@ -278,4 +284,61 @@ def test_reply_text_with_a_lone_surrogate_is_escaped_so_a_pause_can_be_written(
     result, _ = _finish(first, mode, tmp_path, pause)
     assert result["messages"][1].text == "let me see \\ud83d"
     assert RAN == [1]
+    assert result["last_message"].text == "done"
+
+
+# --------------------------------------------------------------------------- results a snapshot cannot hold
+
+
+class Unwritable:
+    """A result whose to_dict() raises: the encoder meets an error that is not a SerializationError."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise RuntimeError("to_dict broke")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Unwritable:
+        return cls()
+
+
+def huge() -> int:
+    """Return a number of more digits than Python writes as text."""
+    RAN.append("huge")
+    return 10**5000
+
+
+def unwritable() -> Unwritable:
+    """Return an object that cannot be encoded."""
+    RAN.append("unwritable")
+    return Unwritable()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("tool", [huge, unwritable])
+def test_a_result_value_the_snapshot_cannot_hold_is_dropped_and_the_call_recorded_done(
+    mode: str, tool: Any, tmp_path: Path
+) -> None:
+    # The value could not be encoded, so the ledger's write raised after the tool ran: the run failed and the
+    # finished call was left 'running' ("outcome unknown"); a resume ran it again and failed again.
+    gen = ScriptedChatGenerator([
+        ChatMessage.from_assistant(tool_calls=[ToolCall(tool.__name__, {}, id="c1")]),
+        ChatMessage.from_assistant(tool_calls=[ToolCall("echo", {"v": 1}, id="c2")]),
+        ChatMessage.from_assistant("done"),
+    ])  # fmt: skip
+    tools = [create_tool_from_function(tool), create_tool_from_function(echo)]
+    agent = Agent(chat_generator=gen, tools=tools,
+                  confirmation_strategies={"echo": BreakpointConfirmationStrategy(str(tmp_path))})  # fmt: skip
+    with pytest.raises(HITLBreakpointException) as info:
+        _run(agent, mode, [user("go")])
+    snap = load_snapshot(info.value.snapshot_file_path)
+    entry = snap.ledger["c1"]
+    assert entry.status == "done" and entry.result is not None and "value" not in entry.result
+    if tool is huge:
+        text = result_for(snap.messages, "c1")
+        assert text.error is True and "could not be turned into text" in text.result
+    decision = ToolExecutionDecision("echo", True, "c2")
+    result = _run(agent, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=[decision]))
+    name = tool.__name__
+    ran: list[Any] = RAN
+    assert ran == [name, 1]  # c1 ran once, never again
     assert result["last_message"].text == "done"

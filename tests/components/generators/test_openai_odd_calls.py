@@ -161,3 +161,42 @@ def test_arguments_sent_as_a_json_object_holding_nan_get_an_error_result(tmp_pat
     assert SUMS == [(2, 0)] and result["last_message"].text == "Done."
     answers = {m["tool_call_id"]: m["content"] for m in server.bodies[0]["messages"] if m["role"] == "tool"}
     assert "NaN is not a JSON number" in answers["bad"]
+
+
+UNREADABLE_IDS = {
+    "escape-and-newline": "c1\x1b[31m\n",
+    "del": "c1\x7f",
+    "c1-control": "c1\x9b2J",
+    "bidi": "c1\u202e",
+    "spaces-around": " c1 ",
+    "only-spaces": "   ",
+    "too-long": "c" * 257,
+}
+
+
+@MODES
+@pytest.mark.parametrize("wire_id", list(UNREADABLE_IDS.values()), ids=list(UNREADABLE_IDS))
+def test_a_call_id_a_person_cannot_read_and_type_back_is_repaired(mode: str, wire_id: str, tmp_path: Path) -> None:
+    result, sent = _pause_and_resume([_wire_call(wire_id, '{"a": 1, "b": 2}')], mode, tmp_path)
+
+    assert SUMS == [(1, 2)] and result["last_message"].text == "Done."
+    assert [c.id for c in result["messages"][1].tool_calls] == ["call_1"]
+    assert sent["messages"][2]["tool_call_id"] == "call_1"
+
+
+@MODES
+def test_two_ids_that_would_print_alike_are_told_apart(mode: str, tmp_path: Path) -> None:
+    # One id holds a real ESC and newline, the other the backslash text they would be shown as: shown alike,
+    # approving the shown id would run the other call. The unreadable one is repaired; each shown id is exact.
+    calls = [_wire_call("c1\x1b[31m\n", '{"a": 1}'), _wire_call("c1\\x1b[31m\\n", '{"a": 2}')]
+    with pytest.raises(HITLBreakpointException) as info:
+        _run(_agent(RecordedServer(_calls_reply(calls, mode)), tmp_path), mode, [ChatMessage.from_user("add")])
+    snap = load_snapshot(info.value.snapshot_file_path)
+    assert [(c.id, c.arguments) for c in snap.pending_tool_calls] == [
+        ("call_1", {"a": 1}),
+        ("c1\\x1b[31m\\n", {"a": 2}),
+    ]
+    decisions = [ToolExecutionDecision("add", True, "c1\\x1b[31m\\n"), ToolExecutionDecision("add", False, "call_1")]
+    result = _run(_agent(RecordedServer(_answer("Done.", mode)), tmp_path), mode, [],
+                  snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))  # fmt: skip
+    assert SUMS == [(2, 0)] and result["last_message"].text == "Done."
