@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 from handrail.cli import main
 from tests.cli.test_cli import agent_file
-from tests.components.generators._echo_server import base_url, echo_server
+from tests.components.generators._echo_server import base_url, echo_server, send, send_json
 
 PASSWORD = "hunter2-" + secrets.token_hex(8)
 
@@ -45,18 +45,11 @@ class _EchoingModel(BaseHTTPRequestHandler):
                 call["index"] = 0
             choice = {"index": 0, "delta": message, "finish_reason": "stop"}
             chunk = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice]}
-            self._send("text/event-stream", f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode())
+            send(self, 200, "text/event-stream", f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode())
         else:
             completion = {"id": "x", "object": "chat.completion", "created": 1, "model": "m",
                           "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
-            self._send("application/json", json.dumps(completion).encode())
-
-    def _send(self, content_type: str, data: bytes) -> None:
-        self.send_response(200)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            send_json(self, 200, completion)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

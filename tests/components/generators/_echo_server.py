@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["ECHOES", "REVEALED", "EchoServer", "base_url", "echo_server", "new_key"]
+__all__ = ["ECHOES", "REVEALED", "EchoServer", "base_url", "echo_server", "new_key", "send", "send_json"]
 
 ECHOES = {
     "whole": lambda key: f"Incorrect API key provided: {key}. You can find your API key at https://example.test.",
@@ -37,6 +37,20 @@ REVEALED = {
 }
 
 
+def send(handler: BaseHTTPRequestHandler, status: int, content_type: str, data: bytes) -> None:
+    """Answer the request ``handler`` serves with ``status`` and ``data`` of ``content_type``."""
+    handler.send_response(status)
+    handler.send_header("content-type", content_type)
+    handler.send_header("content-length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+    """Answer the request ``handler`` serves with ``status`` and ``body`` as JSON."""
+    send(handler, status, "application/json", json.dumps(body).encode())
+
+
 class EchoServer(ThreadingHTTPServer):
     echo = "whole"
 
@@ -49,12 +63,7 @@ class _Handler(BaseHTTPRequestHandler):
         key = self.headers.get("authorization", "").removeprefix("Bearer ")
         body = {"error": {"message": ECHOES[self.server.echo](key), "type": "invalid_request_error",
                           "code": "invalid_api_key"}}  # fmt: skip
-        data = json.dumps(body).encode()
-        self.send_response(401)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, 401, body)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import logging
 import threading
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import pytest
 from handrail.components.generators.chat import OpenAIChatGenerator
 from handrail.core.secret import Secret
 from handrail.dataclasses import ChatMessage
+from tests.components.generators._echo_server import send_json
 
 ANSWER = {"id": "x", "object": "chat.completion", "created": 1, "model": "m",
           "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
@@ -27,12 +27,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", 0)))
-        data = json.dumps(ANSWER).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, 200, ANSWER)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
