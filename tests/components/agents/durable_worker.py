@@ -49,7 +49,12 @@ CRASH_ANSWER = asst("Charged")
 def _log(entry: dict[str, Any]) -> None:
     if CONFIG["log"] is None:
         raise AssertionError("durable_worker.CONFIG['log'] is not set")
-    with open(CONFIG["log"], "a", encoding="utf-8") as handle:
+    append_log(CONFIG["log"], entry)
+
+
+def append_log(path: str | os.PathLike[str], entry: dict[str, Any]) -> None:
+    """Append ``entry`` with this process's pid to the log at ``path``, on disk before it returns."""
+    with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps({**entry, "pid": os.getpid()}) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
