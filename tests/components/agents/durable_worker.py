@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,18 @@ def append_log(path: str | os.PathLike[str], entry: dict[str, Any]) -> None:
         handle.write(json.dumps({**entry, "pid": os.getpid()}) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], what: str, timeout: float = 120) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` if ``process`` exits first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process.poll() is not None:
+            _, err = process.communicate()
+            raise AssertionError(f"the worker exited ({process.returncode}) before {what}:\n{err}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
 
 
 def read_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
