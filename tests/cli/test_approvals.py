@@ -680,14 +680,19 @@ def test_a_resume_that_failed_is_listed_as_interrupted_and_resumes(tmp_path: Pat
     assert data == {"pending": [], "ready_to_resume": [], "running": [], "interrupted": [], "unreadable": []}
 
 
+def died_during_the_transfer(folder: Path, sid: str) -> None:
+    """Mark snapshot ``sid`` and its call c1 running, as if the process died during the transfer."""
+    path = folder / f"{sid}.json"
+    snapshot = load_snapshot(path)
+    entry = dataclasses.replace(snapshot.ledger["c1"], status="running")
+    write_snapshot(dataclasses.replace(snapshot, status="running", ledger={"c1": entry}), path)
+
+
 def test_a_call_found_running_is_named_with_cli_flags(tmp_path: Path, log: Path) -> None:
     agent, folder, paused = pause(tmp_path, [PAY])
     sid = paused["snapshot_id"]
     assert cli("approvals", "approve", sid, "--dir", folder).exit_code == 0
-    path = folder / f"{sid}.json"
-    snapshot = load_snapshot(path)  # as if the process died during the transfer
-    entry = dataclasses.replace(snapshot.ledger["c1"], status="running")
-    write_snapshot(dataclasses.replace(snapshot, status="running", ledger={"c1": entry}), path)
+    died_during_the_transfer(folder, sid)
     listed = cli("approvals", "list", "--dir", folder)
     assert f"handrail resume {sid} --dir {folder} --unknown-outcome retry\n" in listed.output
     assert f"handrail resume {sid} --dir {folder} --unknown-outcome fail\n" in listed.output
