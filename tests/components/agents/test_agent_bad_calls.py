@@ -8,7 +8,6 @@ pauses for approval, and the resume finishes the run.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from pathlib import Path
@@ -27,6 +26,7 @@ from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 from tests.cases._helpers import result_for, user
+from tests.components._helpers import run_in_mode
 
 RAN: list[Any] = []
 
@@ -72,26 +72,17 @@ def _agent(first: Any, directory: Path | None) -> tuple[Agent, ScriptedChatGener
     return Agent(chat_generator=gen, tools=[create_tool_from_function(echo)], confirmation_strategies=strategies), gen
 
 
-def _run(agent: Agent, mode: str, messages: list[ChatMessage], **kwargs: Any) -> dict[str, Any]:
-    if mode == "async":
-        return asyncio.run(agent.run_async(messages, **kwargs))
-    if mode == "stream":
-        chunks: list[StreamingChunk] = []
-        return agent.run(messages, streaming_callback=chunks.append, **kwargs)
-    return agent.run(messages, **kwargs)
-
-
 def _finish(first: Any, mode: str, tmp_path: Path, pause: bool) -> tuple[dict[str, Any], ScriptedChatGenerator]:
     """Run to the end: without a pause, or pausing for the calls that pass, approving them all and resuming."""
     agent, gen = _agent(first, tmp_path if pause else None)
     if not pause:
-        return _run(agent, mode, [user("go")]), gen
+        return run_in_mode(agent, mode, [user("go")]), gen
     with pytest.raises(HITLBreakpointException) as info:
-        _run(agent, mode, [user("go")])
+        run_in_mode(agent, mode, [user("go")])
     snap = load_snapshot(info.value.snapshot_file_path)  # the pause was written and reads back
     decisions = [ToolExecutionDecision("echo", True, c.id) for c in snap.pending_tool_calls]
     resumer, resumed_gen = _agent(ChatMessage.from_assistant("done"), tmp_path)
-    result = _run(resumer, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))
+    result = run_in_mode(resumer, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))
     return result, resumed_gen
 
 
@@ -261,15 +252,15 @@ def test_a_result_with_a_lone_surrogate_is_written_with_an_escape(mode: str, pau
                   confirmation_strategies=strategies)  # fmt: skip
     if pause:
         with pytest.raises(HITLBreakpointException) as info:
-            _run(agent, mode, [user("go")])
+            run_in_mode(agent, mode, [user("go")])
         snap = load_snapshot(info.value.snapshot_file_path)  # the ran call's result is in the ledger, escaped
         assert snap.ledger["s1"].result is not None and snap.ledger["s1"].result["text"] == "x\\ud800y"
         agent = Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("done")]), tools=tools,
                       confirmation_strategies=strategies)  # fmt: skip
         decision = ToolExecutionDecision("echo", True, "e1")
-        result = _run(agent, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=[decision]))
+        result = run_in_mode(agent, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=[decision]))
     else:
-        result = _run(agent, mode, [user("go")])
+        result = run_in_mode(agent, mode, [user("go")])
     assert result_for(result["messages"], "s1").result == "x\\ud800y"
     assert RAN == ["surrogate", 2]  # run once, not again at the resume
     assert result["last_message"].text == "done"
@@ -329,7 +320,7 @@ def test_a_result_value_the_snapshot_cannot_hold_is_dropped_and_the_call_recorde
     agent = Agent(chat_generator=gen, tools=tools,
                   confirmation_strategies={"echo": BreakpointConfirmationStrategy(str(tmp_path))})  # fmt: skip
     with pytest.raises(HITLBreakpointException) as info:
-        _run(agent, mode, [user("go")])
+        run_in_mode(agent, mode, [user("go")])
     snap = load_snapshot(info.value.snapshot_file_path)
     entry = snap.ledger["c1"]
     assert entry.status == "done" and entry.result is not None and "value" not in entry.result
@@ -337,7 +328,7 @@ def test_a_result_value_the_snapshot_cannot_hold_is_dropped_and_the_call_recorde
         text = result_for(snap.messages, "c1")
         assert text.error is True and "could not be turned into text" in text.result
     decision = ToolExecutionDecision("echo", True, "c2")
-    result = _run(agent, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=[decision]))
+    result = run_in_mode(agent, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=[decision]))
     name = tool.__name__
     ran: list[Any] = RAN
     assert ran == [name, 1]  # c1 ran once, never again
