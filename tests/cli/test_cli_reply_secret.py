@@ -13,7 +13,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,7 +24,7 @@ from click.testing import CliRunner
 
 from handrail.cli import main
 from tests.cli.test_cli import agent_file
-from tests.components.generators._echo_server import base_url, echo_server, send, send_json
+from tests.components.generators._echo_server import base_url, echo_server, send, send_json, serving
 
 PASSWORD = "hunter2-" + secrets.token_hex(8)
 
@@ -58,13 +57,8 @@ class _EchoingModel(BaseHTTPRequestHandler):
 @contextmanager
 def _model() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoingModel)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield f"127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _fresh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

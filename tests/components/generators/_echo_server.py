@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["ECHOES", "REVEALED", "EchoServer", "base_url", "echo_server", "new_key", "send", "send_json"]
+__all__ = ["ECHOES", "REVEALED", "EchoServer", "base_url", "echo_server", "new_key", "send", "send_json", "serving"]
 
 ECHOES = {
     "whole": lambda key: f"Incorrect API key provided: {key}. You can find your API key at https://example.test.",
@@ -70,10 +70,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def echo_server(echo: str = "whole") -> Iterator[EchoServer]:
-    """Serve on a free loopback port until the block ends; ``echo`` is one of :data:`ECHOES`."""
-    server = EchoServer(("127.0.0.1", 0), _Handler)
-    server.echo = echo
+def serving(server: ThreadingHTTPServer) -> Iterator[ThreadingHTTPServer]:
+    """Serve ``server`` on a thread until the block ends, then close it."""
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
@@ -81,6 +79,15 @@ def echo_server(echo: str = "whole") -> Iterator[EchoServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def echo_server(echo: str = "whole") -> Iterator[EchoServer]:
+    """Serve on a free loopback port until the block ends; ``echo`` is one of :data:`ECHOES`."""
+    server = EchoServer(("127.0.0.1", 0), _Handler)
+    server.echo = echo
+    with serving(server):
+        yield server
 
 
 def new_key() -> str:

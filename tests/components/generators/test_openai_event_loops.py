@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from handrail.components.generators.chat import OpenAIChatGenerator
 from handrail.core.secret import Secret
 from handrail.dataclasses import ChatMessage
-from tests.components.generators._echo_server import send_json
+from tests.components.generators._echo_server import send_json, serving
 
 ANSWER = {"id": "x", "object": "chat.completion", "created": 1, "model": "m",
           "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
@@ -37,13 +36,8 @@ class _Handler(BaseHTTPRequestHandler):
 def url() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _generator(url: str) -> OpenAIChatGenerator:
