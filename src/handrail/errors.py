@@ -118,7 +118,17 @@ class CalculationError(ConfigurationError):
 
 
 class SerializationError(ConfigurationError):
-    """An object cannot be serialized to a dict, or a dict cannot be turned back into an object."""
+    """An object cannot be serialized to a dict, or a dict cannot be turned back into an object.
+
+    Attributes:
+        path: The field at fault inside the dict being read, as keys and list indexes
+            (``("content", 0, "tool_call", "id")``), when the reader knows it; empty otherwise. An agent file's
+            error uses it to name the field's line.
+    """
+
+    def __init__(self, *args: object, path: tuple[str | int, ...] = ()) -> None:
+        super().__init__(*args)
+        self.path: tuple[str | int, ...] = tuple(path)
 
 
 class ModelFilesError(ConfigurationError):

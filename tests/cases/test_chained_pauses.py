@@ -33,6 +33,7 @@ from handrail.testing import ScriptedChatGenerator
 from tests.cases import chained_worker as worker
 from tests.cases._helpers import asst
 from tests.cli.test_approvals_stores import postgres_url
+from tests.human_in_the_loop._helpers import ScriptedUI
 from tests.stores.conftest import postgres_database, postgres_dsn, postgres_server_dsn  # noqa: F401 - fixtures
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -46,22 +47,6 @@ PLAN: list[list[tuple[str, ConfirmationUIResult]]] = [
 """Per pause, the calls waiting (by tool, in call order) and the answer each gets."""
 RAN = [("lookup", "rent"), ("calc", "650*2"), ("note", "rent checked"), ("lookup", "due date")]
 """The calls that run, each exactly once: the approved ones, the edit, and the call needing no approval."""
-
-
-class ScriptedUI:
-    """A console UI that answers with ``answers``, in order."""
-
-    def __init__(self, answers: list[ConfirmationUIResult]) -> None:
-        self.answers = list(answers)
-
-    def get_user_confirmation(
-        self,
-        tool_name: str,
-        tool_description: str,
-        tool_params: dict[str, Any],
-        injected_params: dict[str, Any] | None = None,
-    ) -> ConfirmationUIResult:
-        return self.answers.pop(0)
 
 
 def _decision(tool: str, call_id: str, answer: ConfirmationUIResult) -> ToolExecutionDecision:

@@ -430,12 +430,12 @@ def test_printable_can_keep_lines() -> None:
     assert printable("one\n\ttwo\x1b[2J\r", keep_newlines=True) == "one\n\ttwo\\x1b[2J\\r"
 
 
-EVIL_ID = "c1\x1b[31m"
+EVIL_ID = "c1\\x1b[31m"  # backslash text: an id holding a real ESC is replaced (call_1) before anything shows it
 EVIL_ARGS = {"note": "hi\x9b2J\rthere"}
 
 
 def evil_snapshot(folder: Path) -> Path:
-    calls = [ToolCall("transfer", EVIL_ARGS, EVIL_ID), ToolCall("transfer", {"amount": 7}, "c2\x07")]
+    calls = [ToolCall("transfer", EVIL_ARGS, EVIL_ID), ToolCall("transfer", {"amount": 7}, "c2")]
     base = paused_snapshot()
     messages = [*base.messages[:-1], ChatMessage.from_assistant(tool_calls=calls)]
     ledger = {c.id: LedgerEntry(c.id, "transfer", "pending", c.arguments) for c in calls if c.id}
@@ -457,11 +457,11 @@ def test_model_chosen_strings_are_escaped_in_list_show_and_errors(tmp_path: Path
     shown = cli("approvals", "show", "evil", "--dir", tmp_path)
     assert shown.exit_code == 0, shown.output
     no_controls(shown.output)
-    assert "c1\\x1b[31m  transfer" in shown.output and "c2\\x07  transfer" in shown.output
+    assert "c1\\x1b[31m  transfer" in shown.output and "c2  transfer" in shown.output
     which = cli("approvals", "approve", "evil", "--dir", tmp_path)  # two wait: names both in the error
     assert which.exit_code == 2
     no_controls(which.output)
-    assert "c1\\x1b[31m (transfer), c2\\x07 (transfer)" in which.output
+    assert "c1\\x1b[31m (transfer), c2 (transfer)" in which.output
     unknown = cli("approvals", "approve", "evil", "--dir", tmp_path, "--call", "x\x1b]0;pwned\x07")
     assert unknown.exit_code == 2
     no_controls(unknown.output)
@@ -680,14 +680,19 @@ def test_a_resume_that_failed_is_listed_as_interrupted_and_resumes(tmp_path: Pat
     assert data == {"pending": [], "ready_to_resume": [], "running": [], "interrupted": [], "unreadable": []}
 
 
+def died_during_the_transfer(folder: Path, sid: str) -> None:
+    """Mark snapshot ``sid`` and its call c1 running, as if the process died during the transfer."""
+    path = folder / f"{sid}.json"
+    snapshot = load_snapshot(path)
+    entry = dataclasses.replace(snapshot.ledger["c1"], status="running")
+    write_snapshot(dataclasses.replace(snapshot, status="running", ledger={"c1": entry}), path)
+
+
 def test_a_call_found_running_is_named_with_cli_flags(tmp_path: Path, log: Path) -> None:
     agent, folder, paused = pause(tmp_path, [PAY])
     sid = paused["snapshot_id"]
     assert cli("approvals", "approve", sid, "--dir", folder).exit_code == 0
-    path = folder / f"{sid}.json"
-    snapshot = load_snapshot(path)  # as if the process died during the transfer
-    entry = dataclasses.replace(snapshot.ledger["c1"], status="running")
-    write_snapshot(dataclasses.replace(snapshot, status="running", ledger={"c1": entry}), path)
+    died_during_the_transfer(folder, sid)
     listed = cli("approvals", "list", "--dir", folder)
     assert f"handrail resume {sid} --dir {folder} --unknown-outcome retry\n" in listed.output
     assert f"handrail resume {sid} --dir {folder} --unknown-outcome fail\n" in listed.output

@@ -223,3 +223,11 @@ def test_a_users_generator_failing_in_the_run_is_one_error_line_exit_1(tmp_path:
     result = CliRunner().invoke(main, ["run", str(path), "q"])
     assert result.exit_code == 1, result.output
     assert result.output == "error: The run failed: IndexError: list index out of range\n"
+
+
+def test_an_int_of_too_many_digits_in_an_agent_file_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text("tools: [calculator]\nmax_agent_steps: " + "9" * 5000 + "\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["run", str(path), "q"])
+    assert result.exit_code == 2 and f"{path}:2: an integer of 5,000 characters is refused" in result.output
+    assert "Traceback" not in result.output

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from handrail.cli import main
 from tests.cli.test_cli import agent_file
-from tests.components.generators._echo_server import ECHOES, base_url, echo_server, new_key
+from tests.components.generators._echo_server import ECHOES, REVEALED, base_url, echo_server, new_key
 
 
 def _assert_not_shown(key: str, *texts: str) -> None:
@@ -33,6 +33,7 @@ def test_the_cli_never_prints_an_echoed_key(echo: str, output: list[str], tmp_pa
     assert "answered HTTP 401" in result.output
     assert "Traceback" not in result.output
     _assert_not_shown(key, result.output, result.stderr, result.stdout)
+    assert REVEALED[echo](key) not in result.output
 
 
 def test_a_fresh_process_masks_the_key_it_prints(tmp_path: Path) -> None:

@@ -21,7 +21,17 @@ from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.snapshot import load_snapshot, write_snapshot
 from handrail.specs import build_agent, load_agent_spec
 from handrail.stores import open_snapshot_store
-from tests.cli.test_approvals import DONE, PAY, PAY_TWICE, agent_yaml, cli, last_json, log, transfers
+from tests.cli.test_approvals import (
+    DONE,
+    PAY,
+    PAY_TWICE,
+    agent_yaml,
+    cli,
+    died_during_the_transfer,
+    last_json,
+    log,
+    transfers,
+)
 
 __all__ = ["log"]  # a fixture of test_approvals, used here
 
@@ -130,10 +140,7 @@ def test_both_commands_for_an_interrupted_run_run(tmp_path: Path, log: Path, out
     folder = tmp_path / "approvals"
     sid = last_json(cli("run", "--json", "--pause-for-approval", folder, agent_file, "Pay."))["snapshot_id"]
     assert cli("approvals", "approve", sid, "--dir", folder).exit_code == 0
-    path = folder / f"{sid}.json"
-    snapshot = load_snapshot(path)  # as if the process died during the transfer
-    entry = dataclasses.replace(snapshot.ledger["c1"], status="running")
-    write_snapshot(dataclasses.replace(snapshot, status="running", ledger={"c1": entry}), path)
+    died_during_the_transfer(folder, sid)
     listed = cli("approvals", "list", "--dir", folder)
     shown = cli("approvals", "show", sid, "--dir", folder)
     refused = cli("approvals", "approve", sid, "--dir", folder)

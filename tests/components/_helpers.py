@@ -10,10 +10,13 @@ import asyncio
 import dataclasses
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.dataclasses import ChatMessage, ChatRole, StreamingChunk, ToolCall
 from handrail.tools import Tool, create_tool_from_function
+
+if TYPE_CHECKING:
+    from handrail.components.agents import Agent
 
 # --------------------------------------------------------------------------- tool functions
 
@@ -279,3 +282,13 @@ class WarmCountingTool(Tool):
 
 def warm_echo_tool(name: str = "echo") -> WarmCountingTool:
     return WarmCountingTool(name=name, description="Echo.", parameters=ECHO_TOOL.parameters, function=echo)
+
+
+def run_in_mode(agent: Agent, mode: str, messages: list[ChatMessage], **kwargs: Any) -> dict[str, Any]:
+    """Run ``agent`` in ``mode``: ``"sync"``, ``"async"`` (run_async) or ``"stream"`` (sync, with a callback)."""
+    if mode == "async":
+        return asyncio.run(agent.run_async(messages, **kwargs))
+    if mode == "stream":
+        chunks: list[StreamingChunk] = []
+        return agent.run(messages, streaming_callback=chunks.append, **kwargs)
+    return agent.run(messages, **kwargs)

@@ -147,3 +147,34 @@ def test_a_state_value_holding_a_lone_surrogate_is_named_when_encoded() -> None:
 
     with pytest.raises(SerializationError, match=r"^state\['note'\]\['k'\]: a str cannot be written .*lone surrogate"):
         encode_value({"k": "\ud800"}, "state['note']")
+
+
+# --------------------------------------------------------------------------- integers Python cannot write
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        (10**5000, ""),
+        ({"v": [1, -(10**5000)]}, "['v'][1]"),
+        ([{"k": 10**4300}], "[0]['k']"),
+        ({10**5000: 1}, ".keys()"),
+    ],
+    ids=["top", "nested", "just-over", "key"],
+)
+def test_an_int_of_more_digits_than_python_writes_is_not_json_data(value: Any, path: str) -> None:
+    problem = json_problem(value)
+    assert problem is not None and problem[0].startswith(path) and "more than 4300 digits" in problem[1]
+    with pytest.raises(SerializationError, match="more than 4300 digits"):
+        check_json(value, "args")
+    assert "<an integer of more than 4300 digits>" in shown_text(value)  # never a bare ValueError
+
+
+def test_ints_up_to_the_limit_are_json_data() -> None:
+    assert json_problem([10**4299, -(10**4299), 2**1920, True]) is None
+    assert parse_json('{"v": ' + "9" * 4300 + "}") == {"v": int("9" * 4300)}
+
+
+def test_argument_text_with_an_int_of_too_many_digits_is_refused_as_json_data() -> None:
+    with pytest.raises(JSONDataError, match="Exceeds the limit"):
+        parse_json('{"v": ' + "9" * 5000 + "}")

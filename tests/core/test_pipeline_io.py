@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -289,3 +290,61 @@ def test_whatever_a_components_from_dict_raises_is_a_serialization_error_naming_
         f"attribute 'bit_length'"
     )
     assert isinstance(caught.value.__cause__, AttributeError)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (ROUTER.replace("FILTERS", "{f: 5}"), "'router' of type .*: custom_filters['f']: Cannot import 5"),
+        (ROUTER.replace("FILTERS", "{f: null}"), "'router' of type .*: custom_filters['f']: Cannot import None"),
+        (ROUTER.replace("FILTERS", "{}").replace("output_type: int", "output_type: 'list['"),
+         "'router' of type .*: routes[0].output_type: Cannot import 'list['"),
+        (ROUTER.replace("FILTERS", "{}").replace("output_type: int", "output_type: [int, 'list[']"),
+         "'router' of type .*: routes[0].output_type[1]: Cannot import 'list['"),
+        (INVOKER_WITH_A_TOOL.replace("OUTPUTS", "{a: {handler: 5}}"),
+         "'invoker' of type .*: tools[0].outputs_to_state['a'].handler: Cannot import 5"),
+        (INVOKER_WITH_A_TOOL.replace("OUTPUTS", "{source: x, handler: 5}"),
+         "'invoker' of type .*: tools[0].outputs_to_state.handler: Cannot import 5"),
+        (INVOKER_WITH_A_TOOL.replace("OUTPUTS", "null").replace("handrail.tools.builtin.calculator.calculate", "5"),
+         "'invoker' of type .*: tools[0].function: Cannot import 5"),
+    ],
+)  # fmt: skip
+def test_a_path_or_type_that_cannot_be_read_names_its_field(text: str, fragment: str) -> None:
+    with pytest.raises(SerializationError) as caught:
+        Pipeline.loads(text)
+    assert re.search(re.escape(fragment).replace(r"\.\*", ".*"), str(caught.value)), str(caught.value)
+
+
+@component
+class Exits:
+    """A component whose constructor calls sys.exit(), as a user's class may."""
+
+    def __init__(self, code: int = 7) -> None:
+        raise SystemExit(code)
+
+    @component.output_types(out=int)
+    def run(self) -> dict[str, Any]:
+        return {"out": 0}
+
+
+@component
+class Interrupted:
+    """A component whose constructor is interrupted by Ctrl-C."""
+
+    def __init__(self) -> None:
+        raise KeyboardInterrupt
+
+    @component.output_types(out=int)
+    def run(self) -> dict[str, Any]:
+        return {"out": 0}
+
+
+def test_a_constructor_that_exits_is_a_serialization_error_naming_the_component_but_ctrl_c_passes() -> None:
+    data = {"components": {"quits": {"type": f"{__name__}.Exits", "init_parameters": {"code": 7}}}}
+    with pytest.raises(SerializationError) as caught:
+        Pipeline.from_dict(data, allowed_modules=ALLOW)
+    assert str(caught.value) == f"Cannot load pipeline component 'quits' of type '{__name__}.Exits': SystemExit: 7"
+    assert isinstance(caught.value.__cause__, SystemExit)
+    with pytest.raises(KeyboardInterrupt):
+        data = {"components": {"k": {"type": f"{__name__}.Interrupted", "init_parameters": {}}}}
+        Pipeline.from_dict(data, allowed_modules=ALLOW)

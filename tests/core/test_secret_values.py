@@ -7,6 +7,7 @@ import secrets
 import pytest
 
 from handrail.core import Secret
+from handrail.core._secret_values import mask_data
 from handrail.core.secret import holds_secret, mask_secrets, register_secret_value
 from handrail.errors import ConfigurationError, GenerationError, HandrailError, ToolInvocationError
 
@@ -76,3 +77,42 @@ def test_every_handrail_error_masks_known_secrets(error: object) -> None:
     exc = error(key)  # type: ignore[operator]
     assert key not in str(exc) and key not in repr(exc) and "***" in str(exc)
     assert all(key not in str(arg) for arg in exc.args)
+
+
+def test_a_key_cut_short_with_dots_or_an_ellipsis_is_masked() -> None:
+    key = "sk-proj-Zq81LmN0pQrStUvWxYz" + secrets.token_hex(8)
+    Secret.from_token(key)
+    for shown in (f"{key[:12]}...", f"...{key[-12:]}", f"sk-proj-...{key[-4:]}", f"sk-proj...{key[-4:]}",
+                  f"sk-proj…{key[-4:]}", f"{key[:12]}…", f"…{key[-4:]}"):  # fmt: skip
+        assert mask_secrets(f"Incorrect API key provided: {shown} (see the docs).") == (
+            "Incorrect API key provided: *** (see the docs)."
+        ), shown
+    assert mask_secrets(f"key:{key[:12]}...") == "key:***"
+
+
+def test_a_cut_echo_that_reveals_little_or_is_not_the_key_is_left_alone() -> None:
+    key = "sk-proj-Zq81LmN0pQrStUvWxYz" + secrets.token_hex(8)
+    Secret.from_token(key)
+    for text in (
+        "keys look like sk-proj-... here",  # the public prefix only
+        f"{key[:11]}... shows 3 characters",  # fewer than MIN_REVEALED beyond the prefix
+        f"...{key[-3:]} ends it",
+        f"...{key[-6:]}abc goes on",  # the key's end inside a longer word
+        "Loading... done",
+    ):
+        assert mask_secrets(text) == text
+
+
+def test_mask_data_masks_every_string_and_keeps_what_it_did_not_change() -> None:
+    key = _key()
+    Secret.from_token(key)
+    data = {"q": [f"use {key}", {"deep": (key, 1)}], key: None, "n": 3}
+    assert mask_data(data) == {"q": ["use ***", {"deep": ("***", 1)}], "***": None, "n": 3}
+    clean = {"q": ["nothing", {"deep": ("x", 1)}]}
+    assert mask_data(clean) is clean
+
+
+def test_masking_returns_the_text_itself_when_nothing_is_masked() -> None:
+    Secret.from_token(_key())
+    text = "An ordinary reply... with *** stars and dots, " * 20
+    assert mask_secrets(text) is text

@@ -496,3 +496,10 @@ def assert_same_deep(a: Any, b: Any) -> None:
 @given(typed_values)
 def test_property_typed_values_round_trip_through_json_text(value: Any) -> None:
     assert_same_deep(round_trip(value), value)
+
+
+def test_an_int_of_more_digits_than_python_writes_is_refused_naming_its_place() -> None:
+    # json.dumps raised a bare ValueError ("Exceeds the limit (4300 digits)") from whoever wrote the snapshot.
+    with pytest.raises(SerializationError, match=r"state\['n'\]\[1\]: a int cannot be written.*more than 4300 digits"):
+        encode_value({"n": [1, 10**5000]}, "state")
+    assert decode_value(encode_value({"n": 10**4299})) == {"n": 10**4299}

@@ -117,3 +117,20 @@ def test_a_merge_key_given_twice_is_refused() -> None:
     with pytest.raises(YamlRefusedError, match=r"merge key '<<' appears twice .*first on line 2"):
         safe_load_yaml("confirmation:\n  <<: {calculator: always}\n  <<: {calculator: never}\n")
     assert safe_load_yaml("b: &b {x: 1}\nc: &c {y: 2}\nd:\n  <<: [*b, *c]\n")[0]["d"] == {"x": 1, "y": 2}
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [("a: 1\nb: " + "9" * 5000, 2), ("a: [1, -" + "9" * 5000 + "]", 1), ("? " + "9" * 5000 + "\n: x", 1)],
+    ids=["value", "in-a-list", "key"],
+)
+def test_an_int_of_more_digits_than_python_builds_is_refused_at_its_line(text: str, line: int) -> None:
+    with pytest.raises(YamlRefusedError, match=r"integer of 5,00[01] characters is refused") as info:
+        safe_load_yaml(text)
+    assert info.value.problem_mark is not None and info.value.problem_mark.line + 1 == line
+
+
+def test_a_pipeline_with_an_int_of_too_many_digits_is_a_serialization_error() -> None:
+    text = "max_runs_per_component: " + "9" * 5000 + "\ncomponents: {}\nconnections: []\n"
+    with pytest.raises(SerializationError, match="line 1: an integer of 5,000 characters is refused"):
+        Pipeline.loads(text)

@@ -6,6 +6,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from handrail.dataclasses.chat_message import call_id_problem
+
 # Text of any Unicode letters, marks, symbols (emoji included), digits, punctuation and whitespace;
 # hypothesis never generates lone surrogates here, so every value encodes to UTF-8.
 any_text = st.text(max_size=60)
@@ -24,6 +26,8 @@ non_ascii_samples = st.sampled_from(
     ]
 )
 texts = st.one_of(any_text, non_ascii_samples)
+call_ids = texts.filter(lambda t: call_id_problem(t) is None)
+"""Call ids a ToolCall takes: text a person can read and type back (others are refused, as tested)."""
 
 json_scalars = st.one_of(
     st.none(),

@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from handrail.dataclasses import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
+from handrail.dataclasses.chat_message import call_id_from
 from handrail.errors import ConfigurationError, ConfigurationTypeError, HandrailError
-from tests.dataclasses._strategies import argument_dicts, json_values, texts
+from tests.dataclasses._strategies import argument_dicts, call_ids, json_values, texts
 
 
 def json_round_trip(message: ChatMessage) -> ChatMessage:
@@ -253,10 +254,10 @@ def test_from_dict_accepts_plain_string_content() -> None:
         ({"content": []}, "needs 'role' and 'content'"),
         ({"role": "user"}, "needs 'role' and 'content'"),
         ({"role": "robot", "content": []}, "Unknown chat role"),
-        ({"role": "user", "content": [{"image": "x"}]}, "Unknown content part"),
+        ({"role": "user", "content": [{"image": "x"}]}, "unknown content part"),
         (
             {"role": "assistant", "content": [{"tool_call": {"tool_name": "t"}}]},
-            "missing the key 'arguments'",
+            r"missing the keys \['arguments'\]",
         ),
         (
             {"role": "tool", "content": [{"tool_call_result": {"result": "r"}}]},
@@ -326,7 +327,7 @@ def test_user_message_with_arbitrary_text_round_trips(text: str, name: str | Non
             ToolCall,
             tool_name=texts,
             arguments=argument_dicts | texts,
-            id=st.none() | texts,
+            id=st.none() | call_ids,
             extra=st.none() | st.dictionaries(texts, json_values, max_size=2),
         ),
         max_size=4,
@@ -363,18 +364,18 @@ def test_tool_message_with_arbitrary_result_round_trips(
         ({"role": "user", "content": 7}, "'content' must be a str or a list of parts, got int"),
         ({"role": "user", "content": "hi", "meta": ["a"]}, "'meta' must be a dict or null, got list"),
         ({"role": "user", "content": "hi", "name": 3}, "'name' must be a str or null, got int"),
-        ({"role": "user", "content": ["hi"]}, r"content\[0\] must be a mapping, got str"),
-        ({"role": "user", "content": [{"text": ["a"]}]}, r"content\[0\]: 'text' must be a str, got list"),
+        ({"role": "user", "content": ["hi"]}, r"'content\[0\]' must be a mapping, got str"),
+        ({"role": "user", "content": [{"text": ["a"]}]}, r"'content\[0\]\.text' must be a str, got list"),
         ({"role": "assistant", "content": [{"tool_call": {"tool_name": "t", "arguments": [1]}}]},
-         "'arguments' must be a mapping .*got list"),
+         r"'content\[0\]\.tool_call\.arguments' must be a mapping .*got list"),
         ({"role": "assistant", "content": [{"tool_call": {"tool_name": "t", "arguments": {}, "extra": 1}}]},
-         "'extra' must be a mapping or null, got int"),
+         r"'content\[0\]\.tool_call\.extra' must be a mapping or null, got int"),
         ({"role": "tool", "content": [{"tool_call_result": {"result": 1, "origin": {}, "error": False}}]},
-         "'result' must be a str, got int"),
+         r"'content\[0\]\.tool_call_result\.result' must be a str, got int"),
         ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": {}, "error": "no"}}]},
-         "'error' must be true or false, got str"),
+         r"'content\[0\]\.tool_call_result\.error' must be true or false, got str"),
         ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": 5, "error": False}}]},
-         "ToolCall data must be a mapping, got int"),
+         r"'content\[0\]\.tool_call_result\.origin' must be a mapping, got int"),
     ],
 )  # fmt: skip
 def test_from_dict_refuses_fields_of_the_wrong_type_naming_them(data: Any, fragment: str) -> None:
@@ -382,3 +383,65 @@ def test_from_dict_refuses_fields_of_the_wrong_type_naming_them(data: Any, fragm
 
     with pytest.raises(SerializationError, match=fragment):
         ChatMessage.from_dict(data)
+
+
+# --------------------------------------------------------------------------- call ids a person can type back
+
+
+@pytest.mark.parametrize(
+    "bad", ["a\nb", "c1\x1b[31m", "c1\x7f", "c1\x85", "a\u202eb", "a\u200bb", " c1", "c1\t", "c" * 257, "\ud800"]
+)
+def test_a_tool_call_refuses_an_id_a_person_cannot_read_and_type_back(bad: str) -> None:
+    with pytest.raises(ConfigurationError, match=r"is refused: it (holds the unprintable|has)"):
+        ToolCall(tool_name="echo", arguments={}, id=bad)
+    assert call_id_from(bad) is None  # a model's such id is dropped, and the Agent gives the call one
+
+
+@pytest.mark.parametrize("good", ["call_1", "c1\\x1b[31m\\n", "toolu_01A", "c" * 256, "a b", "é🍎", ""])
+def test_a_readable_id_is_kept(good: str) -> None:
+    assert ToolCall(tool_name="echo", arguments={}, id=good).id == good
+    assert call_id_from(good) == (good or None)
+
+
+_CALL = {"tool_name": "t", "arguments": {}, "id": "c1", "extra": None}
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        ({"role": "user", "content": "hi", "bogus": 5}, ("bogus",)),
+        ({"role": "user", "content": [{"text": "hi", "bogus": 5}]}, ("content", 0, "bogus")),
+        ({"role": "assistant", "content": [{"tool_call": {**_CALL, "bogus": 5}}]},
+         ("content", 0, "tool_call", "bogus")),
+        ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": _CALL, "error": False,
+                                                            "x": 1}}]},
+         ("content", 0, "tool_call_result", "x")),
+        ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": {**_CALL, "y": 1},
+                                                            "error": False}}]},
+         ("content", 0, "tool_call_result", "origin", "y")),
+        ({"role": "assistant", "content": [{"tool_call": {**_CALL, "id": [1]}}]}, ("content", 0, "tool_call", "id")),
+        ({"role": "assistant", "content": [{"tool_call": {**_CALL, "tool_name": 5}}]},
+         ("content", 0, "tool_call", "tool_name")),
+        ({"role": "robot", "content": "hi"}, ("role",)),
+    ],
+)  # fmt: skip
+def test_from_dict_refuses_unknown_keys_and_wrong_types_at_any_depth_with_the_path(
+    data: dict[str, Any], path: tuple[str | int, ...]
+) -> None:
+    from handrail.dataclasses._message_shapes import render_path
+    from handrail.errors import SerializationError
+
+    with pytest.raises(SerializationError) as info:
+        ChatMessage.from_dict(data)
+    assert info.value.path == path
+    assert render_path(path) in str(info.value)
+
+
+def test_tool_call_and_result_from_dict_refuse_unknown_keys_as_haystack_does() -> None:
+    from handrail.errors import SerializationError
+
+    with pytest.raises(SerializationError, match=r"ToolCall 'bogus' is not a known key") as info:
+        ToolCall.from_dict({**_CALL, "bogus": 5})
+    assert info.value.path == ("bogus",)
+    with pytest.raises(SerializationError, match=r"ToolCallResult 'origin\.id' must be a str or None"):
+        ToolCallResult.from_dict({"result": "r", "origin": {**_CALL, "id": {"x": 1}}, "error": True})

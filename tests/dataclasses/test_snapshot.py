@@ -39,7 +39,7 @@ from handrail.dataclasses.snapshot import (
 )
 from handrail.errors import ConfigurationError, SerializationError, SnapshotError
 from tests.core.test_typed_json import Color, Point, assert_same, assert_same_deep, typed_values
-from tests.dataclasses._strategies import argument_dicts, json_values, texts
+from tests.dataclasses._strategies import argument_dicts, call_ids, json_values, texts
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "snapshots" / "v1_tool_pause.json"
 NOW = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
@@ -212,7 +212,7 @@ tool_calls = st.builds(
     ToolCall,
     tool_name=texts,
     arguments=st.one_of(argument_dicts, texts),
-    id=st.one_of(st.none(), texts),
+    id=st.one_of(st.none(), call_ids),
     extra=st.one_of(st.none(), argument_dicts),
 )
 metas = st.dictionaries(texts, json_values, max_size=3)

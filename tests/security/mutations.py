@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["mutated", "paths_of", "wrong_values"]
+__all__ = ["HUGE_INT_WORD", "mutated", "paths_of", "with_huge_ints", "wrong_values"]
 
 Path = tuple[str | int, ...]
 
 # No '/' or '.' in generated text: a damaged search folder must not become '/' or '..' (a walk of the disk).
 _ALPHABET = "abcXYZ019 _-:{}[]#*&!|>'\"%@`,?=~é🍎\x00\n"
-_WORDS = ["", "text", "llama_cpp", "openai", "always", "never", "once", "user", "assistant", "tool", "system",
-          "calculator", "search", "handrail.testing.ScriptedChatGenerator", "handrail.tools.tool.Tool",
+HUGE_INT_WORD = "hugeint5000"
+"""A word in the pool that :func:`with_huge_ints` turns into an integer of 5,000 digits in YAML text (more than
+Python builds from text, and more than a dumper writes, so it is put in after dumping)."""
+
+_WORDS = [HUGE_INT_WORD, "", "text", "llama_cpp", "openai", "always", "never", "once", "user", "assistant", "tool",
+          "system", "calculator", "search", "handrail.testing.ScriptedChatGenerator", "handrail.tools.tool.Tool",
           "{{ replies }}", "{{ 1/0 }}", "list[int]", "typing.Any", "no.such.module", "os.system"]  # fmt: skip
 
 _scalars = st.one_of(
@@ -99,3 +104,9 @@ def _get(doc: Any, path: Path) -> Any:
     for key in path:
         doc = doc[key]
     return doc
+
+
+def with_huge_ints(text: str) -> str:
+    """Block-style YAML text with each plain :data:`HUGE_INT_WORD` value (``key: word``, ``- word``) written as an
+    integer of 5,000 digits (keys stay: a plain key may not be that long)."""
+    return re.sub(rf"(?<=: |- ){HUGE_INT_WORD}$", "9" * 5000, text, flags=re.MULTILINE)

@@ -28,7 +28,7 @@ from handrail.dataclasses import ChatMessage, ToolCall
 from handrail.errors import GenerationError, HandrailError
 from handrail.specs import SpecError, build_agent, load_agent_spec
 from handrail.testing import ScriptedChatGenerator
-from tests.security.mutations import mutated
+from tests.security.mutations import mutated, with_huge_ints
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,7 +66,7 @@ def write(folder: Path, doc: Any) -> Path:
     (folder / "docs").mkdir(exist_ok=True)
     (folder / "docs" / "owls.md").write_text("# Owls\n\nThe snowy owl weighs about 2 kilograms.\n", encoding="utf-8")
     path = folder / "agent.yaml"
-    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    path.write_text(with_huge_ints(yaml.safe_dump(doc, allow_unicode=True)), encoding="utf-8")
     return path
 
 

@@ -25,3 +25,25 @@ class BrokenRun:
     def run(self, messages: list[object], tools: object = None, **kwargs: object) -> dict[str, list[object]]:
         """Fail as user code can."""
         return {"replies": [[][0]]}
+
+
+class Exits:
+    """A user's chat generator whose constructor calls sys.exit(3)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        raise SystemExit(3)
+
+    def run(self, messages: list[object], tools: object = None) -> dict[str, list[object]]:
+        """Never called by the tests."""
+        raise AssertionError("not run")
+
+
+class Interrupted:
+    """A user's chat generator whose constructor is interrupted by Ctrl-C."""
+
+    def __init__(self, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    def run(self, messages: list[object], tools: object = None) -> dict[str, list[object]]:
+        """Never called by the tests."""
+        raise AssertionError("not run")

@@ -387,22 +387,77 @@ def test_a_generator_without_a_type_is_llama_cpp_and_its_unknown_parameter_is_na
 
 
 @pytest.mark.parametrize(
-    ("replies", "fragment"),
+    ("replies", "fragment", "path"),
     [
-        ("[{message: 5}]", "replies[0].message: ChatMessage data must be a mapping, got int"),
-        ("[{message: {role: assistant, content: [{text: [1, 2]}]}}]", "content[0]: 'text' must be a str, got list"),
-        ("[{message: {role: [user], content: hi}}]", "ChatMessage 'role' must be a str, got list"),
-        ("[{message: {role: assistant, content: {}}}]", "'content' must be a str or a list of parts, got dict"),
-        ("{}", "'replies' must be a list, got dict"),
-        ("[{chunks: [{content: 5}]}]", "replies[0].chunks[0].content holds int 5"),
+        ("[{message: 5}]", "replies[0].message: ChatMessage data must be a mapping, got int", (0, "message")),
+        ("[{message: {role: assistant, content: [{text: [1, 2]}]}}]", "'content[0].text' must be a str, got list",
+         (0, "message", "content", 0, "text")),
+        ("[{message: {role: [user], content: hi}}]", "ChatMessage 'role' must be a str, got list",
+         (0, "message", "role")),
+        ("[{message: {role: assistant, content: {}}}]", "'content' must be a str or a list of parts, got dict",
+         (0, "message", "content")),
+        ("{}", "'replies' must be a list, got dict", ()),
+        ("[{chunks: [{content: 5}]}]", "replies[0].chunks[0].content holds int 5", (0, "chunks", 0, "content")),
     ],
-)
-def test_scripted_replies_of_the_wrong_type_name_the_reply(tmp_path: Path, replies: str, fragment: str) -> None:
+)  # fmt: skip
+def test_scripted_replies_of_the_wrong_type_name_the_reply(
+    tmp_path: Path, replies: str, fragment: str, path: tuple[str | int, ...]
+) -> None:
     text = f"generator:\n  type: handrail.testing.ScriptedChatGenerator\n  init_parameters:\n    replies: {replies}\n"
-    path = write(tmp_path, text)
+    file = write(tmp_path, text)
     with pytest.raises(SpecError) as info:
-        build_agent(load_agent_spec(path))
-    assert str(info.value).startswith(f"{path}:4: generator.init_parameters.replies: "), str(info.value)
+        build_agent(load_agent_spec(file))
+    location = ("generator", "init_parameters", "replies", *path)
+    assert str(info.value).startswith(f"{file}:4: {'.'.join(map(str, location))}: "), str(info.value)
+    assert fragment in str(info.value)
+    assert info.value.location == location
+
+
+_CALL_REPLY = """generator:
+  type: handrail.testing.ScriptedChatGenerator
+  init_parameters:
+    replies:
+      - message: {role: assistant, content: hi}
+      - message:
+          role: assistant
+          content:
+            - text: thinking
+            - tool_call: {tool_name: search, arguments: {}, id: c1}
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "path", "fragment"),
+    [
+        ("id: c1", "id: [1]", 10, (1, "message", "content", 1, "tool_call", "id"), "must be a str or None, got list"),
+        ("tool_name: search", "tool_name: 5", 10, (1, "message", "content", 1, "tool_call", "tool_name"),
+         "must be a str, got int"),
+        ("id: c1", "id: c1, bogus: 5", 10, (1, "message", "content", 1, "tool_call", "bogus"),
+         "is not a known key (unknown: ['bogus'])"),
+        ("- text: thinking", "- {text: thinking, bogus: 5}", 9, (1, "message", "content", 0, "bogus"),
+         "is not a known key"),
+        ("          role: assistant\n", "          role: assistant\n          bogus: 5\n", 8, (1, "message", "bogus"),
+         "is not a known key"),
+        ("      - message: {role: assistant, content: hi}",
+         "      - {message: {role: assistant, content: hi}, bogus: 5}",
+         5, (0, "bogus"), "has unknown keys ['bogus']"),
+        ("      - message: {role: assistant, content: hi}", "      - {exception: {type: x}, text: t}", 5,
+         (0, "exception"), "Cannot import {'type': 'x'}"),
+        ("- tool_call: {tool_name: search, arguments: {}, id: c1}",
+         "- tool_call_result: {result: r, error: false, zz: 1, origin: {tool_name: s, arguments: {}}}", 10,
+         (1, "message", "content", 1, "tool_call_result", "zz"), "is not a known key"),
+    ],
+)  # fmt: skip
+def test_a_scripted_reply_error_names_its_field_and_line_and_unknown_keys_are_refused(
+    tmp_path: Path, old: str, new: str, line: int, path: tuple[str | int, ...], fragment: str
+) -> None:
+    assert old in _CALL_REPLY
+    file = write(tmp_path, _CALL_REPLY.replace(old, new))
+    with pytest.raises(SpecError) as info:
+        build_agent(load_agent_spec(file))
+    location = ("generator", "init_parameters", "replies", *path)
+    assert info.value.location == location
+    assert str(info.value).startswith(f"{file}:{line}: {'.'.join(map(str, location))}: "), str(info.value)
     assert fragment in str(info.value)
 
 
@@ -413,6 +468,17 @@ def test_whatever_a_users_generator_raises_while_built_is_a_spec_error_chained(t
         build_agent(load_agent_spec(path))
     assert str(info.value) == f"{path}:2: generator: NeedsReplies cannot be built from this file: KeyError: 'replies'"
     assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_a_users_generator_that_exits_while_built_is_a_spec_error_but_ctrl_c_passes(tmp_path: Path) -> None:
+    text = "allowed_modules: [tests.specs.helpers]\ngenerator:\n  type: tests.specs.helpers.Exits\n"
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        build_agent(load_agent_spec(path))
+    assert str(info.value) == f"{path}:2: generator: Exits cannot be built from this file: SystemExit: 3"
+    assert isinstance(info.value.__cause__, SystemExit)
+    with pytest.raises(KeyboardInterrupt):
+        build_agent(load_agent_spec(write(tmp_path, text.replace("Exits", "Interrupted"))))
 
 
 @pytest.mark.parametrize(
@@ -433,3 +499,19 @@ def test_a_part_that_refuses_its_settings_names_the_setting(
     with pytest.raises(SpecError) as info:
         build_agent(load_agent_spec(path), approve="all")
     assert str(info.value).startswith(f"{path}:{line}: {fragment}"), str(info.value)
+
+
+def test_an_int_of_more_digits_than_python_builds_names_the_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools: [calculator]\nmax_agent_steps: " + "9" * 5000 + "\n")
+    with pytest.raises(SpecError, match=rf"{path}:2: an integer of 5,000 characters is refused"):
+        load_agent_spec(path)
+
+
+def test_a_scripted_call_id_a_person_cannot_type_back_names_the_file_and_line(tmp_path: Path) -> None:
+    call = {"tool_call": {"tool_name": "calculator", "arguments": {}, "id": "c1\x1b[31m\n"}}
+    reply = json.dumps({"message": {"role": "assistant", "content": [call]}})
+    head = "generator:\n  type: handrail.testing.ScriptedChatGenerator\n  init_parameters:\n    replies:\n"
+    text = f"{head}      - {reply}\n"
+    path = write(tmp_path, text + "tools: [calculator]\n")
+    with pytest.raises(SpecError, match=rf"{path}:\d+: .*is refused: it holds the unprintable character U\+001B"):
+        build_agent(load_agent_spec(path))

@@ -254,13 +254,33 @@ def test_arguments_nested_past_the_recursion_limit_are_recorded_without_a_crash(
     assert gen.calls[0]["messages"][1] is message  # kept by reference: a deep copy cannot be made
 
 
-@pytest.mark.parametrize("item", [{"chunk": []}, {"chunks": "text"}, "plain"])
-def test_from_dict_names_a_reply_item_it_does_not_know(item: Any) -> None:
+@pytest.mark.parametrize(
+    ("item", "fragment", "path"),
+    [
+        ({"chunk": []}, r"replies\[0\] must hold 'message', 'exception' or 'chunks'", ()),
+        ("plain", r"replies\[0\] must hold 'message', 'exception' or 'chunks'", ()),
+        ({"message": {}, "chunks": []}, r"replies\[0\] must hold 'message', 'exception' or 'chunks'", ()),
+        ({"chunks": "text"}, r"replies\[0\]\.chunks must be a list, got str", ("chunks",)),
+        ({"message": {"role": "user", "content": "hi"}, "bogus": 5}, r"replies\[0\] has unknown keys \['bogus'\]",
+         ("bogus",)),
+        ({"exception": "handrail.errors.RunError", "text": "t", "note": 1}, r"unknown keys \['note'\]", ("note",)),
+        ({"exception": {"type": "x"}, "text": "t"}, r"replies\[0\]\['exception'\]: Cannot import", ("exception",)),
+        ({"chunks": [{"content": "x", "bogus": 1}]}, r"chunks\[0\] has unknown keys \['bogus'\]",
+         ("chunks", 0, "bogus")),
+        ({"message": {"role": "assistant", "content": [{"tool_call": {"tool_name": 5, "arguments": {}}}]}},
+         r"replies\[0\]\.message: ChatMessage 'content\[0\]\.tool_call\.tool_name' must be a str, got int",
+         ("message", "content", 0, "tool_call", "tool_name")),
+    ],
+)  # fmt: skip
+def test_from_dict_names_a_reply_item_it_does_not_know_by_its_path(
+    item: Any, fragment: str, path: tuple[str | int, ...]
+) -> None:
     from handrail.errors import SerializationError
 
     data = {"type": "handrail.testing.ScriptedChatGenerator", "init_parameters": {"replies": [item]}}
-    with pytest.raises(SerializationError, match=r"replies\[0\] must hold 'message', 'exception' or 'chunks'"):
+    with pytest.raises(SerializationError, match=fragment) as info:
         ScriptedChatGenerator.from_dict(data)
+    assert info.value.path == ("init_parameters", "replies", 0, *path)
 
 
 @pytest.mark.parametrize(

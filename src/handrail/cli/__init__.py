@@ -17,8 +17,11 @@ Exit codes (also in ``handrail --help`` and the README):
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import warnings
+from typing import TextIO
 
 import click
 
@@ -47,11 +50,23 @@ _EPILOG = (
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EPILOG)
 @click.version_option(__version__, prog_name="handrail")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """handrail: tool-using LLM agents whose tool calls people can approve, reject or edit."""
     # psycopg's pool logs each failed connection attempt as a warning, which Python prints to stderr when no
     # logging is configured; the command reports an unreachable server once, in its own error message.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    # A Python warning (an agent file's exit_conditions naming tools, ...) is one "warning: ..." line, not
+    # handrail's source file and line; the library's own warnings are unchanged, only shown so for the command.
+    shown = warnings.showwarning
+    warnings.showwarning = _show_warning
+    ctx.call_on_close(functools.partial(setattr, warnings, "showwarning", shown))
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:  # fmt: skip
+    """``warnings.showwarning`` for the command: ``warning: <message>`` on stderr."""
+    click.echo(f"warning: {message}", err=True)
 
 
 @main.command()

@@ -28,6 +28,7 @@ from handrail.cli._common import (
     resume_command,
 )
 from handrail.cli._stores import Where, opened, where_options
+from handrail.core.urls import url_without_password
 from handrail.errors import HandrailError
 
 __all__ = ["resume", "run", "spec_tools"]
@@ -44,8 +45,12 @@ class ModelChoice:
     openai_model: str | None = None
 
     def as_metadata(self) -> dict[str, str]:
-        """The settings given, for a snapshot's metadata (so ``handrail resume`` uses the same model)."""
-        return {k: v for k, v in (("model", self.model), ("openai_base_url", self.openai_base_url),
+        """The settings given, for a snapshot's metadata (so ``handrail resume`` uses the same model).
+
+        A password in the base URL is left out (no secret in a snapshot): ``handrail resume`` then needs the URL again.
+        """
+        url = None if self.openai_base_url is None else url_without_password(self.openai_base_url)
+        return {k: v for k, v in (("model", self.model), ("openai_base_url", url),
                                   ("openai_model", self.openai_model)) if v is not None}  # fmt: skip
 
     def generator(self) -> Any:

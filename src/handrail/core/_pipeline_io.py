@@ -105,7 +105,7 @@ def _read_components(components: Any, allowed: tuple[str, ...] | None) -> dict[s
                 if not (isinstance(cls, type) and is_component(cls)):  # checked before anything is built
                     raise SerializationError(f"'{kind}' is not a component class (a class decorated with @component)")
                 instance = object_from_dict(spec, allowed_modules=allowed)
-            except Exception as exc:  # whatever a component's from_dict or constructor raises, named
+            except (Exception, SystemExit) as exc:  # whatever its from_dict or constructor raises (not Ctrl-C), named
                 detail = str(exc) if isinstance(exc, HandrailError) else f"{type(exc).__name__}: {exc}"
                 raise SerializationError(
                     f"Cannot load pipeline component '{name}' of type '{kind}': {detail:.1000}"

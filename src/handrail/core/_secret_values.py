@@ -8,10 +8,17 @@ the CLI prints. A masked part becomes ``***``:
 
 - the whole value (and its JSON-escaped form);
 - for a key-like value (no whitespace, ``:`` or ``@``, so not a DSN): every run of
-  :data:`RUN_LENGTH` or more of its characters (a key cut short by a server or a length limit), and a
-  starred echo that shows its ends, such as ``sk-abc1****wxyz``.
+  :data:`RUN_LENGTH` or more of its characters (a key cut short by a server or a length limit), a
+  starred echo that shows its ends, such as ``sk-abc1****wxyz``, and an echo cut short with dots or an
+  ellipsis that shows :data:`MIN_REVEALED` or more of its characters beyond a public prefix such as ``sk-``
+  or ``sk-proj-`` (``sk-proj-Zq81...``, ``...7890``, ``sk-proj…7890``).
 
-Values shorter than :data:`MIN_LENGTH` characters (placeholders such as ``"none"``) are not masked.
+Values shorter than :data:`MIN_LENGTH` characters (placeholders such as ``"none"``) are not masked. A secret
+a tool hands out in pieces (``[token[:10], token[10:]]``) cannot be recognised in general: each piece is
+masked only when it is a form above.
+
+Masking costs nearly nothing when no secret is known, and little otherwise: a text that holds none of the
+pieces every masked form contains (:data:`_pieces`, checked with ``in``) is returned at once.
 """
 
 from __future__ import annotations
@@ -19,17 +26,22 @@ from __future__ import annotations
 import json
 import re
 import threading
+from typing import Any
 
 from handrail import errors
 
 __all__ = [
     "MASK",
     "MIN_LENGTH",
+    "MIN_REVEALED",
     "RUN_LENGTH",
     "holds_secret",
     "holds_secret_value",
+    "mask_data",
     "mask_secrets",
+    "may_hold_secret",
     "register_secret_value",
+    "secrets_known",
 ]
 
 MASK = "***"
@@ -41,8 +53,13 @@ RUN_LENGTH = 16
 _BLOCK = (RUN_LENGTH + 1) // 2  # every run of 2 * _BLOCK - 1 <= RUN_LENGTH characters holds an aligned block
 _MAX_VALUES = 256  # beyond that, the oldest values are forgotten (a process building a token per request)
 _KEY_LIKE = re.compile(r"[^\s:@]+")
+MIN_REVEALED = 4
+"""An echo cut short with dots or an ellipsis is masked when it shows this many characters of a key beyond its
+public prefix (or this many of its last characters)."""
 _STARS = re.compile(r"[*•]{3,}")
-_TOKEN_EDGE = re.compile(r"""[\s'"`(<\[{=,;]""")
+_DOTS = re.compile(r"\.{3,}|…+")
+_TOKEN_EDGE = re.compile(r"""[\s'"`(<\[{=,;:]""")
+_PUBLIC_PREFIX = re.compile(r"(?:[a-z]{1,5}[-_]){0,2}")  # sk-, sk-proj-, ghp_, xoxb-: the same in every key
 _MIN_STARRED_END = 3  # a starred echo is masked when it shows at least this many characters of one end
 
 _lock = threading.Lock()
@@ -52,6 +69,10 @@ _keys: tuple[str, ...] = ()
 """The key-like registered values (their runs and starred echoes are masked too)."""
 _runs: re.Pattern[str] = re.compile("(?!)")
 """Runs of :data:`RUN_LENGTH` or more characters that the keys at least :data:`RUN_LENGTH` long are made of."""
+_pieces: tuple[str, ...] = ()
+"""Every masked form holds one of these: an exact form, an aligned block of a long key, a key's first or last
+:data:`_MIN_STARRED_END` characters."""
+_longest = 0
 _order: list[str] = []
 
 
@@ -65,7 +86,7 @@ def register_secret_value(value: object) -> None:
 
     Non-strings and values shorter than :data:`MIN_LENGTH` are ignored.
     """
-    global _exact, _keys, _runs
+    global _exact, _keys, _runs, _pieces, _longest
     if not isinstance(value, str) or len(value) < MIN_LENGTH or value in _order:
         return
     with _lock:
@@ -78,6 +99,24 @@ def register_secret_value(value: object) -> None:
         _keys = tuple(v for v in _order if _KEY_LIKE.fullmatch(v))
         alphabet = "".join(sorted({c for key in _keys if len(key) >= RUN_LENGTH for c in key}))
         _runs = re.compile(f"[{re.escape(alphabet)}]{{{RUN_LENGTH},}}") if alphabet else re.compile("(?!)")
+        _longest = max(len(v) for v in _order)
+        _pieces = tuple(sorted(set(_exact) | {piece for key in _keys for piece in _key_pieces(key)}))
+
+
+def _key_pieces(key: str) -> set[str]:
+    """The pieces of ``key`` that each of its masked forms holds (see :data:`_pieces`)."""
+    blocks = {key[start : start + _BLOCK] for start in range(0, len(key) - _BLOCK + 1, _BLOCK)}
+    return blocks | {key[:_MIN_STARRED_END], key[-_MIN_STARRED_END:]}
+
+
+def may_hold_secret(text: str) -> bool:
+    """Whether ``text`` holds a piece that every masked form holds (False: nothing to mask; one ``in`` per piece)."""
+    return any(piece in text for piece in _pieces)
+
+
+def secrets_known() -> bool:
+    """Whether any secret value is known (when none is, :func:`mask_secrets` returns every text as it is)."""
+    return bool(_exact)
 
 
 def holds_secret(text: str) -> bool:
@@ -93,6 +132,9 @@ def holds_secret_value(text: str) -> bool:
 def mask_secrets(text: str) -> str:
     """``text`` with every part of a known secret value replaced by ``***`` (see the module docstring).
 
+    Only forms that show a key's run, its ends or its start beyond the public prefix are recognised: a secret handed
+    out in short pieces (a tool returning ``[token[:10], token[10:]]``) is not caught.
+
     Example:
         >>> register_secret_value("sk-doctest-0123456789abcdefghij")
         >>> mask_secrets("Incorrect API key provided: sk-doctest-0123456789abcdefghij.")
@@ -101,16 +143,39 @@ def mask_secrets(text: str) -> str:
         'Incorrect API key provided: ***.'
     """
     exact, keys = _exact, _keys
-    if not exact or not isinstance(text, str):
+    if not exact or not isinstance(text, str) or not may_hold_secret(text):
         return text
     for value in exact:
         if value in text:
             text = text.replace(value, MASK)
     if keys:
         text = _mask_runs(text, keys)
-    if keys and ("***" in text or "•••" in text):
-        text = _mask_starred(text, keys)
+    shown = _shown_keys(text, keys) if keys else ()
+    if shown and ("***" in text or "•••" in text):
+        text = _mask_starred(text, shown)
+    if shown and ("..." in text or "…" in text):
+        text = _mask_cut(text, shown)
     return text
+
+
+def mask_data(value: Any) -> Any:
+    """``value`` (JSON-like data: dicts, lists, tuples, strings) with known secret values masked in every string.
+
+    Returns ``value`` itself when nothing was masked, so callers can tell by identity.
+    """
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, dict):
+        items = [(mask_data(k), mask_data(v)) for k, v in value.items()]
+        if all(k is a and v is b for (k, v), (a, b) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, list | tuple):
+        masked = [mask_data(item) for item in value]
+        if all(a is b for a, b in zip(masked, value, strict=True)):
+            return value
+        return masked if isinstance(value, list) else tuple(masked)
+    return value
 
 
 def _mask_runs(text: str, keys: tuple[str, ...]) -> str:
@@ -156,15 +221,56 @@ def _mask_starred(text: str, keys: tuple[str, ...]) -> str:
     """Mask echoes such as ``sk-abc1****wxyz``: stars between a start and an end of one key."""
     spans: list[tuple[int, int]] = []
     for stars in _STARS.finditer(text):
-        edge = max((m.end() for m in _TOKEN_EDGE.finditer(text, 0, stars.start())), default=0)
-        head = text[edge : stars.start()]
-        after = text[stars.end() :]
+        edge, head, after = _around(text, stars)
         for key in keys:
             shown_head = len(head) >= _MIN_STARRED_END and key.startswith(head)
-            tail = next((n for n in range(min(len(after), len(key)), 0, -1) if key.endswith(after[:n])), 0)
+            tail = _tail(after, key)
             if shown_head or tail >= _MIN_STARRED_END:  # keys sharing a prefix (sk-proj-) add their spans up
                 spans.append((edge if shown_head else stars.start(), stars.end() + tail))
     return _replace(text, spans)
+
+
+def _mask_cut(text: str, keys: tuple[str, ...]) -> str:
+    """Mask echoes cut short with dots or an ellipsis: ``sk-proj-Zq81...``, ``...7890``, ``sk-proj…7890``.
+
+    The start shown counts beyond the key's public prefix (``sk-proj-`` reveals nothing); the end shown counts
+    only when the key's end is the end of a word of the text.
+    """
+    spans: list[tuple[int, int]] = []
+    for dots in _DOTS.finditer(text):
+        edge, head, after = _around(text, dots)
+        for key in keys:
+            shown_head = len(head) if len(head) >= _MIN_STARRED_END and key.startswith(head) else 0
+            revealed = shown_head - len(_PUBLIC_PREFIX.match(key)[0])  # type: ignore[index]
+            tail = _tail(after, key)
+            if tail and tail < len(after) and after[tail].isalnum():
+                tail = 0  # ...7890abc: a word that goes on is not the key's end
+            if revealed >= MIN_REVEALED or tail >= MIN_REVEALED or (shown_head and tail >= _MIN_STARRED_END):
+                spans.append((edge if shown_head else dots.start(), dots.end() + tail))
+    return _replace(text, spans)
+
+
+def _around(text: str, mark: re.Match[str]) -> tuple[int, str, str]:
+    """Where the word before ``mark`` starts, that word, and the text after ``mark`` (as much as a key is long)."""
+    start = max(0, mark.start() - _longest)
+    edge = max((m.end() for m in _TOKEN_EDGE.finditer(text, start, mark.start())), default=start)
+    return edge, text[edge : mark.start()], text[mark.end() : mark.end() + _longest]
+
+
+def _tail(after: str, key: str) -> int:
+    """How many of the first characters of ``after`` are the end of ``key`` (the most that are)."""
+    last = key[-1]
+    at = after.rfind(last, 0, len(key))
+    while at >= 0:  # only where the key's last character is can the key's end end
+        if key.endswith(after[: at + 1]):
+            return at + 1
+        at = after.rfind(last, 0, at)
+    return 0
+
+
+def _shown_keys(text: str, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys whose start or end :data:`_MIN_STARRED_END` characters are in ``text`` (only they can be echoed)."""
+    return tuple(key for key in keys if key[:_MIN_STARRED_END] in text or key[-_MIN_STARRED_END:] in text)
 
 
 def _replace(text: str, spans: list[tuple[int, int]]) -> str:

@@ -10,6 +10,8 @@ Agent files (:mod:`handrail.specs`) and pipeline YAML (``Pipeline.loads``) both 
   repeating the previous one ten times) is refused before anything is built from it. The expanded size is
   counted on the composed nodes, each distinct node once (linear in the document's size). A recursive
   alias (a node that contains itself) never ends and is refused too.
+* An integer Python will not build from its digits (more than ``sys.get_int_max_str_digits()`` of them,
+  4,300 by default) is refused at its line, not raised as a bare ``ValueError``.
 
 Otherwise the semantics are ``yaml.safe_load``'s: standard tags only, no Python objects.
 
@@ -48,6 +50,15 @@ class _Loader(yaml.SafeLoader):
             self.first_alias = self.peek_event().start_mark  # type: ignore[no-untyped-call]
         return super().compose_node(parent, index)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
+            raise YamlRefusedError(
+                problem=f"an integer of {len(node.value):,} characters is refused ({exc})",
+                problem_mark=node.start_mark,
+            ) from None
+
     def flatten_mapping(self, node: yaml.MappingNode) -> None:
         # Every mapping passes through here before its pairs are used (and before merging rewrites
         # node.value), both when it is constructed and when it is merged into another one.
@@ -83,6 +94,9 @@ class _Loader(yaml.SafeLoader):
                     problem=f"the key {key!r} appears twice in one mapping (first on line {first.start_mark.line + 1})",
                     problem_mark=key_node.start_mark,
                 )
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -132,9 +146,9 @@ def safe_load_yaml(text: str, *, max_alias_nodes: int = MAX_ALIAS_NODES) -> tupl
 
     Raises:
         YamlRefusedError: A mapping gives a key (or ``<<``) twice, the document is nested past the
-            recursion limit, or aliases expand the document by more than
-            ``max_alias_nodes`` nodes (or into itself); ``problem_mark`` is the duplicate key or the
-            first alias.
+            recursion limit, an integer has more digits than Python converts, or aliases expand the
+            document by more than ``max_alias_nodes`` nodes (or into itself); ``problem_mark`` is the duplicate
+            key, the integer or the first alias.
         yaml.YAMLError: The text is not valid YAML, or uses a tag ``yaml.safe_load`` refuses.
     """
     loader = _Loader(text)

@@ -1,7 +1,8 @@
 r"""JSON data: the one definition shared by the reader of tool-call arguments and the snapshot writer.
 
 A value is *JSON data* when a snapshot can hold it exactly: ``None``, ``bool``, ``int``, finite
-``float``, ``str`` holding valid Unicode (no surrogate code point: UTF-8 cannot write one), lists
+``float``, ``int`` Python can write as text (at most ``sys.get_int_max_str_digits()`` digits, 4,300 by
+default), ``str`` holding valid Unicode (no surrogate code point: UTF-8 cannot write one), lists
 (and tuples, written as lists) and dicts whose keys are ``str`` (``json.dumps`` also writes
 ``int``/``float``/``bool``/``None`` keys, as strings), with containers nested at most
 :data:`MAX_DEPTH` levels deep, the outermost one counted.
@@ -26,15 +27,19 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "JSONDataError", "check_json", "clip_path", "json_problem", "parse_json", "problem_text",
-           "shown_text", "text_problem", "writable_text"]  # fmt: skip
+__all__ = ["MAX_DEPTH", "JSONDataError", "check_json", "clip_path", "int_problem", "json_problem", "parse_json",
+           "problem_text", "shown_text", "text_problem", "writable_text"]  # fmt: skip
 
 MAX_DEPTH = 64
 """The deepest nesting of containers that is JSON data (the outermost container is level 1); the snapshot
 writer and reader refuse deeper values, and the tool-call argument parser refuses them at the parse boundary."""
 
+_SAFE_INT_BITS = 640 * 3
+"""Ints of at most this many bits have at most 640 digits (2**3 < 10), the lowest limit Python allows to set
+with ``sys.set_int_max_str_digits``: text of such an int can always be written, checked without converting it."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _TOO_DEEP = "values nested more than"
 
@@ -73,6 +78,25 @@ def writable_text(text: str) -> str:
     return text if text_problem(text) is None else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def int_problem(value: int) -> str | None:
+    """Why ``value`` cannot be written as JSON text (more digits than Python converts), or None when it can.
+
+    Example:
+        >>> int_problem(10**5000)
+        'an integer of more than 4300 digits cannot be written as text (sys.get_int_max_str_digits())'
+    """
+    if value.bit_length() <= _SAFE_INT_BITS:
+        return None
+    limit = sys.get_int_max_str_digits()
+    if limit == 0:
+        return None
+    try:
+        int.__repr__(value)
+    except ValueError:
+        return f"an integer of more than {limit} digits cannot be written as text (sys.get_int_max_str_digits())"
+    return None
+
+
 def _problem(value: Any, depth: int, max_depth: int) -> tuple[str, str] | None:
     """``(path suffix, reason)`` for the first part of ``value`` (inside ``depth`` containers) that is not JSON."""
     if isinstance(value, str):
@@ -80,8 +104,11 @@ def _problem(value: Any, depth: int, max_depth: int) -> tuple[str, str] | None:
         return None if problem is None else ("", problem)
     if isinstance(value, float):
         return None if math.isfinite(value) else ("", f"{value!r} is not allowed in JSON")
-    if value is None or isinstance(value, int):  # bool and IntEnum members included, as json.dumps writes them
+    if value is None:
         return None
+    if isinstance(value, int):  # bool and IntEnum members included, as json.dumps writes them
+        problem = int_problem(value)
+        return None if problem is None else ("", problem)
     if isinstance(value, dict | list | tuple):
         if depth >= max_depth:
             return "", f"{_TOO_DEEP} {max_depth} levels deep (or a reference cycle) are refused"
@@ -92,13 +119,20 @@ def _problem(value: Any, depth: int, max_depth: int) -> tuple[str, str] | None:
 def _plain(item: Any) -> bool:
     """True for the common leaves that are JSON data as they are (checked without a call to :func:`_problem`)."""
     kind = type(item)
-    return (kind is str and item.isascii()) or kind is int or kind is bool or item is None
+    return (
+        (kind is str and item.isascii())
+        or (kind is int and item.bit_length() <= _SAFE_INT_BITS)
+        or kind is bool
+        or item is None
+    )
 
 
 def _key_problem(key: Any) -> tuple[str, str] | None:
     if isinstance(key, str):
         problem = text_problem(key)
         return None if problem is None else (f".keys()[{key!r}]", problem)
+    if isinstance(key, int) and int_problem(key) is not None:
+        return f".keys()[<a {key.bit_length()}-bit int>]", f"{int_problem(key)} (as a key)"
     if isinstance(key, int | float | bool) or key is None:
         return None
     return f".keys()[{key!r}]", f"{_a(_type_name(key))} key is not allowed in JSON"
@@ -191,7 +225,8 @@ def parse_json(text: str, max_depth: int = MAX_DEPTH) -> Any:
 
     Raises:
         JSONDataError: For text that is not JSON (the parser's message, e.g. ``Expecting value: line 1
-            column 2 (char 1)``), ``NaN``/``Infinity``/``-Infinity``, a number too large for a float, a lone
+            column 2 (char 1)``), ``NaN``/``Infinity``/``-Infinity``, a number too large for a float, an integer
+            of more digits than ``sys.get_int_max_str_digits()``, a lone
             surrogate escape (``"\ud800"``), or containers nested deeper than ``max_depth`` (however deep:
             never a RecursionError).
     """
@@ -223,7 +258,8 @@ def problem_text(problem: tuple[str, str]) -> str:
 def shown_text(value: Any, max_depth: int = MAX_DEPTH) -> str:
     r"""JSON-like text of a value that is not JSON data, which a snapshot can hold, for showing what was sent.
 
-    ``NaN`` and ``Infinity`` are written as those words, a surrogate code point as its ``\uXXXX`` escape,
+    ``NaN`` and ``Infinity`` are written as those words, a surrogate code point as its ``\uXXXX`` escape, an int
+    of more digits than Python writes as ``<an integer of more than 4300 digits>``,
     containers deeper than ``max_depth + 1`` levels as ``"…"``, and other objects by their ``repr``: text
     that :func:`parse_json` refuses again, naming the same problem where it can.
 
@@ -242,10 +278,14 @@ def _shown(value: Any, depth: int, limit: int) -> str:
             items = (f"{_key_text(k)}: {_shown(v, depth + 1, limit)}" for k, v in value.items())
             return "{" + ", ".join(items) + "}"
         return "[" + ", ".join(_shown(v, depth + 1, limit) for v in value) + "]"
+    if isinstance(value, int) and int_problem(value) is not None:
+        return f"<an integer of more than {sys.get_int_max_str_digits()} digits>"
     if value is None or isinstance(value, str | int | float):
         return json.dumps(value, ensure_ascii=False)
     return repr(value)
 
 
 def _key_text(key: Any) -> str:
+    if isinstance(key, int) and int_problem(key) is not None:
+        return json.dumps(_shown(key, 0, 1))
     return json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)

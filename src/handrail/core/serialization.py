@@ -40,6 +40,7 @@ __all__ = [
     "object_from_dict",
     "object_to_dict",
     "qualified_name",
+    "reading",
     "restricted_imports",
     "serialize_callable",
     "serialize_type",
@@ -272,7 +273,7 @@ def import_object(path: str, *, allowed_modules: Iterable[str] | None = None) ->
                     f"Cannot import '{path}': importing module '{module_name}' failed: {exc}"
                 ) from exc
             continue
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a module that calls sys.exit() too (Ctrl-C passes)
             raise SerializationError(
                 f"Cannot import '{path}': importing module '{module_name}' failed: {type(exc).__name__}: {exc}"
             ) from exc
@@ -343,12 +344,49 @@ def serialize_callable(function: Callable[..., Any]) -> str:
     return f"{module}.{qualname}"
 
 
-def deserialize_callable(path: str, *, allowed_modules: Iterable[str] | None = None) -> Callable[..., Any]:
+@contextlib.contextmanager
+def reading(where: str | None) -> Iterator[None]:
+    """Prefix every :class:`SerializationError` raised inside with the field being read (``custom_filters['f']``).
+
+    Every ``from_dict`` that imports a path or reads a type names the field it reads this way (through the
+    ``where`` of :func:`deserialize_callable` and :func:`deserialize_type`, or around its own reading), so a
+    pipeline's error names the component and the field, not only the value.
+
+    Args:
+        where: The field, as the message writes it; None adds nothing.
+
+    Raises:
+        SerializationError: ``<where>: <the error>``, chained to it.
+    """
+    if where is None:
+        yield
+        return
+    try:
+        yield
+    except _FieldError as exc:  # a field inside this one: one path, tools[0].function
+        raise _FieldError(where + ("" if exc.field.startswith("[") else ".") + exc.field, exc.detail) from exc
+    except SerializationError as exc:
+        raise _FieldError(where, str(exc), exc.path) from exc
+
+
+class _FieldError(SerializationError):
+    """The error :func:`reading` raises: ``<field>: <detail>``, the field kept apart so an outer one extends it."""
+
+    def __init__(self, field: str, detail: str, path: tuple[str | int, ...] = ()) -> None:
+        super().__init__(f"{field}: {detail}", path=path)
+        self.field = field
+        self.detail = detail
+
+
+def deserialize_callable(
+    path: str, *, allowed_modules: Iterable[str] | None = None, where: str | None = None
+) -> Callable[..., Any]:
     """Import a callable by the dotted path that :func:`serialize_callable` wrote.
 
     Args:
         path: The dotted path.
         allowed_modules: See :func:`import_object`.
+        where: The field the path was read from (``custom_filters['f']``), named in the error.
 
     Returns:
         The callable.
@@ -357,10 +395,11 @@ def deserialize_callable(path: str, *, allowed_modules: Iterable[str] | None = N
         SerializationError: When the path cannot be imported or does not name a callable, or, under an
             allowlist (a file's data), names one of handrail's own functions not marked :func:`file_safe`.
     """
-    obj = import_object(path, allowed_modules=allowed_modules)
-    if not callable(obj):
-        raise SerializationError(f"'{path}' does not name a callable.")
-    check_file_callable(obj, path, allowed_modules)
+    with reading(where):
+        obj = import_object(path, allowed_modules=allowed_modules)
+        if not callable(obj):
+            raise SerializationError(f"'{path}' does not name a callable.")
+        check_file_callable(obj, path, allowed_modules)
     return typing.cast(Callable[..., Any], obj)
 
 
@@ -436,12 +475,13 @@ def _split_top(text: str, sep: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
-def deserialize_type(text: str, *, allowed_modules: Iterable[str] | None = None) -> Any:
+def deserialize_type(text: str, *, allowed_modules: Iterable[str] | None = None, where: str | None = None) -> Any:
     """Read back a type written by :func:`serialize_type`.
 
     Args:
         text: The type string, e.g. ``"list[handrail.dataclasses.ChatMessage]"``.
         allowed_modules: See :func:`import_object` (builtins and ``typing`` are always allowed).
+        where: The field the type was read from (``routes[0].output_type``), named in the error.
 
     Returns:
         The Python type.
@@ -449,6 +489,11 @@ def deserialize_type(text: str, *, allowed_modules: Iterable[str] | None = None)
     Raises:
         SerializationError: When the string is malformed (or not a string) or names something that cannot be imported.
     """
+    with reading(where):
+        return _read_type(text, allowed_modules)
+
+
+def _read_type(text: str, allowed_modules: Iterable[str] | None) -> Any:
     if not isinstance(text, str):
         raise SerializationError(f"A type must be written as a string such as 'list[str]', got {text!r:.80}.")
     text = text.strip()

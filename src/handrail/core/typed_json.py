@@ -49,7 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from handrail.core._typed_json_decode import PATH_KINDS, PLAIN_TYPES, TYPE_KEY, decode_value, type_name
-from handrail.core.json_data import MAX_DEPTH, check_json, clip_path, text_problem
+from handrail.core.json_data import MAX_DEPTH, check_json, clip_path, int_problem, text_problem
 from handrail.core.secret import TokenSecret, holds_secret_value
 from handrail.errors import SerializationError
 
@@ -119,6 +119,8 @@ class _Encoder:
                 raise self.fail(value, "it holds the value of a secret, which is never written.")
             if cls is str and text_problem(value) is not None:  # UTF-8 cannot write it: refused here, by name
                 raise self.fail(value, f"{text_problem(value)}.")
+            if cls is int and int_problem(value) is not None:  # json.dumps would raise a bare ValueError
+                raise self.fail(value, f"{int_problem(value)}.")
             return value
         if cls is float:
             return value if math.isfinite(value) else {TYPE_KEY: "float", "value": str(value)}
@@ -234,7 +236,8 @@ def encode_value(value: Any, where: str = "value") -> Any:
     Raises:
         SerializationError: When ``value`` holds something that cannot be written (a lock, a client, an object
             without to_dict/from_dict, a local class), a reference cycle, or containers nested more than
-            :data:`MAX_DEPTH` deep; a token Secret, or a string holding a known secret's value, wherever it is.
+            :data:`MAX_DEPTH` deep; an int of more digits than ``sys.get_int_max_str_digits()``; a token Secret,
+            or a string holding a known secret's value, wherever it is.
             The message names the place, e.g. ``state['cfg'].items[2]``, and the type.
     """
     return _Encoder(where).encode(value)

@@ -13,9 +13,13 @@ from enum import StrEnum
 from typing import Any
 
 from handrail.dataclasses import _message_shapes as shapes
-from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 
-__all__ = ["ChatMessage", "ChatRole", "TextContent", "ToolCall", "ToolCallResult", "call_id_from"]
+__all__ = ["MAX_CALL_ID_CHARS", "ChatMessage", "ChatRole", "TextContent", "ToolCall", "ToolCallResult", "call_id_from",
+           "call_id_problem"]  # fmt: skip
+
+MAX_CALL_ID_CHARS = 256
+"""The longest call id kept as given (provider ids are 20-60 characters); a longer one is replaced."""
 
 
 class ChatRole(StrEnum):
@@ -53,20 +57,46 @@ class TextContent:
         return {"text": self.text}
 
 
-def call_id_from(value: object) -> str | None:
-    """A call id as a model (or a server) sent it, the way a :class:`ToolCall` holds it.
+def call_id_problem(call_id: str) -> str | None:
+    r"""Why a person could not read ``call_id`` and type it back (``--call ID``), or None when they can.
 
-    A non-empty str is kept, an int becomes its digits, anything else (None, "", a list, an object, a bool)
-    becomes None: a missing id, which the Agent replaces with a unique one (DESIGN.md §3.5). Generators read
-    wire ids with this, so an odd id never drops a reply or stops a run.
+    An id is readable when it is not empty, has at most :data:`MAX_CALL_ID_CHARS` characters, no whitespace
+    around it, and only printable characters (``str.isprintable``: no control character such as a newline, ESC,
+    DEL or a C1 control, no format character such as a bidirectional control, no separator but the space).
+    Shown as it is, such an id is exactly what ``handrail approvals approve --call`` takes.
 
     Example:
-        >>> [call_id_from(v) for v in ("c1", 7, "", ["x"], {"x": 1}, None)]
-        ['c1', '7', None, None, None, None]
+        >>> [call_id_problem(v) is None for v in ("call_1", "c1\\x1b[31m", "c1\x1b[31m", " c1", "")]
+        [True, True, False, False, False]
+    """
+    if not call_id:
+        return "it is empty"
+    if len(call_id) > MAX_CALL_ID_CHARS:
+        return f"it has {len(call_id):,} characters (at most {MAX_CALL_ID_CHARS} are kept)"
+    if not call_id.isprintable():
+        bad = next(c for c in call_id if not c.isprintable())
+        return f"it holds the unprintable character U+{ord(bad):04X}"
+    if call_id.strip() != call_id:
+        return "it has whitespace around it"
+    return None
+
+
+def call_id_from(value: object) -> str | None:
+    r"""A call id as a model (or a server) sent it, the way a :class:`ToolCall` holds it.
+
+    A readable str (:func:`call_id_problem`) is kept, an int becomes its digits, anything else (None, "", a
+    list, an object, a bool, text holding a newline or an escape sequence, or of more than
+    :data:`MAX_CALL_ID_CHARS` characters) becomes None: a missing id, which the Agent replaces with a unique one
+    (DESIGN.md §3.5). Generators read wire ids with this, so an odd id never drops a reply or stops a run, and
+    every id shown can be typed back.
+
+    Example:
+        >>> [call_id_from(v) for v in ("c1", 7, "", ["x"], {"x": 1}, None, "c1\n")]
+        ['c1', '7', None, None, None, None, None]
     """
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return value if isinstance(value, str) and value else None
+    return value if isinstance(value, str) and call_id_problem(value) is None else None
 
 
 @dataclass(slots=True)
@@ -76,6 +106,9 @@ class ToolCall:
     Raises:
         ConfigurationTypeError: When ``id`` is neither a str nor None (a generator turns a model's id of another
             kind into a str, or drops it so the Agent gives the call one), or ``tool_name`` is not a str.
+        ConfigurationError: When ``id`` is a non-empty str a person could not read and type back (a control or
+            other unprintable character, whitespace around it, more than :data:`MAX_CALL_ID_CHARS` characters;
+            :func:`call_id_problem`); generators read a model's id with :func:`call_id_from`, which drops it.
 
     Example:
         >>> ToolCall(tool_name="weather", arguments={"city": "Oslo"}, id="call_1").arguments
@@ -99,6 +132,12 @@ class ToolCall:
             raise ConfigurationTypeError(
                 f"ToolCall id must be a str or None, got {type(call_id).__name__} {call_id!r:.80}{hint}."
             )
+        problem = call_id_problem(call_id) if call_id else None  # "" counts as no id, as before
+        if problem is not None:
+            raise ConfigurationError(
+                f"ToolCall id {call_id!r:.80} is refused: {problem}. An id must be text a person can read and type "
+                f"back; pass id=None to have the Agent give the call one."
+            )
         if not isinstance(self.tool_name, str):
             raise ConfigurationTypeError(
                 f"ToolCall tool_name must be a str, got {type(self.tool_name).__name__} {self.tool_name!r:.80}."
@@ -113,20 +152,11 @@ class ToolCall:
         """Rebuild a ToolCall from :meth:`to_dict` output.
 
         Raises:
-            ConfigurationError: When ``tool_name`` or ``arguments`` is missing.
-            ConfigurationTypeError: When ``id`` or ``tool_name`` has the wrong type.
-            SerializationError: When ``data`` is not a mapping, or ``arguments`` or ``extra`` has the wrong type.
+            SerializationError: When ``data`` is not a mapping, a key is missing or unknown, or a field has the
+                wrong type (naming it; a ConfigurationError when the ``id`` is unreadable).
         """
         shapes.check_tool_call_data(data)
-        try:
-            return cls(
-                tool_name=data["tool_name"],
-                arguments=data["arguments"],
-                id=data.get("id"),
-                extra=data.get("extra"),
-            )
-        except KeyError as exc:
-            raise ConfigurationError(f"ToolCall data is missing the key {exc}: {data!r}") from None
+        return _call(data)
 
 
 @dataclass(slots=True)
@@ -149,13 +179,10 @@ class ToolCallResult:
         """Rebuild a ToolCallResult; all three keys are required.
 
         Raises:
-            ConfigurationError: When a key is missing, or has the wrong type (SerializationError).
+            SerializationError: When a key is missing or unknown, or a field has the wrong type (naming it).
         """
         shapes.check_result_data(data)
-        missing = [k for k in ("result", "origin", "error") if k not in data]
-        if missing:
-            raise ConfigurationError(f"ToolCallResult data is missing the keys {missing}: {data!r}")
-        return cls(result=data["result"], origin=ToolCall.from_dict(data["origin"]), error=bool(data["error"]))
+        return cls(result=data["result"], origin=_call(data["origin"]), error=bool(data["error"]))
 
 
 ContentPart = TextContent | ToolCall | ToolCallResult
@@ -169,15 +196,18 @@ def _part_to_dict(part: ContentPart) -> dict[str, Any]:
     return {"tool_call_result": part.to_dict()}
 
 
-def _part_from_dict(data: dict[str, Any], index: int) -> ContentPart:
-    shapes.check_part_data(data, index)
+def _call(data: dict[str, Any]) -> ToolCall:
+    return ToolCall(data["tool_name"], data["arguments"], data.get("id"), data.get("extra"))
+
+
+def _part_from_dict(data: dict[str, Any]) -> ContentPart:
+    """A part of a message dict :func:`~handrail.dataclasses._message_shapes.check_message_data` accepted."""
     if "text" in data:
         return TextContent(text=data["text"])
     if "tool_call" in data:
-        return ToolCall.from_dict(data["tool_call"])
-    if "tool_call_result" in data:
-        return ToolCallResult.from_dict(data["tool_call_result"])
-    raise ConfigurationError(f"Unknown content part in message data: {data!r}")
+        return _call(data["tool_call"])
+    result = data["tool_call_result"]
+    return ToolCallResult(result["result"], _call(result["origin"]), bool(result["error"]))
 
 
 @dataclass(slots=True)
@@ -318,16 +348,17 @@ class ChatMessage:
         """Rebuild a message from :meth:`to_dict` output (``data`` is not modified).
 
         Raises:
-            ConfigurationError: When ``role`` or ``content`` is missing, or a part is unknown; a SerializationError
-                when a field has the wrong type (naming it).
+            SerializationError: When a key is missing or unknown, a field has the wrong type or a part cannot be
+                built, at any depth; the message names the field, :attr:`SerializationError.path` holds it.
         """
         shapes.check_message_data(data)
         content = data["content"]
-        parts: list[ContentPart] = (
-            [TextContent(content)]
-            if isinstance(content, str)
-            else [_part_from_dict(p, i) for i, p in enumerate(content)]
-        )
+        parts: list[ContentPart] = [TextContent(content)] if isinstance(content, str) else []
+        for i, part in enumerate([] if isinstance(content, str) else content):
+            try:
+                parts.append(_part_from_dict(part))
+            except ConfigurationError as exc:  # a ToolCall's own checks (an unreadable id): say which part
+                raise SerializationError(f"ChatMessage content[{i}]: {exc}", path=("content", i)) from exc
         return cls(ChatRole.from_str(data["role"]), parts, data.get("name"), dict(data.get("meta") or {}))
 
     def to_json(self) -> str:

@@ -219,8 +219,10 @@ class State:
         """
         schema = {
             k: {
-                "type": deserialize_type(v["type"]),
-                "handler": deserialize_callable(v["handler"]) if v.get("handler") else None,
+                "type": deserialize_type(v["type"], where=f"schema[{k!r}].type"),
+                "handler": deserialize_callable(v["handler"], where=f"schema[{k!r}].handler")
+                if v.get("handler")
+                else None,
             }
             for k, v in data.get("schema", {}).items()
         }

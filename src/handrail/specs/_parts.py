@@ -124,7 +124,7 @@ def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = (),
         from_dict = getattr(cls, "from_dict", None)
         if not callable(from_dict):
             _check_names(cls, kwargs, spec)
-        with building(cls.__name__, ("generator",), _fields(spec)):
+        with building(cls.__name__, ("generator",), _fields(spec), read_at=("generator",) if from_dict else None):
             if callable(from_dict):
                 return from_dict({"type": spec.type, "init_parameters": kwargs})
             return cls(**kwargs)

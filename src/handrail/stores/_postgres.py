@@ -26,6 +26,7 @@ from urllib.parse import urlencode
 
 from handrail.core.secret import Secret, deserialize_secret
 from handrail.core.serialization import init_parameters
+from handrail.core.urls import url_without_password
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError, StoreError
 from handrail.stores._postgres_shared import SharedConnections, acquire, release
 from handrail.stores._schema_version import check_version, damaged_without_version, tables_created_by
@@ -88,8 +89,7 @@ def dsn_without_password(dsn: str) -> str:
         'postgresql://?host=db&dbname=app'
     """
     if _URL.match(dsn):
-        rest = _URL_PASSWORD.sub(r"\1@", dsn).split("://", 1)[1]
-        return "postgresql://" + _QUERY_PASSWORD.sub(r"\1", rest).rstrip("?&")
+        return "postgresql://" + url_without_password(dsn).split("://", 1)[1]
     kept = [(key, value.strip("'")) for key, _, value in _KEYWORD.findall(dsn) if key not in _SECRET_KEYWORDS]
     return "postgresql://?" + urlencode(kept)
 

@@ -192,35 +192,71 @@ class ScriptedChatGenerator:
         items = params["replies"]
         if not isinstance(items, list):
             raise SerializationError(
-                f"ScriptedChatGenerator: 'replies' must be a list, got {type(items).__name__} {items!r:.80}."
+                f"ScriptedChatGenerator: 'replies' must be a list, got {type(items).__name__} {items!r:.80}.",
+                path=("init_parameters", "replies"),
             )
         replies: list[ScriptItem] = [_reply_from_dict(item, i) for i, item in enumerate(items)]
         return cls(replies, tools=tools)
 
 
+_REPLY_KEYS = {"message": ("message",), "exception": ("exception", "text"), "chunks": ("chunks",)}
+
+
+def _reply_kind(item: Any, i: int, where: str) -> str:
+    """Which of the three a reply item is (``message``, ``exception``, ``chunks``); any other key is refused."""
+    at: tuple[str | int, ...] = ("init_parameters", "replies", i)
+    kinds = [k for k in _REPLY_KEYS if isinstance(item, dict) and k in item]
+    if len(kinds) != 1:
+        raise SerializationError(f"{where} must hold 'message', 'exception' or 'chunks', got {item!r:.200}.",
+                                 path=at)  # fmt: skip
+    unknown = [k for k in item if k not in _REPLY_KEYS[kinds[0]]]
+    if unknown:
+        raise SerializationError(
+            f"{where} has unknown keys {sorted(map(str, unknown))}; a reply of {kinds[0]!r} takes "
+            f"{list(_REPLY_KEYS[kinds[0]])}.",
+            path=(*at, unknown[0]) if isinstance(unknown[0], str) else at,
+        )
+    return kinds[0]
+
+
 def _reply_from_dict(item: Any, i: int) -> ScriptItem:
+    """One reply of an agent file's (or ``to_dict``'s) list; every error has the path of its field in ``path``."""
     where = f"ScriptedChatGenerator: replies[{i}]"
-    if isinstance(item, dict) and "message" in item:
+    at: tuple[str | int, ...] = ("init_parameters", "replies", i)
+    kind = _reply_kind(item, i, where)
+    if kind == "message":
         try:
             return ChatMessage.from_dict(item["message"])
         except ConfigurationError as exc:  # the message's own check: say which reply it is
-            raise SerializationError(f"{where}.message: {exc}") from exc
-    if isinstance(item, dict) and "exception" in item:
+            inner = exc.path if isinstance(exc, SerializationError) else ()
+            raise SerializationError(f"{where}.message: {exc}", path=(*at, "message", *inner)) from exc
+    if kind == "exception":
+        return _exception_from_dict(item, where, at)
+    if not isinstance(item["chunks"], list):
+        raise SerializationError(f"{where}.chunks must be a list, got {type(item['chunks']).__name__}.",
+                                 path=(*at, "chunks"))  # fmt: skip
+    return [_chunk_from_dict(c, f"{where}.chunks[{j}]", (*at, "chunks", j)) for j, c in enumerate(item["chunks"])]
+
+
+def _exception_from_dict(item: dict[str, Any], where: str, at: tuple[str | int, ...]) -> BaseException:
+    try:
         kind = import_object(item["exception"])
-        if not (isinstance(kind, type) and issubclass(kind, BaseException)):  # check before calling it
-            raise SerializationError(f"{where}['exception'] is {item['exception']!r}, which is not an exception class.")
-        if not isinstance(item.get("text"), str):
-            raise SerializationError(f"{where}['text'] must be a str, got {type(item.get('text')).__name__}.")
-        try:
-            exception: BaseException = kind(item["text"])
-        except Exception as exc:
-            raise SerializationError(
-                f"{where}: {kind.__name__} cannot be made from a message alone: {type(exc).__name__}: {exc}"
-            ) from exc
-        return exception
-    if isinstance(item, dict) and isinstance(item.get("chunks"), list):
-        return [_chunk_from_dict(c, f"{where}.chunks[{j}]") for j, c in enumerate(item["chunks"])]
-    raise SerializationError(f"{where} must hold 'message', 'exception' or 'chunks', got {item!r:.200}.")
+    except SerializationError as exc:
+        raise SerializationError(f"{where}['exception']: {exc}", path=(*at, "exception")) from exc
+    if not (isinstance(kind, type) and issubclass(kind, BaseException)):  # check before calling it
+        raise SerializationError(f"{where}['exception'] is {item['exception']!r}, which is not an exception class.",
+                                 path=(*at, "exception"))  # fmt: skip
+    if not isinstance(item.get("text"), str):
+        raise SerializationError(f"{where}['text'] must be a str, got {type(item.get('text')).__name__}.",
+                                 path=(*at, "text") if "text" in item else at)  # fmt: skip
+    try:
+        exception: BaseException = kind(item["text"])
+    except Exception as exc:
+        raise SerializationError(
+            f"{where}: {kind.__name__} cannot be made from a message alone: {type(exc).__name__}: {exc}",
+            path=(*at, "exception"),
+        ) from exc
+    return exception
 
 
 def _chunk_to_dict(chunk: StreamingChunk) -> dict[str, Any]:
@@ -245,39 +281,47 @@ _DELTA_FIELDS: dict[str, tuple[type, ...]] = {"index": (int,), "tool_name": (str
                                           "arguments": (str, type(None)), "id": (str, type(None))}  # fmt: skip
 
 
-def _check_fields(data: Any, fields: dict[str, tuple[type, ...]], where: str, required: tuple[str, ...] = ()) -> None:
+def _check_fields(data: Any, fields: dict[str, tuple[type, ...]], where: str, at: tuple[str | int, ...],
+                  required: tuple[str, ...] = ()) -> None:  # fmt: skip
     if not isinstance(data, dict):
-        raise SerializationError(f"{where} must be a mapping, got {type(data).__name__} {data!r:.80}.")
+        raise SerializationError(f"{where} must be a mapping, got {type(data).__name__} {data!r:.80}.", path=at)
     unknown = sorted(str(k) for k in data if k not in fields)
     if unknown:
-        raise SerializationError(f"{where} has unknown keys {unknown}; known: {sorted(fields)}.")
+        raise SerializationError(
+            f"{where} has unknown keys {unknown}; known: {sorted(fields)}.", path=(*at, unknown[0])
+        )
     for key, kinds in fields.items():
         if key not in data:
             if key in required:
-                raise SerializationError(f"{where} needs the key {key!r}.")
+                raise SerializationError(f"{where} needs the key {key!r}.", path=at)
             continue
         value = data[key]
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            raise SerializationError(f"{where}.{key} holds {type(value).__name__} {value!r:.80}, of the wrong type.")
+            raise SerializationError(f"{where}.{key} holds {type(value).__name__} {value!r:.80}, of the wrong type.",
+                                     path=(*at, key))  # fmt: skip
     reason = data.get("finish_reason")
     if reason is not None and reason not in get_args(FinishReason):
         raise SerializationError(
-            f"{where}.finish_reason is {reason!r}; expected one of {list(get_args(FinishReason))}."
+            f"{where}.finish_reason is {reason!r}; expected one of {list(get_args(FinishReason))}.",
+            path=(*at, "finish_reason"),
         )
 
 
-def _chunk_from_dict(data: Any, where: str) -> StreamingChunk:
+def _chunk_from_dict(data: Any, where: str, at: tuple[str | int, ...]) -> StreamingChunk:
     from handrail.dataclasses.streaming import ToolCallDelta
 
-    _check_fields(data, _CHUNK_FIELDS, where)
+    _check_fields(data, _CHUNK_FIELDS, where, at)
     for j, delta in enumerate(data.get("tool_calls") or ()):
-        _check_fields(delta, _DELTA_FIELDS, f"{where}.tool_calls[{j}]", required=("index",))
-    deltas = [ToolCallDelta(**d) for d in data["tool_calls"]] if data.get("tool_calls") else None
-    return StreamingChunk(
-        content=data.get("content", ""),
-        meta=dict(data.get("meta") or {}),
-        index=data.get("index"),
-        tool_calls=deltas,
-        start=data.get("start", False),
-        finish_reason=data.get("finish_reason"),
-    )
+        _check_fields(delta, _DELTA_FIELDS, f"{where}.tool_calls[{j}]", (*at, "tool_calls", j), required=("index",))
+    try:
+        deltas = [ToolCallDelta(**d) for d in data["tool_calls"]] if data.get("tool_calls") else None
+        return StreamingChunk(
+            content=data.get("content", ""),
+            meta=dict(data.get("meta") or {}),
+            index=data.get("index"),
+            tool_calls=deltas,
+            start=data.get("start", False),
+            finish_reason=data.get("finish_reason"),
+        )
+    except (ConfigurationError, ConfigurationTypeError) as exc:  # StreamingChunk's own checks
+        raise SerializationError(f"{where}: {exc}", path=at) from exc

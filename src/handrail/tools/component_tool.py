@@ -169,8 +169,8 @@ class ComponentTool(Tool):
         """
         params = copy.deepcopy(init_parameters(data, cls))
         params["component"] = object_from_dict(params["component"])
-        params["outputs_to_string"] = _map_handlers(params.get("outputs_to_string"), deserialize_callable)
-        params["outputs_to_state"] = _map_handlers(params.get("outputs_to_state"), deserialize_callable)
+        for field in ("outputs_to_string", "outputs_to_state"):
+            params[field] = _map_handlers(params.get(field), deserialize_callable, field)
         return cls(**params)
 
 

@@ -18,6 +18,7 @@ from handrail.core.serialization import (
     import_object,
     init_parameters,
     qualified_name,
+    reading,
     serialize_callable,
 )
 from handrail.core.threads import to_thread
@@ -143,19 +144,35 @@ def _check_outputs_to_string(config: Any) -> None:
             raise ConfigurationError(f"outputs_to_string['{key}']['handler'] must be callable.")
 
 
-def _map_handlers(config: Mapping[str, Any] | None, convert: Callable[[Any], Any]) -> dict[str, Any] | None:
-    """Apply ``convert`` to every ``handler`` of a (single or multi) output config (a non-mapping is returned as is)."""
+def _map_handlers(
+    config: Mapping[str, Any] | None, convert: Callable[[Any], Any], field: str | None = None
+) -> dict[str, Any] | None:
+    """Apply ``convert`` to every ``handler`` of a (single or multi) output config (a non-mapping is returned as is).
+
+    Args:
+        config: The config.
+        convert: :func:`serialize_callable` or :func:`deserialize_callable`.
+        field: When reading, the config's field (``outputs_to_state``): an error names the handler's path in it
+            (``outputs_to_state['a'].handler``).
+    """
     if not isinstance(config, Mapping):  # None, or a value of the wrong type the Tool's own check names
         return config
     out: dict[str, Any] = {}
     for key, value in config.items():
         if isinstance(value, Mapping):  # a multi-config entry (its key may itself be named "handler")
-            out[key] = {k: (convert(v) if k == "handler" and v is not None else v) for k, v in value.items()}
+            where = None if field is None else f"{field}[{key!r}].handler"
+            out[key] = {k: (_convert(convert, v, where) if k == "handler" and v is not None else v)
+                        for k, v in value.items()}  # fmt: skip
         elif key == "handler" and value is not None:
-            out[key] = convert(value)
+            out[key] = _convert(convert, value, None if field is None else f"{field}.handler")
         else:
             out[key] = value
     return out
+
+
+def _convert(convert: Callable[[Any], Any], value: Any, where: str | None) -> Any:
+    with reading(where):
+        return convert(value)
 
 
 @dataclass
@@ -382,10 +399,12 @@ class Tool:
             raise SerializationError(f"Tool data has no 'init_parameters': {data!r}")
         # Checked against the constructor (unknown or missing names); a copy: the Tool must not share ``data``'s values.
         kwargs = copy.deepcopy(init_parameters({"init_parameters": dict(params)}, cls))
-        kwargs["function"] = _resolve_function(kwargs.get("function"), asynchronous=False)
-        kwargs["async_function"] = _resolve_function(kwargs.get("async_function"), asynchronous=True)
-        kwargs["outputs_to_string"] = _map_handlers(kwargs.get("outputs_to_string"), deserialize_callable)
-        kwargs["outputs_to_state"] = _map_handlers(kwargs.get("outputs_to_state"), deserialize_callable)
+        with reading("function"):
+            kwargs["function"] = _resolve_function(kwargs.get("function"), asynchronous=False)
+        with reading("async_function"):
+            kwargs["async_function"] = _resolve_function(kwargs.get("async_function"), asynchronous=True)
+        for name in ("outputs_to_string", "outputs_to_state"):
+            kwargs[name] = _map_handlers(kwargs.get(name), deserialize_callable, name)
         return cls(**kwargs)
 
 

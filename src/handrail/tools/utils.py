@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
-from handrail.core.serialization import object_from_dict
+from handrail.core.serialization import object_from_dict, reading
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
@@ -112,15 +112,17 @@ def deserialize_tools(
     if data is None:
         return None
     if isinstance(data, dict):
-        obj = object_from_dict(copy.deepcopy(data))
+        with reading("tools"):
+            obj = object_from_dict(copy.deepcopy(data))
         if not isinstance(obj, Toolset):
             raise SerializationError(f"Expected a Toolset dict, got type '{data.get('type')}'.")
         return obj
     if not isinstance(data, list):
         raise SerializationError(f"Expected None, a Toolset dict or a list of dicts, got {type(data).__name__}.")
     items: list[Tool | Toolset] = []
-    for entry in data:
-        obj = object_from_dict(copy.deepcopy(entry))
+    for i, entry in enumerate(data):
+        with reading(f"tools[{i}]"):  # an error names the tool's field: tools[0].function
+            obj = object_from_dict(copy.deepcopy(entry))
         if not isinstance(obj, (Tool, Toolset)):
             raise SerializationError(f"Expected a Tool or Toolset dict, got type '{entry.get('type')}'.")
         items.append(obj)

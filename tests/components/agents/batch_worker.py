@@ -24,6 +24,8 @@ from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.stores import open_snapshot_store
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import ToolCallId, create_tool_from_function
+from tests.components.agents.durable_worker import append_log
+from tests.components.agents.durable_worker import read_log as read_log  # for the tests of this worker
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CONFIG: dict[str, Any] = {"log": None, "stall_from": None}
@@ -32,18 +34,7 @@ CONFIG: dict[str, Any] = {"log": None, "stall_from": None}
 def _log(entry: dict[str, Any]) -> None:
     if CONFIG["log"] is None:
         return
-    with open(CONFIG["log"], "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({**entry, "pid": os.getpid()}) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def read_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The calls logged to ``path`` (``[]`` when none ran)."""
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    append_log(CONFIG["log"], entry)
 
 
 def tick(i: int, key: ToolCallId) -> str:

@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,27 @@ CRASH_ANSWER = asst("Charged")
 def _log(entry: dict[str, Any]) -> None:
     if CONFIG["log"] is None:
         raise AssertionError("durable_worker.CONFIG['log'] is not set")
-    with open(CONFIG["log"], "a", encoding="utf-8") as handle:
+    append_log(CONFIG["log"], entry)
+
+
+def append_log(path: str | os.PathLike[str], entry: dict[str, Any]) -> None:
+    """Append ``entry`` with this process's pid to the log at ``path``, on disk before it returns."""
+    with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps({**entry, "pid": os.getpid()}) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], what: str, timeout: float = 120) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` if ``process`` exits first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process.poll() is not None:
+            _, err = process.communicate()
+            raise AssertionError(f"the worker exited ({process.returncode}) before {what}:\n{err}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
 
 
 def read_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

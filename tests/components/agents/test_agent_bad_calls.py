@@ -8,7 +8,6 @@ pauses for approval, and the resume finishes the run.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from pathlib import Path
@@ -22,11 +21,12 @@ from handrail.dataclasses import ChatMessage, StreamingChunk, ToolCall, ToolCall
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import load_snapshot
-from handrail.errors import ConfigurationTypeError, HandrailError
+from handrail.errors import ConfigurationTypeError, HandrailError, SerializationError
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 from tests.cases._helpers import result_for, user
+from tests.components._helpers import run_in_mode
 
 RAN: list[Any] = []
 
@@ -72,26 +72,17 @@ def _agent(first: Any, directory: Path | None) -> tuple[Agent, ScriptedChatGener
     return Agent(chat_generator=gen, tools=[create_tool_from_function(echo)], confirmation_strategies=strategies), gen
 
 
-def _run(agent: Agent, mode: str, messages: list[ChatMessage], **kwargs: Any) -> dict[str, Any]:
-    if mode == "async":
-        return asyncio.run(agent.run_async(messages, **kwargs))
-    if mode == "stream":
-        chunks: list[StreamingChunk] = []
-        return agent.run(messages, streaming_callback=chunks.append, **kwargs)
-    return agent.run(messages, **kwargs)
-
-
 def _finish(first: Any, mode: str, tmp_path: Path, pause: bool) -> tuple[dict[str, Any], ScriptedChatGenerator]:
     """Run to the end: without a pause, or pausing for the calls that pass, approving them all and resuming."""
     agent, gen = _agent(first, tmp_path if pause else None)
     if not pause:
-        return _run(agent, mode, [user("go")]), gen
+        return run_in_mode(agent, mode, [user("go")]), gen
     with pytest.raises(HITLBreakpointException) as info:
-        _run(agent, mode, [user("go")])
+        run_in_mode(agent, mode, [user("go")])
     snap = load_snapshot(info.value.snapshot_file_path)  # the pause was written and reads back
     decisions = [ToolExecutionDecision("echo", True, c.id) for c in snap.pending_tool_calls]
     resumer, resumed_gen = _agent(ChatMessage.from_assistant("done"), tmp_path)
-    result = _run(resumer, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))
+    result = run_in_mode(resumer, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))
     return result, resumed_gen
 
 
@@ -107,9 +98,10 @@ def test_a_tool_call_built_in_python_refuses_an_id_that_is_not_a_str(bad: Any) -
     with pytest.raises(ConfigurationTypeError, match=r"ToolCall id must be a str or None, got") as info:
         ToolCall(tool_name="echo", arguments={}, id=bad)
     assert isinstance(info.value, TypeError) and repr(bad) in str(info.value)
-    with pytest.raises(ConfigurationTypeError, match="ToolCall id must be a str"):
+    # from a dict (a file's data) the wrong type is a SerializationError naming the field
+    with pytest.raises(SerializationError, match="ToolCall 'id' must be a str or None"):
         ToolCall.from_dict({"tool_name": "echo", "arguments": {}, "id": bad})
-    with pytest.raises(ConfigurationTypeError, match="ToolCall id must be a str"):
+    with pytest.raises(SerializationError, match=r"'content\[0\]\.tool_call\.id' must be a str or None"):
         ChatMessage.from_dict({"role": "assistant", "content": [{"tool_call": {"tool_name": "e", "arguments": {},
                                                                                "id": bad}}]})  # fmt: skip
 
@@ -126,7 +118,11 @@ def test_a_tool_name_that_is_not_a_str_is_refused() -> None:
 
 @MODES
 @PAUSE
-@pytest.mark.parametrize("bad", [["x"], {"x": 1}, 7, ""], ids=["list", "dict", "int", "empty"])
+@pytest.mark.parametrize(
+    "bad",
+    [["x"], {"x": 1}, 7, "", "c1\x1b[31m\n", " c2 ", "c" * 257],
+    ids=["list", "dict", "int", "empty", "escape", "spaces", "long"],
+)
 def test_a_model_id_that_is_not_a_non_empty_str_is_repaired(mode: str, pause: bool, bad: Any, tmp_path: Path) -> None:
     if mode == "stream":  # what a streaming generator assembles from the model's fragments
         first: Any = _streamed([(bad, '{"v": 1}'), ("c2", '{"v": 2}')])
@@ -155,6 +151,7 @@ TEXT_ARGUMENTS = {
     "surrogate-char": ('{"v": "\ud800"}', "at ['v']: the text holds a lone surrogate"),
     "too-deep": ('{"v": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}", f"nested more than {MAX_DEPTH} levels"),
     "very-deep": ("[" * 100_000, f"nested more than {MAX_DEPTH} levels"),
+    "huge-int": ('{"v": ' + "9" * 5000 + "}", "Exceeds the limit"),
 }
 
 
@@ -191,6 +188,7 @@ DICT_ARGUMENTS = {
     "surrogate-key": ({"\udfff": 1}, "the text holds a lone surrogate"),
     "too-deep": (_nested(MAX_DEPTH + 1), f"nested more than {MAX_DEPTH} levels"),
     "object": ({"v": object()}, "not valid JSON"),
+    "huge-int": ({"v": [10**5000]}, "[<an integer of more than 4300 digits>]"),
 }
 
 
@@ -254,15 +252,15 @@ def test_a_result_with_a_lone_surrogate_is_written_with_an_escape(mode: str, pau
                   confirmation_strategies=strategies)  # fmt: skip
     if pause:
         with pytest.raises(HITLBreakpointException) as info:
-            _run(agent, mode, [user("go")])
+            run_in_mode(agent, mode, [user("go")])
         snap = load_snapshot(info.value.snapshot_file_path)  # the ran call's result is in the ledger, escaped
         assert snap.ledger["s1"].result is not None and snap.ledger["s1"].result["text"] == "x\\ud800y"
         agent = Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("done")]), tools=tools,
                       confirmation_strategies=strategies)  # fmt: skip
         decision = ToolExecutionDecision("echo", True, "e1")
-        result = _run(agent, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=[decision]))
+        result = run_in_mode(agent, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=[decision]))
     else:
-        result = _run(agent, mode, [user("go")])
+        result = run_in_mode(agent, mode, [user("go")])
     assert result_for(result["messages"], "s1").result == "x\\ud800y"
     assert RAN == ["surrogate", 2]  # run once, not again at the resume
     assert result["last_message"].text == "done"
@@ -277,4 +275,61 @@ def test_reply_text_with_a_lone_surrogate_is_escaped_so_a_pause_can_be_written(
     result, _ = _finish(first, mode, tmp_path, pause)
     assert result["messages"][1].text == "let me see \\ud83d"
     assert RAN == [1]
+    assert result["last_message"].text == "done"
+
+
+# --------------------------------------------------------------------------- results a snapshot cannot hold
+
+
+class Unwritable:
+    """A result whose to_dict() raises: the encoder meets an error that is not a SerializationError."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise RuntimeError("to_dict broke")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Unwritable:
+        return cls()
+
+
+def huge() -> int:
+    """Return a number of more digits than Python writes as text."""
+    RAN.append("huge")
+    return 10**5000
+
+
+def unwritable() -> Unwritable:
+    """Return an object that cannot be encoded."""
+    RAN.append("unwritable")
+    return Unwritable()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("tool", [huge, unwritable])
+def test_a_result_value_the_snapshot_cannot_hold_is_dropped_and_the_call_recorded_done(
+    mode: str, tool: Any, tmp_path: Path
+) -> None:
+    # The value could not be encoded, so the ledger's write raised after the tool ran: the run failed and the
+    # finished call was left 'running' ("outcome unknown"); a resume ran it again and failed again.
+    gen = ScriptedChatGenerator([
+        ChatMessage.from_assistant(tool_calls=[ToolCall(tool.__name__, {}, id="c1")]),
+        ChatMessage.from_assistant(tool_calls=[ToolCall("echo", {"v": 1}, id="c2")]),
+        ChatMessage.from_assistant("done"),
+    ])  # fmt: skip
+    tools = [create_tool_from_function(tool), create_tool_from_function(echo)]
+    agent = Agent(chat_generator=gen, tools=tools,
+                  confirmation_strategies={"echo": BreakpointConfirmationStrategy(str(tmp_path))})  # fmt: skip
+    with pytest.raises(HITLBreakpointException) as info:
+        run_in_mode(agent, mode, [user("go")])
+    snap = load_snapshot(info.value.snapshot_file_path)
+    entry = snap.ledger["c1"]
+    assert entry.status == "done" and entry.result is not None and "value" not in entry.result
+    if tool is huge:
+        text = result_for(snap.messages, "c1")
+        assert text.error is True and "could not be turned into text" in text.result
+    decision = ToolExecutionDecision("echo", True, "c2")
+    result = run_in_mode(agent, mode, [], snapshot=dataclasses.replace(snap, tool_execution_decisions=[decision]))
+    name = tool.__name__
+    ran: list[Any] = RAN
+    assert ran == [name, 1]  # c1 ran once, never again
     assert result["last_message"].text == "done"

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -166,24 +165,13 @@ def test_a_finished_file_records_the_decision_and_outcome_of_each_call(
 # -- a crash in the middle of a call --------------------------------------------------------------
 
 
-def _wait_for(marker: Path, process: subprocess.Popen[str], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not marker.exists():
-        if process.poll() is not None:
-            _, err = process.communicate()
-            raise AssertionError(f"the worker exited ({process.returncode}) before the tool started:\n{err}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the tool did not start within {timeout} s")
-        time.sleep(0.01)
-
-
 @pytest.fixture
 def crashed(tmp_path: Path) -> Iterator[dict[str, Path]]:
     """A durable run killed (SIGKILL) while its ``charge`` call k1 runs; returns its directory and log."""
     run_dir, crash_log, marker = tmp_path / "run", tmp_path / "crash.jsonl", tmp_path / "started"
     process = worker.start("crash", dir=run_dir, log=crash_log, marker=marker)
     try:
-        _wait_for(marker, process)
+        worker.wait_for(marker.exists, process, "the tool started")
         os.kill(process.pid, signal.SIGKILL)
         process.communicate(timeout=60)
         assert process.returncode == -signal.SIGKILL

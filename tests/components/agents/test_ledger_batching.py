@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from handrail.stores import open_snapshot_store
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import ToolCallId
 from tests.components.agents import batch_worker as worker
+from tests.components.agents.durable_worker import wait_for
 
 N = 40
 DONE = ChatMessage.from_assistant("done")
@@ -180,17 +180,6 @@ def test_the_writes_of_a_step_grow_linearly_with_its_calls(
 # -- kill -9 in the middle of a step ---------------------------------------------------------------
 
 
-def _wait_for(condition: Any, process: Any, what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if process.poll() is not None:
-            _, err = process.communicate()
-            raise AssertionError(f"the worker exited ({process.returncode}) before {what}:\n{err}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
 def test_a_step_killed_mid_batch_loses_no_result_and_runs_no_call_twice(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,7 +189,7 @@ def test_a_step_killed_mid_batch_loses_no_result_and_runs_no_call_twice(
     log = tmp_path / "calls.jsonl"
     process = worker.start(store=store_url, snapshot=snapshot_id, log=log, stall_from=stall_from)
     try:  # the calls from stall_from on hang: the worker is killed with 8 of them running and the rest queued
-        _wait_for(lambda: len(list(tmp_path.glob("calls.jsonl.stalled-*"))) >= 8, process, "8 stalled calls")
+        wait_for(lambda: len(list(tmp_path.glob("calls.jsonl.stalled-*"))) >= 8, process, "8 stalled calls")
         os.kill(process.pid, signal.SIGKILL)
         process.communicate(timeout=60)
     finally:

@@ -8,7 +8,6 @@ approval; the pause is written and the resume sends the server a consistent hist
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from pathlib import Path
@@ -18,12 +17,13 @@ import httpx
 import pytest
 
 from handrail.components.agents import Agent
-from handrail.dataclasses import ChatMessage, StreamingChunk
+from handrail.dataclasses import ChatMessage
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import load_snapshot
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.tools import create_tool_from_function
+from tests.components._helpers import run_in_mode
 from tests.components.generators._openai_server import ChunkedBody, RecordedServer, Responder
 
 SUMS: list[tuple[int, int]] = []
@@ -76,15 +76,6 @@ def _wire_call(call_id: Any, arguments: Any) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": "add", "arguments": arguments}}
 
 
-def _run(agent: Agent, mode: str, messages: list[ChatMessage], **kwargs: Any) -> dict[str, Any]:
-    if mode == "async":
-        return asyncio.run(agent.run_async(messages, **kwargs))
-    if mode == "stream":
-        chunks: list[StreamingChunk] = []
-        return agent.run(messages, streaming_callback=chunks.append, **kwargs)
-    return agent.run(messages, **kwargs)
-
-
 def _agent(server: RecordedServer, directory: Path) -> Agent:
     strategy = BreakpointConfirmationStrategy(str(directory))
     return Agent(chat_generator=server.generator(max_retries=0), tools=[create_tool_from_function(add)],
@@ -94,12 +85,12 @@ def _agent(server: RecordedServer, directory: Path) -> Agent:
 def _pause_and_resume(calls: list[dict[str, Any]], mode: str, tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Pause at the server's calls, approve every pending one, resume; return the result and the resume's request."""
     with pytest.raises(HITLBreakpointException) as info:
-        _run(_agent(RecordedServer(_calls_reply(calls, mode)), tmp_path), mode, [ChatMessage.from_user("add")])
+        run_in_mode(_agent(RecordedServer(_calls_reply(calls, mode)), tmp_path), mode, [ChatMessage.from_user("add")])
     snap = load_snapshot(info.value.snapshot_file_path)
     decisions = [ToolExecutionDecision("add", True, c.id) for c in snap.pending_tool_calls]
     server = RecordedServer(_answer("Done.", mode))
-    result = _run(_agent(server, tmp_path), mode, [],
-                  snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))  # fmt: skip
+    result = run_in_mode(_agent(server, tmp_path), mode, [],
+                         snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))  # fmt: skip
     return result, server.bodies[0]
 
 
@@ -161,3 +152,42 @@ def test_arguments_sent_as_a_json_object_holding_nan_get_an_error_result(tmp_pat
     assert SUMS == [(2, 0)] and result["last_message"].text == "Done."
     answers = {m["tool_call_id"]: m["content"] for m in server.bodies[0]["messages"] if m["role"] == "tool"}
     assert "NaN is not a JSON number" in answers["bad"]
+
+
+UNREADABLE_IDS = {
+    "escape-and-newline": "c1\x1b[31m\n",
+    "del": "c1\x7f",
+    "c1-control": "c1\x9b2J",
+    "bidi": "c1\u202e",
+    "spaces-around": " c1 ",
+    "only-spaces": "   ",
+    "too-long": "c" * 257,
+}
+
+
+@MODES
+@pytest.mark.parametrize("wire_id", list(UNREADABLE_IDS.values()), ids=list(UNREADABLE_IDS))
+def test_a_call_id_a_person_cannot_read_and_type_back_is_repaired(mode: str, wire_id: str, tmp_path: Path) -> None:
+    result, sent = _pause_and_resume([_wire_call(wire_id, '{"a": 1, "b": 2}')], mode, tmp_path)
+
+    assert SUMS == [(1, 2)] and result["last_message"].text == "Done."
+    assert [c.id for c in result["messages"][1].tool_calls] == ["call_1"]
+    assert sent["messages"][2]["tool_call_id"] == "call_1"
+
+
+@MODES
+def test_two_ids_that_would_print_alike_are_told_apart(mode: str, tmp_path: Path) -> None:
+    # One id holds a real ESC and newline, the other the backslash text they would be shown as: shown alike,
+    # approving the shown id would run the other call. The unreadable one is repaired; each shown id is exact.
+    calls = [_wire_call("c1\x1b[31m\n", '{"a": 1}'), _wire_call("c1\\x1b[31m\\n", '{"a": 2}')]
+    with pytest.raises(HITLBreakpointException) as info:
+        run_in_mode(_agent(RecordedServer(_calls_reply(calls, mode)), tmp_path), mode, [ChatMessage.from_user("add")])
+    snap = load_snapshot(info.value.snapshot_file_path)
+    assert [(c.id, c.arguments) for c in snap.pending_tool_calls] == [
+        ("call_1", {"a": 1}),
+        ("c1\\x1b[31m\\n", {"a": 2}),
+    ]
+    decisions = [ToolExecutionDecision("add", True, "c1\\x1b[31m\\n"), ToolExecutionDecision("add", False, "call_1")]
+    result = run_in_mode(_agent(RecordedServer(_answer("Done.", mode)), tmp_path), mode, [],
+                         snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))  # fmt: skip
+    assert SUMS == [(2, 0)] and result["last_message"].text == "Done."

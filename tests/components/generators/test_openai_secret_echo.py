@@ -15,7 +15,7 @@ from handrail.components.generators.chat import OpenAIChatGenerator
 from handrail.core import Secret
 from handrail.dataclasses import ChatMessage
 from handrail.errors import GenerationError
-from tests.components.generators._echo_server import ECHOES, base_url, echo_server, new_key
+from tests.components.generators._echo_server import ECHOES, REVEALED, base_url, echo_server, new_key
 
 
 def _no_trace_of(key: str, exc: BaseException, caplog: pytest.LogCaptureFixture) -> None:
@@ -35,6 +35,7 @@ def test_the_key_a_server_echoes_is_masked_in_the_error(echo: str, caplog: pytes
                                         max_retries=0)  # fmt: skip
         generator.run([ChatMessage.from_user("hi")])
     assert info.value.status_code == 401
+    assert REVEALED[echo](key) not in "".join(traceback.format_exception(info.value))
     _no_trace_of(key, info.value, caplog)
 
 
@@ -49,3 +50,16 @@ async def test_the_echoed_key_is_masked_async_and_from_an_env_var(
                                         api_base_url=base_url(server), model="m", max_retries=0)  # fmt: skip
         await generator.run_async([ChatMessage.from_user("hi")])
     _no_trace_of(key, info.value, caplog)
+
+
+def test_a_password_in_the_base_url_is_left_out_of_the_error_and_masked_when_echoed() -> None:
+    password = "pw-" + new_key()[8:30]
+    with echo_server() as server, pytest.raises(GenerationError, match="HTTP 401") as info:
+        url = base_url(server).replace("http://", f"http://bob:{password}@")
+        generator = OpenAIChatGenerator(api_key=Secret.from_token(new_key()), api_base_url=url, model="m",
+                                        max_retries=0)  # fmt: skip
+        generator.run([ChatMessage.from_user("hi")])
+    shown = "".join(traceback.format_exception(info.value))
+    assert info.value.url == base_url(server).replace("http://", "http://bob@")
+    assert password not in shown and password not in str(info.value.url)
+    assert "provided: Basic ***." in shown  # the server echoed the Basic credentials the URL made

@@ -86,8 +86,8 @@ def _state_schema(schema: Any) -> dict[str, Any]:
             raise SerializationError(f"state_schema[{key!r}] must be {{'type': 'list[str]', ...}}, got {entry!r:.200}.")
         handler = entry.get("handler")
         read[key] = {
-            "type": deserialize_type(entry["type"]),
-            "handler": deserialize_callable(handler) if handler else None,
+            "type": deserialize_type(entry["type"], where=f"state_schema[{key!r}].type"),
+            "handler": deserialize_callable(handler, where=f"state_schema[{key!r}].handler") if handler else None,
         }
     return read
 
@@ -160,7 +160,7 @@ def agent_init_parameters(data: Mapping[str, Any], cls: type[Any]) -> dict[str, 
     if params.get("state_schema") is not None:
         params["state_schema"] = _state_schema(params["state_schema"])
     if params.get("streaming_callback"):
-        params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
+        params["streaming_callback"] = deserialize_callable(params["streaming_callback"], where="streaming_callback")
     params["confirmation_strategies"] = deserialize_strategies(params.get("confirmation_strategies"))
     params["hooks"] = deserialize_hooks(params.get("hooks"))
     for name in ("chat_message_store", "memory_store"):

@@ -27,7 +27,7 @@ from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import LedgerEntry
 from handrail.dataclasses.state import State
-from handrail.errors import ConfigurationError, UnknownOutcomeError
+from handrail.errors import UnknownOutcomeError
 
 __all__ = ["Ledger", "UnknownOutcome", "check_unknown_outcome"]
 
@@ -262,7 +262,9 @@ class Ledger:
         if ok:
             result = {"text": _text_or_none(inv, value, self.json_strings), "error": False}
             # Without a value, replay falls back to the text (a warning names the call when outputs_to_state is set).
-            with contextlib.suppress(ConfigurationError):
+            # The tool has run: whatever the encoder meets (a SerializationError, a to_dict() that raises), the
+            # value is dropped, never the record, so the call is not left 'running' when it finished.
+            with contextlib.suppress(Exception):
                 result["value"] = encode_value(value, f"the result of call '{call.id}'")
         else:
             result = {"text": failure_text(inv, value), "error": True}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents._confirm import Approvals, ConfirmCalls, rewrite_step
 from handrail.components.agents._pause_effects import Finish, Pause, Position
+from handrail.components.agents._reply_secrets import masked
 from handrail.components.tools._effects import Emit, RunCalls
 from handrail.components.tools._step import ToolStepOptions, repair_calls, tool_step
 from handrail.core.json_data import text_problem, writable_text
@@ -131,7 +132,7 @@ def _writable(reply: ChatMessage) -> ChatMessage:
 
 
 def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> tuple[list[ChatMessage], list[ToolCall]]:
-    """Record usage, escape unwritable text and repair calls (ids, unwritable arguments).
+    """Record usage, mask known secret values, escape unwritable text and repair calls (ids, unwritable arguments).
 
     Returns:
         The (possibly rewritten) replies and their calls: every reply is one a snapshot can hold.
@@ -143,7 +144,7 @@ def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> t
         usage = reply.meta.get("usage") if reply.meta else None
         if isinstance(usage, Mapping):
             _add_usage(usage_total, usage)
-        reply = _writable(reply)
+        reply = _writable(masked(reply))
         own = reply.tool_calls if reply.role is ChatRole.ASSISTANT else []
         if own:
             fixed = repair_calls(own, seen)

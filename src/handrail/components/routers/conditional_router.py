@@ -285,24 +285,26 @@ class ConditionalRouter:
         params = init_parameters(data, cls)
         if isinstance(params.get("routes"), list):  # anything else: the constructor names what is wrong
             routes = []
-            for raw in params["routes"]:
+            for i, raw in enumerate(params["routes"]):
                 route = copy.deepcopy(raw)
                 if isinstance(route, dict) and "output_type" in route:
-                    route["output_type"] = _read_types(route["output_type"])
+                    route["output_type"] = _read_types(route["output_type"], f"routes[{i}].output_type")
                 routes.append(route)
             params["routes"] = routes
         filters = params.get("custom_filters")
         if isinstance(filters, dict):
-            params["custom_filters"] = {name: deserialize_callable(path) for name, path in filters.items()}
+            params["custom_filters"] = {
+                name: deserialize_callable(path, where=f"custom_filters[{name!r}]") for name, path in filters.items()
+            }
         router = cls(**params)
         router._allowlist = active_allowlist()  # a file's router renders under the file's allowlist
         return router
 
 
-def _read_types(value: Any) -> Any:
+def _read_types(value: Any, where: str) -> Any:
     if isinstance(value, list):
-        return [deserialize_type(v) if isinstance(v, str) else v for v in value]
-    return deserialize_type(value) if isinstance(value, str) else value
+        return [deserialize_type(v, where=f"{where}[{j}]") if isinstance(v, str) else v for j, v in enumerate(value)]
+    return deserialize_type(value, where=where) if isinstance(value, str) else value
 
 
 def _copy_route(route: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
 from handrail.components.tools._results import describe_exception, merge_outputs, tool_result_text
 from handrail.core.json_data import JSONDataError, json_problem, parse_json, problem_text, shown_text, writable_text
-from handrail.dataclasses.chat_message import ChatMessage, ToolCall
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall, call_id_problem
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk
 from handrail.errors import (
@@ -57,8 +57,12 @@ class ToolStepOptions:
 
 
 def _own_id(call_id: object) -> str | None:
-    """The model's id when it is a non-empty str (a ToolCall changed after it was built may hold anything)."""
-    return call_id if isinstance(call_id, str) and call_id else None
+    """The model's id when a person can read it and type it back (:func:`call_id_problem`), else None.
+
+    A ToolCall changed after it was built may hold anything; an id holding a newline or an escape sequence would
+    be shown as something else than the text ``--call`` matches, so it is replaced like a missing one.
+    """
+    return call_id if isinstance(call_id, str) and call_id and call_id_problem(call_id) is None else None
 
 
 def writable_arguments(arguments: Any) -> Any:
@@ -90,8 +94,8 @@ def repair_calls(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
 
     Returns:
         ``calls`` itself when nothing needed repair (single-call fast path), else a new list where the calls
-        whose id was missing, empty, not a str or already used get ``call_<position>`` (1-based) or
-        ``<id>#2``, ``#3``..., and arguments that are not JSON data are replaced by
+        whose id was missing, empty, not a str, not readable (:func:`call_id_problem`) or already used get
+        ``call_<position>`` (1-based) or ``<id>#2``, ``#3``..., and arguments that are not JSON data are replaced by
         :func:`writable_arguments`. Calls are never dropped or merged.
     """
     if len(calls) == 1:

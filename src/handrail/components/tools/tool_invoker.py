@@ -202,5 +202,7 @@ class ToolInvoker:
         params = init_parameters(data, cls)
         params["tools"] = deserialize_tools(params["tools"])
         if params.get("streaming_callback"):
-            params["streaming_callback"] = deserialize_callable(params["streaming_callback"])
+            params["streaming_callback"] = deserialize_callable(
+                params["streaming_callback"], where="streaming_callback"
+            )
         return cls(**params)

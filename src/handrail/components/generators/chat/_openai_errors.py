@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from handrail.core.secret import holds_secret, mask_secrets
+from handrail.core.urls import url_without_password
 from handrail.errors import GenerationError
 
 __all__ = ["Exchange", "MalformedReply", "decoding", "server_errors"]
@@ -107,6 +108,8 @@ def _raise(error: GenerationError, cause: BaseException) -> NoReturn:
 def server_errors(base_url: str) -> Iterator[Exchange]:
     """Turn the SDK's errors and malformed replies into one-line GenerationErrors naming the server.
 
+    The errors name ``base_url`` without its password.
+
     Yields:
         An :class:`Exchange`; set ``streaming`` once a streamed reply has started, so a
         connection lost after that is reported as such.
@@ -117,6 +120,7 @@ def server_errors(base_url: str) -> Iterator[Exchange]:
     """
     from openai import APIConnectionError, APIError, APIStatusError, APITimeoutError
 
+    base_url = url_without_password(base_url)
     exchange = Exchange()
     try:
         yield exchange

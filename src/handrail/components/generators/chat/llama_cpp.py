@@ -427,7 +427,7 @@ class LlamaCppChatGenerator:
             raise SerializationError(f"LlamaCppChatGenerator data has no 'init_parameters': {data!r}")
         params = copy.deepcopy(dict(init))
         callback = params.get("streaming_callback")
-        params["streaming_callback"] = deserialize_callable(callback) if callback else None
+        params["streaming_callback"] = deserialize_callable(callback, where="streaming_callback") if callback else None
         params["tools"] = deserialize_tools(params.get("tools"))
         params["generation_kwargs"] = dict(params.get("generation_kwargs") or {})
         return cls(**params)

@@ -15,7 +15,7 @@ import sys
 import threading
 import weakref
 from asyncio import AbstractEventLoop, get_running_loop
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -30,6 +30,7 @@ from handrail.components.generators.chat._openai_wire import (
 from handrail.core.component import component
 from handrail.core.secret import Secret, deserialize_secret
 from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
+from handrail.core.urls import register_url_passwords
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback, is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
@@ -123,6 +124,7 @@ class OpenAIChatGenerator:
         self.model = model
         self.streaming_callback = streaming_callback
         self.api_base_url = api_base_url
+        register_url_passwords(api_base_url)  # errors name the URL without it; an echo of it is masked
         self.organization = organization
         self.generation_kwargs = dict(generation_kwargs or {})
         self.timeout = timeout
@@ -133,7 +135,9 @@ class OpenAIChatGenerator:
         self.async_http_client = async_http_client
         self._lock = threading.Lock()
         self._client: OpenAI | None = None
-        self._async_clients: weakref.WeakKeyDictionary[AbstractEventLoop, AsyncOpenAI] = weakref.WeakKeyDictionary()
+        self._async_clients: weakref.WeakKeyDictionary[
+            AbstractEventLoop, tuple[AsyncOpenAI, AsyncGenerator[None, None]]
+        ] = weakref.WeakKeyDictionary()
 
     # ---------------------------------------------------------------- clients
 
@@ -161,18 +165,24 @@ class OpenAIChatGenerator:
                 self._client = cast("OpenAI", load_sdk().OpenAI(http_client=cast(Any, self.http_client), **options))
             return self._client
 
-    def _async_client(self) -> AsyncOpenAI:
-        # An async client's connections belong to one event loop, so each loop gets its own.
+    async def _async_client(self) -> AsyncOpenAI:
+        # An async client's connections belong to one event loop, so each loop gets its own, closed when that
+        # loop shuts down (asyncio.run finalizes async generators before it closes the loop). Left open, the
+        # SDK's client closes itself when collected, scheduling the close on whatever loop then runs: "Task
+        # exception was never retrieved ... Event loop is closed" on stderr.
         loop = get_running_loop()
         with self._lock:
-            client = self._async_clients.get(loop)
-            if client is None:
-                options = self._client_options()
-                client = cast(
-                    "AsyncOpenAI", load_sdk().AsyncOpenAI(http_client=cast(Any, self.async_http_client), **options)
-                )
-                self._async_clients[loop] = client
-            return client
+            held = self._async_clients.get(loop)
+            if held is not None:
+                return held[0]
+            options = self._client_options()
+            client = cast(
+                "AsyncOpenAI", load_sdk().AsyncOpenAI(http_client=cast(Any, self.async_http_client), **options)
+            )
+            closer = _closed_with_the_loop(client, own=self.async_http_client is None)
+            self._async_clients[loop] = (client, closer)
+        await anext(closer)  # started: the loop now finalizes it at shutdown
+        return client
 
     def warm_up(self) -> None:
         """Resolve the API key now (so a missing key fails early) and warm up the init tools; idempotent.
@@ -269,7 +279,7 @@ class OpenAIChatGenerator:
     ) -> dict[str, list[ChatMessage]]:
         """Async twin of :meth:`run` (same arguments, result and errors); the callback may be sync or async."""
         request = self._prepare(messages, streaming_callback, generation_kwargs, tools, sync_run=False)
-        client = self._async_client()
+        client = await self._async_client()
         with server_errors(str(client.base_url).rstrip("/")) as exchange:
             if request.callback is None:
                 with decoding("the response body"):
@@ -392,3 +402,12 @@ def _check_transport(timeout: Any, max_retries: Any, http_client: Any, async_htt
     ):
         if value is not None and not isinstance(value, _http_client_classes(kind)):
             raise ConfigurationTypeError(f"{label} must be an httpx.{kind}, got {type(value).__name__}.")
+
+
+async def _closed_with_the_loop(client: AsyncOpenAI, *, own: bool) -> AsyncGenerator[None, None]:
+    """Suspended until its event loop shuts down, then closes ``client`` there (a client given to us stays open)."""
+    try:
+        yield
+    finally:
+        if own:
+            await client.close()
