@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from pathlib import Path
@@ -31,6 +32,20 @@ class TestFileSnapshotStore(SnapshotStoreSuite):
         assert isinstance(store, FileSnapshotStore)
         with open(store.journal_of(snapshot_id), "ab") as journal:
             journal.write(b'{"c2":{"tool_call_id":"c2","tool_name":"transfer","status":"run')
+
+    def test_a_torn_last_entry_is_ignored(self, store: SnapshotStore) -> None:
+        """A crash in the middle of an append leaves a torn last entry: reads ignore it, the next append goes on."""
+        snapshot_id, lease, ledger = self._running(store)
+        try:
+            running = dataclasses.replace(ledger["c1"], status="running")
+            store.append_entries(snapshot_id, {"c1": running})
+            self.append_torn_entry(store, snapshot_id)
+            assert self.new_store().load(snapshot_id).ledger == {**ledger, "c1": running}
+            c2 = dataclasses.replace(ledger["c2"], status="running")
+            store.append_entries(snapshot_id, {"c2": c2})
+            assert self.new_store().load(snapshot_id).ledger == {**ledger, "c1": running, "c2": c2}
+        finally:
+            lease.release()
 
 
 @pytest.fixture

@@ -388,10 +388,6 @@ class SnapshotStoreSuite(CorruptSnapshotCases):
         with store._scope(None) as handle:  # type: ignore[attr-defined]
             assert store._append(handle, snapshot_id, [(call_id, data)])  # type: ignore[attr-defined]
 
-    def append_torn_entry(self, store: SnapshotStore, snapshot_id: str) -> None:
-        """Leave what a crash in the middle of an append leaves; backends that append in a transaction skip."""
-        pytest.skip("this backend keeps entries in transactions: an append is never torn")
-
     def crash_before_dropping_kept_entries(self, store: SnapshotStore, monkeypatch: pytest.MonkeyPatch) -> None:
         """Make the next full write of a record fail after its new bytes are written, before its kept entries go.
 
@@ -484,20 +480,6 @@ class SnapshotStoreSuite(CorruptSnapshotCases):
         store.append_entries(snapshot_id, {"c2": c2})  # the run goes on: its next append is not mixed with them
         assert self.new_store().load(snapshot_id).ledger == {**found.ledger, "c2": c2}
         lease.release()
-
-    def test_a_torn_last_entry_is_ignored(self, store: SnapshotStore) -> None:
-        """A crash in the middle of an append leaves a torn last entry: reads ignore it, the next append goes on."""
-        snapshot_id, lease, ledger = self._running(store)
-        try:
-            running = dataclasses.replace(ledger["c1"], status="running")
-            store.append_entries(snapshot_id, {"c1": running})
-            self.append_torn_entry(store, snapshot_id)
-            assert self.new_store().load(snapshot_id).ledger == {**ledger, "c1": running}
-            c2 = dataclasses.replace(ledger["c2"], status="running")
-            store.append_entries(snapshot_id, {"c2": c2})
-            assert self.new_store().load(snapshot_id).ledger == {**ledger, "c1": running, "c2": c2}
-        finally:
-            lease.release()
 
     @pytest.mark.parametrize(
         "data",
