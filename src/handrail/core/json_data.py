@@ -167,7 +167,28 @@ def json_problem(value: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | No
         None for JSON data, else ``(path, reason)``: the path into ``value`` (e.g. ``"['a'][1]"``, ``""``
         for ``value`` itself) and why that part is refused.
     """
+    if type(value) is dict and max_depth >= 1 and _flat_plain(value):  # most tool arguments: one call, no walk
+        return None
     return _problem(value, 0, max_depth)
+
+
+def _flat_plain(value: dict[Any, Any]) -> bool:
+    """True when every key is ASCII text and every item a plain leaf (a finite float included): JSON as it is."""
+    for key, item in value.items():
+        kind = type(item)
+        if not (
+            type(key) is str
+            and key.isascii()
+            and (
+                (kind is str and item.isascii())
+                or (kind is int and item.bit_length() <= _SAFE_INT_BITS)
+                or (kind is float and item - item == 0.0)  # inf - inf and nan - nan are nan
+                or kind is bool
+                or item is None
+            )
+        ):
+            return False
+    return True
 
 
 def clip_path(path: str, limit: int = 160) -> str:
