@@ -134,3 +134,29 @@ def test_a_pipeline_with_an_int_of_too_many_digits_is_a_serialization_error() ->
     text = "max_runs_per_component: " + "9" * 5000 + "\ncomponents: {}\nconnections: []\n"
     with pytest.raises(SerializationError, match="line 1: an integer of 5,000 characters is refused"):
         Pipeline.loads(text)
+
+
+@pytest.mark.parametrize(
+    "digits",
+    ["0x" + "f" * 20_000, "0" + "7" * 20_000, "0b" + "1" * 50_000, "-0x" + "f" * 20_000, "1" + ":59" * 3_000],
+    ids=["hex", "octal", "binary", "negative-hex", "sexagesimal"],
+)
+def test_an_int_json_cannot_write_is_refused_at_its_line_in_any_base(digits: str) -> None:
+    with pytest.raises(
+        YamlRefusedError, match=r"integer of [\d,]+ characters is refused \(an integer of more than"
+    ) as info:
+        safe_load_yaml("a: 1\nb: " + digits + "\n")
+    assert info.value.problem_mark is not None and info.value.problem_mark.line + 1 == 2
+
+
+def test_a_hex_int_json_can_write_still_loads() -> None:
+    # YAML 1.1 (PyYAML) writes octal as 017; 0o17 is a string there, whatever its length.
+    assert safe_load_yaml("a: 0x" + "f" * 100 + "\nb: 0b101\nc: 017\nd: 1:30\ne: 0o" + "7" * 20_000 + "\n")[0] == {
+        "a": int("f" * 100, 16), "b": 5, "c": 15, "d": 90, "e": "0o" + "7" * 20_000,
+    }  # fmt: skip
+
+
+def test_a_pipeline_with_a_huge_hex_int_is_a_serialization_error() -> None:
+    text = "max_runs_per_component: 0x" + "f" * 50_000 + "\ncomponents: {}\nconnections: []\n"
+    with pytest.raises(SerializationError, match="line 1: an integer of 50,002 characters is refused"):
+        Pipeline.loads(text)

@@ -11,7 +11,8 @@ Agent files (:mod:`handrail.specs`) and pipeline YAML (``Pipeline.loads``) both 
   counted on the composed nodes, each distinct node once (linear in the document's size). A recursive
   alias (a node that contains itself) never ends and is refused too.
 * An integer Python will not build from its digits (more than ``sys.get_int_max_str_digits()`` of them,
-  4,300 by default) is refused at its line, not raised as a bare ``ValueError``.
+  4,300 by default) is refused at its line, not raised as a bare ``ValueError``; so is one written in hex,
+  octal, binary or sexagesimal that JSON could not write (:func:`handrail.core.json_data.int_problem`).
 
 Otherwise the semantics are ``yaml.safe_load``'s: standard tags only, no Python objects.
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+
+from handrail.core.json_data import int_problem
 
 __all__ = ["MAX_ALIAS_NODES", "YamlRefusedError", "describe_yaml_error", "safe_load_yaml"]
 
@@ -52,12 +55,20 @@ class _Loader(yaml.SafeLoader):
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         try:
-            return super().construct_yaml_int(node)
+            value: int = super().construct_yaml_int(node)
         except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
             raise YamlRefusedError(
                 problem=f"an integer of {len(node.value):,} characters is refused ({exc})",
                 problem_mark=node.start_mark,
             ) from None
+        # Hex, octal, binary and sexagesimal digits build any size: the value must still be writable as JSON.
+        problem = int_problem(value)
+        if problem is not None:
+            raise YamlRefusedError(
+                problem=f"an integer of {len(node.value):,} characters is refused ({problem})",
+                problem_mark=node.start_mark,
+            )
+        return value
 
     def flatten_mapping(self, node: yaml.MappingNode) -> None:
         # Every mapping passes through here before its pairs are used (and before merging rewrites
