@@ -269,12 +269,18 @@ def test_resume_refuses_a_finished_snapshot(snapdir: Path) -> None:
     assert "Snapshot old was already resumed; it continued in s9.json." in result.output
 
 
-def test_an_empty_by_is_refused(snapdir: Path) -> None:
+@pytest.mark.parametrize(
+    ("by", "problem"),
+    [("", "--by is empty"), ("  ", "--by is blank"), ("\u200b", "--by is blank"), ("\u3164", "--by is blank"),
+     ("\u2800", "--by is blank"), ("a\u202eb", "U+202E"), ("\x1b[2J", "U+001B"), ("a\nb", "U+000A"),
+     ("x" * 201, "--by has 201 characters (at most 200)")],
+)  # fmt: skip
+def test_a_by_naming_nobody_readable_is_refused(snapdir: Path, by: str, problem: str) -> None:
+    """--by follows the stores' decided_by rule: no empty, invisible, control-holding or overlong name."""
     before = (snapdir / "s1.json").read_bytes()
-    for by in ("", "  "):
-        result = cli("approvals", "approve", "s1", "--dir", snapdir, "--call", "c1", "--by", by)
-        assert result.exit_code == 2, result.output
-        assert "--by is empty" in result.output
+    result = cli("approvals", "approve", "s1", "--dir", snapdir, "--call", "c1", "--by", by)
+    assert result.exit_code == 2, result.output
+    assert problem in result.output and "Traceback" not in result.output
     assert (snapdir / "s1.json").read_bytes() == before
 
 
@@ -469,11 +475,14 @@ def test_model_chosen_strings_are_escaped_in_list_show_and_errors(tmp_path: Path
     data = cli("approvals", "list", "--dir", tmp_path, "--json")
     assert "\x9b" not in data.stdout and "\\u009b" in data.stdout  # still valid JSON, same data
     assert last_json(data)["pending"][0]["arguments"] == EVIL_ARGS
+    refused = cli("approvals", "reject", "evil", "--dir", tmp_path, "--call", EVIL_ID, "--by", "eve\x1b[0m")
+    assert refused.exit_code == 2 and "--by holds the control or invisible character U+001B" in refused.output
+    no_controls(refused.output)
     decided = cli("approvals", "reject", "evil", "--dir", tmp_path, "--call", EVIL_ID, "--feedback", "no\x1b[2J",
-                  "--by", "eve\x1b[0m")  # fmt: skip
+                  "--by", "eve")  # fmt: skip
     assert decided.exit_code == 0, decided.output
     no_controls(decided.output)
-    assert "Rejected call c1\\x1b[31m (transfer)" in decided.output and "decided by eve\\x1b[0m" in decided.output
+    assert "Rejected call c1\\x1b[31m (transfer)" in decided.output and "decided by eve." in decided.output
     after = cli("approvals", "show", "evil", "--dir", tmp_path)
     no_controls(after.output)
     assert "feedback: no\\x1b[2J" in after.output

@@ -28,7 +28,7 @@ from handrail.dataclasses import (
 )
 from handrail.dataclasses import _message_json as message_json_module
 from handrail.dataclasses import snapshot as snapshot_module
-from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.decisions import ToolExecutionDecision, decided_by_problem
 from handrail.dataclasses.snapshot import (
     SNAPSHOT_SCHEMA_VERSION,
     MessageCache,
@@ -533,7 +533,7 @@ decisions = st.builds(
     tool_call_id=st.one_of(st.none(), texts),
     feedback=st.one_of(st.none(), texts),
     final_tool_params=st.one_of(st.none(), argument_dicts),
-    decided_by=st.one_of(st.none(), texts.filter(str.strip)),  # a blank decider is refused (tested)
+    decided_by=st.one_of(st.none(), texts.filter(lambda t: decided_by_problem(t) is None)),  # others are refused
 )
 ledger_entries = st.builds(
     LedgerEntry,
@@ -543,7 +543,7 @@ ledger_entries = st.builds(
     arguments=argument_dicts,
     result=st.one_of(st.none(), st.fixed_dictionaries({"text": st.one_of(st.none(), texts), "error": st.booleans()})),
     decision=st.one_of(st.none(), decisions),
-    decided_by=st.one_of(st.none(), texts),
+    decided_by=st.one_of(st.none(), texts.filter(lambda t: decided_by_problem(t) is None)),
     decided_at=st.one_of(st.none(), datetimes),
     updated_at=datetimes,
 )

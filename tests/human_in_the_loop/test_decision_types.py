@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,42 @@ def test_a_decision_refuses_an_empty_or_blank_decider(decided_by: str) -> None:
         ToolExecutionDecision("send", True, "c1", decided_by=decided_by)
     with pytest.raises(ConfigurationError, match="decided_by is"):
         ToolExecutionDecision.from_dict({"tool_name": "send", "execute": True, "decided_by": decided_by})
+
+
+UNREADABLE_DECIDERS = [
+    ("\u200b", "is blank"), ("\ufeff", "is blank"), ("\u2800", "is blank"), ("\u3164", "is blank"),
+    ("\u115f\u1160\uffa0", "is blank"), ("\u200e", "is blank"), ("\u202e", "is blank"), ("\u034f", "is blank"),
+    ("\x00", "U+0000"), ("\x1b", "U+001B"), ("a\nb", "U+000A"), ("ann\u202e", "U+202E"), ("a\u2028b", "U+2028"),
+    ("x" * 100_000, "has 100,000 characters (at most 200)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("decided_by", "problem"), UNREADABLE_DECIDERS)
+def test_a_decision_refuses_an_invisible_or_control_holding_decider(decided_by: str, problem: str) -> None:
+    """A decider is shown to people: one with no visible character, a control or format character, or a text's
+    length would record nobody readable (or rewrite their terminal)."""
+    with pytest.raises(ConfigurationError, match=rf"^ToolExecutionDecision\.decided_by .*{re.escape(problem)}"):
+        ToolExecutionDecision("send", True, "c1", decided_by=decided_by)
+
+
+@pytest.mark.parametrize("decided_by", ["ann", "Zoë K.", "李明", "ops-bot@example.com", "x" * 200])
+def test_a_readable_decider_is_kept(decided_by: str) -> None:
+    assert ToolExecutionDecision("send", True, "c1", decided_by=decided_by).decided_by == decided_by
+
+
+def test_a_snapshot_file_with_a_control_in_a_ledger_decider_is_refused_on_load(tmp_path: Path) -> None:
+    """The ledger's decided_by follows the same rule, so a hand-edited record is refused when read."""
+    from handrail.dataclasses.snapshot import LedgerEntry, load_snapshot, write_snapshot
+    from handrail.errors import SnapshotError
+    from handrail.testing.store_suites.snapshots import make_paused_snapshot
+
+    snapshot = make_paused_snapshot()
+    entry = LedgerEntry("c1", "transfer", "approved", {}, decided_by="ann")
+    path = tmp_path / "s.json"
+    write_snapshot(dataclasses.replace(snapshot, ledger={"c1": entry}), path)
+    path.write_text(path.read_text(encoding="utf-8").replace('"ann"', '"\\u001b[2J"'), encoding="utf-8")
+    with pytest.raises(SnapshotError, match=r"decided_by holds the control or invisible character U\+001B"):
+        load_snapshot(path)
 
 
 def test_a_snapshot_file_with_a_blank_decider_is_refused_on_load(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from handrail.cli._common import (
 )
 from handrail.cli._stores import Where, opened, where_options
 from handrail.cli._views import CAUSE, HELD, calls_text, print_list, print_snapshot
+from handrail.dataclasses.decisions import decided_by_problem
 
 __all__ = ["approvals"]
 
@@ -225,8 +226,10 @@ def _say_decided(out: Any, snapshot: Any, call: Any, recorded_now: bool) -> None
 
 
 def _check_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise click.UsageError("--by is empty; name who decides, or leave --by out to record the OS user.", ctx)
+    """Refuse a ``--by`` the stores would refuse (:func:`decided_by_problem`), before any store is opened."""
+    problem = None if value is None else decided_by_problem(value)
+    if problem is not None:
+        raise click.UsageError(f"--by {problem}; name who decides, or leave --by out to record the OS user.", ctx)
     return value
 
 

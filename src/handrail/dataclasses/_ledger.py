@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from handrail.core.typed_json import check_json
-from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.decisions import ToolExecutionDecision, check_decided_by
 from handrail.errors import ConfigurationError
 
 __all__ = ["LEDGER_STATUSES", "LedgerEntry", "LedgerStatus", "parse_datetime", "utc_now"]
@@ -104,6 +104,7 @@ class LedgerEntry:
         check_json(self.result, f"ledger[{self.tool_call_id!r}].result")
         _check_optional(self.decision, ToolExecutionDecision, "LedgerEntry.decision")
         _check_optional(self.decided_by, str, "LedgerEntry.decided_by")
+        check_decided_by(self.decided_by, "LedgerEntry.decided_by")
         _check_optional(self.decided_at, dt.datetime, "LedgerEntry.decided_at")
         if not isinstance(self.updated_at, dt.datetime):
             raise ConfigurationError(f"LedgerEntry.updated_at must be a datetime, got {self.updated_at!r:.80}.")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
-__all__ = ["ConfirmationAction", "ConfirmationUIResult", "ToolExecutionDecision", "check_decided_by"]
+__all__ = ["ConfirmationAction", "ConfirmationUIResult", "ToolExecutionDecision", "MAX_DECIDED_BY_CHARS",
+           "check_decided_by", "decided_by_problem"]  # fmt: skip
 
 ConfirmationAction = Literal["confirm", "reject", "modify"]
 _ACTIONS: tuple[str, ...] = get_args(ConfirmationAction)
@@ -21,8 +23,41 @@ def _check_str(owner: str, field: str, value: object, *, optional: bool) -> None
     raise ConfigurationTypeError(f"{owner}.{field} must be {expected}, got {type(value).__name__} ({value!r:.80}).")
 
 
+MAX_DECIDED_BY_CHARS = 200
+"""The longest ``decided_by`` kept: a person's or a service's name, not a text."""
+
+# Letters that render as nothing (Hangul fillers, the braille blank): a name made of them names nobody visibly.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u2800\u3164\uffa0")
+_UNSEEN = frozenset({"Cf", "Mn", "Me"})  # format characters and lone combining marks: nothing of their own to see
+_CONTROLS = frozenset({"Cc", "Cf", "Zl", "Zp"})  # control, format (bidi, zero-width), line/paragraph separators
+
+
+def decided_by_problem(value: str) -> str | None:
+    r"""Why ``value`` does not name somebody a person can read, or None when it does.
+
+    A name is not empty, has at most :data:`MAX_DECIDED_BY_CHARS` characters, holds no control character
+    (Unicode category Cc: NUL, ESC, a newline), no format character (Cf: a bidirectional mark, a zero-width
+    space, a BOM) and no line or paragraph separator, and has at least one visible character (white space and
+    blank-rendering fillers such as U+3164 or U+2800 and lone combining marks are not).
+
+    Example:
+        >>> [decided_by_problem(v) is None for v in ("alice", "Zoë K.", "", " ", "\u200b", "a\nb", "\u3164")]
+        [True, True, False, False, False, False, False]
+    """
+    if not value:
+        return "is empty"
+    if len(value) > MAX_DECIDED_BY_CHARS:
+        return f"has {len(value):,} characters (at most {MAX_DECIDED_BY_CHARS})"
+    if all(c.isspace() or c in _BLANK_LETTERS or unicodedata.category(c) in _UNSEEN for c in value):
+        return f"is blank ({value!a}: no visible character)"
+    bad = next((c for c in value if unicodedata.category(c) in _CONTROLS), None)
+    if bad is not None:
+        return f"holds the control or invisible character U+{ord(bad):04X}"
+    return None
+
+
 def check_decided_by(value: object, name: str) -> None:
-    """Refuse a ``decided_by`` that is not None or a str naming somebody (the CLI's ``--by`` rule).
+    """Refuse a ``decided_by`` that is not None or a str naming somebody (:func:`decided_by_problem`; ``--by``).
 
     Args:
         value: The name given (None: not given, so the caller's default applies).
@@ -30,17 +65,16 @@ def check_decided_by(value: object, name: str) -> None:
 
     Raises:
         ConfigurationTypeError: ``value`` is neither a str nor None.
-        ConfigurationError: ``value`` is empty or only white space: it would record nobody as the decider.
+        ConfigurationError: ``value`` is empty, blank, invisible, holds a control or format character, or is
+            longer than :data:`MAX_DECIDED_BY_CHARS`: it would not record a readable decider.
     """
     if value is None:
         return
     if not isinstance(value, str):
         raise ConfigurationTypeError(f"{name} must be a str or None, got {type(value).__name__} ({value!r:.80}).")
-    if not value.strip():
-        raise ConfigurationError(
-            f"{name} is {'empty' if not value else f'blank ({value!r})'}; name who decided, or pass None for the "
-            "default."
-        )
+    problem = decided_by_problem(value)
+    if problem is not None:
+        raise ConfigurationError(f"{name} {problem}; name who decided, or pass None for the default.")
 
 
 @dataclass(frozen=True, slots=True)

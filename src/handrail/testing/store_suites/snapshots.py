@@ -241,7 +241,7 @@ class SnapshotStoreSuite(CorruptSnapshotCases):
             store.record_decision(snapshot_id, decision)
         assert store.load(snapshot_id).to_dict() == before
 
-    @pytest.mark.parametrize("decided_by", ["", "   ", "\t\n"])
+    @pytest.mark.parametrize("decided_by", ["", "   ", "\t\n", "\u200b", "\u3164", "\u2800", "\ufeff", "\u202e"])
     def test_an_empty_or_blank_decider_is_refused_and_nothing_is_written(
         self, store: SnapshotStore, decided_by: str
     ) -> None:
@@ -259,6 +259,17 @@ class SnapshotStoreSuite(CorruptSnapshotCases):
             _approve("c1", decided_by=decided_by)
         recorded = store.record_decision(snapshot_id, _approve("c1"), decided_by=None)
         assert recorded.ledger["c1"].decided_by not in (None, "", decided_by)  # the OS user (or 'unknown')
+
+    @pytest.mark.parametrize("decided_by", ["\x1b[2J", "\x00", "a\nb", "ann\u200e", "x" * 201])
+    def test_a_decider_with_a_control_or_too_long_is_refused_and_nothing_is_written(
+        self, store: SnapshotStore, decided_by: str
+    ) -> None:
+        """decided_by is shown in listings: a control or format character or a text's length is refused."""
+        snapshot_id = store.save(make_paused_snapshot())
+        before = store.load(snapshot_id).to_dict()
+        with pytest.raises(ConfigurationError, match=r"^decided_by (holds the control|has 201 characters)"):
+            store.record_decision(snapshot_id, _approve("c1"), decided_by=decided_by)
+        assert store.load(snapshot_id).to_dict() == before
 
     def test_not_a_decision_is_a_type_error(self, store: SnapshotStore) -> None:
         """record_decision takes a ToolExecutionDecision."""
