@@ -19,7 +19,7 @@ from typing import Any, Literal
 from handrail.components.agents._group_commit import GroupCommit
 from handrail.components.agents._pause_effects import UnknownOutcome, check_unknown_outcome
 from handrail.components.tools._effects import Invocation, Outcome
-from handrail.components.tools._results import tool_result_text
+from handrail.components.tools._results import result_message_text
 from handrail.components.tools._step import ToolStepOptions, failed_call, failure_text, finish_call
 from handrail.core.serialization import restricted_imports
 from handrail.core.typed_json import decode_value, encode_value
@@ -27,7 +27,7 @@ from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import LedgerEntry
 from handrail.dataclasses.state import State
-from handrail.errors import UnknownOutcomeError
+from handrail.errors import StringConversionError, UnknownOutcomeError
 
 __all__ = ["Ledger", "UnknownOutcome", "check_unknown_outcome"]
 
@@ -167,7 +167,9 @@ class Ledger:
                 f"State (it could not be serialized); its outputs_to_state are not applied again.",
                 stacklevel=2,
             )
-        return "answered", ChatMessage.from_tool(str(text), inv.call)
+        if result.get("error") and opts.raise_on_failure:
+            raise StringConversionError(str(text))
+        return "answered", ChatMessage.from_tool(str(text), inv.call, error=bool(result.get("error")))
 
     def _unknown(self, inv: Invocation, entry: LedgerEntry) -> tuple[Literal["run", "answered"], ChatMessage | None]:
         call = inv.call
@@ -260,8 +262,10 @@ class Ledger:
         ok, value = outcome
         result: dict[str, Any]
         if ok:
-            result = {"text": _text_or_none(inv, value, self.json_strings), "error": False}
-            # Without a value, replay falls back to the text (a warning names the call when outputs_to_state is set).
+            text, error = result_message_text(inv.tool, call.id, value, self.json_strings)
+            result = {"text": text, "error": error}
+            # Without a value, replay gives the recorded text (the message the model was given; a warning names the
+            # call when outputs_to_state is set, as its State update cannot be applied again).
             # The tool has run: whatever the encoder meets (a SerializationError, a to_dict() that raises), the
             # value is dropped, never the record, so the call is not left 'running' when it finished.
             with contextlib.suppress(Exception):
@@ -308,10 +312,3 @@ class Ledger:
         """A copy of the entries (entries themselves are replaced, never mutated)."""
         with self.lock:
             return dict(self.entries)
-
-
-def _text_or_none(inv: Invocation, value: Any, json_strings: bool) -> str | None:
-    try:
-        return tool_result_text(inv.tool, value, json_strings)
-    except Exception:
-        return None

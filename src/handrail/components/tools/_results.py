@@ -13,7 +13,7 @@ from handrail.dataclasses.state import State
 from handrail.errors import StringConversionError, ToolOutputMergeError
 from handrail.tools.tool import Tool
 
-__all__ = ["describe_exception", "merge_outputs", "result_to_text", "tool_result_text"]
+__all__ = ["describe_exception", "merge_outputs", "result_message_text", "result_to_text", "tool_result_text"]
 
 
 def _json_default(value: Any) -> Any:
@@ -93,6 +93,24 @@ def tool_result_text(tool: Tool, value: Any, json_strings: bool) -> str:
         StringConversionError: When a handler raises, or ``raw_result`` is set and the value is not a str.
     """
     return writable_text(_result_text(tool, value, json_strings))
+
+
+def result_message_text(tool: Tool, call_id: str | None, value: Any, json_strings: bool) -> tuple[str, bool]:
+    """The text of the tool message for a call that returned ``value``, and whether it is an error result.
+
+    The text the model reads (:func:`tool_result_text`), or, when the result cannot be turned into text, the
+    error text it reads instead (as the tool step writes it). The ledger records this, so a resumed run gives
+    the model the same message even when the value itself cannot be recorded.
+    """
+    try:
+        return tool_result_text(tool, value, json_strings), False
+    except StringConversionError as exc:
+        return writable_text(f"{exc} (call '{call_id}')"), True
+    except Exception as exc:  # a result whose conversion itself fails (e.g. a to_dict() that raises)
+        failure = StringConversionError(
+            f"The result of tool '{tool.name}' could not be turned into text: {describe_exception(exc)}"
+        )
+        return writable_text(f"{failure} (call '{call_id}')"), True
 
 
 def _result_text(tool: Tool, value: Any, json_strings: bool) -> str:
