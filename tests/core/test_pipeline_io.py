@@ -348,3 +348,53 @@ def test_a_constructor_that_exits_is_a_serialization_error_naming_the_component_
     with pytest.raises(KeyboardInterrupt):
         data = {"components": {"k": {"type": f"{__name__}.Interrupted", "init_parameters": {}}}}
         Pipeline.from_dict(data, allowed_modules=ALLOW)
+
+
+@component
+class Settings:
+    """A component with scalar settings, rebuilt by the default from_dict."""
+
+    def __init__(self, limit: int = 1, ratio: float = 0.5, label: str | None = None) -> None:
+        self.limit, self.ratio, self.label = limit, ratio, label
+
+    @component.output_types(text=str)
+    def run(self, text: str) -> dict[str, Any]:
+        return {"text": text}
+
+
+def _one(kind: str, params: str) -> str:
+    return f"components:\n  c:\n    type: {kind}\n    init_parameters: {params}\nconnections: []\n"
+
+
+SETTINGS = "tests.core.test_pipeline_io.Settings"
+ROUTE = "routes: [{condition: '{{ true }}', output: '{{ value }}', output_name: out, output_type: int}]"
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (_one("handrail.components.routers.conditional_router.ConditionalRouter", f"{{{ROUTE}, unsafe: 'false'}}"),
+         "'c' of .*'unsafe': expected true or false, got a string \\('false'\\)"),
+        (_one("handrail.components.routers.conditional_router.ConditionalRouter", f"{{{ROUTE}, unsafe: '0'}}"),
+         "'c' of .*'unsafe': expected true or false, got a string \\('0'\\)"),
+        (_one("handrail.components.tools.tool_invoker.ToolInvoker", "{tools: [], raise_on_failure: 'false'}"),
+         "'c' of .*'raise_on_failure': expected true or false, got a string"),
+        (_one("handrail.components.agents.agent.Agent",
+              "{chat_generator: {type: handrail.testing.scripted.ScriptedChatGenerator,"
+              " init_parameters: {replies: []}}, raise_on_tool_invocation_failure: 'no'}"),
+         "'c' of .*'raise_on_tool_invocation_failure': expected true or false, got a string"),
+        (_one(SETTINGS, "{limit: '3'}"), "'c' of .*'limit': expected an integer, got a string"),
+        (_one(SETTINGS, "{limit: true}"), "'c' of .*'limit': expected an integer, got a boolean"),
+        (_one(SETTINGS, "{label: [a]}"), "'c' of .*'label': expected a string or null, got a list"),
+        (_one(SETTINGS, "{ratio: 'x'}"), "'c' of .*'ratio': expected a number, got a string"),
+    ],
+)  # fmt: skip
+def test_a_scalar_setting_of_the_wrong_type_is_refused_naming_the_component_and_field(text: str, fragment: str) -> None:
+    with pytest.raises(SerializationError, match=fragment):
+        Pipeline.loads(text, allowed_modules=("handrail.", "tests.core"))
+
+
+def test_scalar_settings_of_the_right_type_load() -> None:
+    loaded = Pipeline.loads(_one(SETTINGS, "{limit: 3, ratio: 2, label: null}"), allowed_modules=("tests.core",))
+    settings = loaded.get_component("c")
+    assert (settings.limit, settings.ratio, settings.label) == (3, 2, None)

@@ -47,3 +47,15 @@ class Interrupted:
     def run(self, messages: list[object], tools: object = None) -> dict[str, list[object]]:
         """Never called by the tests."""
         raise AssertionError("not run")
+
+
+class Flagged:
+    """A user's chat generator (no from_dict) with a bool and an int setting."""
+
+    def __init__(self, verbose: bool = False, retries: int = 1) -> None:
+        self.verbose = verbose
+        self.retries = retries
+
+    def run(self, messages: list[object], tools: object = None) -> dict[str, list[object]]:
+        """Never called by the tests."""
+        raise AssertionError("not run")

@@ -515,3 +515,19 @@ def test_a_scripted_call_id_a_person_cannot_type_back_names_the_file_and_line(tm
     path = write(tmp_path, text + "tools: [calculator]\n")
     with pytest.raises(SpecError, match=rf"{path}:\d+: .*is refused: it holds the unprintable character U\+001B"):
         build_agent(load_agent_spec(path))
+
+
+@pytest.mark.parametrize(
+    ("setting", "fragment"),
+    [
+        ("verbose: 'false'", r":4: generator\.init_parameters\.verbose: .*'verbose': expected true or false, got a"),
+        ("retries: '3'", r":4: generator\.init_parameters\.retries: .*'retries': expected an integer, got a string"),
+        ("retries: true", r":4: generator\.init_parameters\.retries: .*'retries': expected an integer, got a boolean"),
+    ],
+)  # fmt: skip
+def test_a_generator_setting_of_the_wrong_scalar_type_is_refused_at_its_line(
+    tmp_path: Path, setting: str, fragment: str
+) -> None:
+    text = f"generator:\n  type: tests.specs.helpers.Flagged\n  init_parameters:\n    {setting}\ntools: [calculator]\n"
+    with pytest.raises(SpecError, match=fragment):
+        build_agent(load_agent_spec(write(tmp_path, text)), allowed_modules=["tests.specs"])

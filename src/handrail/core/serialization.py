@@ -24,12 +24,14 @@ import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from handrail.core._init_types import check_scalar_types
 from handrail.errors import SerializationError
 
 __all__ = [
     "active_allowlist",
     "check_file_callable",
     "check_pattern_from_file",
+    "check_scalar_types",
     "default_from_dict",
     "file_safe",
     "init_parameters",
@@ -95,7 +97,8 @@ def init_parameters(data: Any, cls: type[Any]) -> dict[str, Any]:
 
     Raises:
         SerializationError: When ``data`` is not a dict with an ``init_parameters`` dict, names a
-            parameter the constructor does not have, or lacks a required one.
+            parameter the constructor does not have, lacks a required one, or gives a parameter annotated
+            ``bool``, ``int``, ``float`` or ``str`` a value of another type (:func:`check_scalar_types`).
     """
     if not isinstance(data, dict) or not isinstance(data.get("init_parameters"), dict):
         raise SerializationError(
@@ -117,6 +120,7 @@ def init_parameters(data: Any, cls: type[Any]) -> dict[str, Any]:
     )
     if missing:
         raise SerializationError(f"Cannot rebuild {cls.__name__}: missing init parameters {missing}.")
+    check_scalar_types(cls, params)
     return params
 
 
@@ -132,7 +136,8 @@ def default_from_dict(cls: type[Any], data: dict[str, Any]) -> Any:
 
     Raises:
         SerializationError: When ``data`` has no ``init_parameters`` mapping, names a parameter the constructor
-            does not take or lacks a required one, or its ``type`` names another class.
+            does not take, lacks a required one or gives a scalar one a value of the wrong type, or its ``type``
+            names another class.
     """
     params = data.get("init_parameters") if isinstance(data, dict) else None
     if not isinstance(params, dict):

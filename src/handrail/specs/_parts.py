@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from handrail.core.serialization import import_object, restricted_imports
+from handrail.core.serialization import check_scalar_types, import_object, restricted_imports
 from handrail.errors import SerializationError
 from handrail.specs._errors import Location, SpecError, building, dotted
 
@@ -91,6 +91,7 @@ def _builtin(spec: GeneratorSpec, base_dir: str | Path) -> Any:
     else:
         kwargs.update({k: v for k, v in (("model", spec.model), ("api_base_url", spec.api_base_url)) if v is not None})
     with building(cls.__name__, ("generator",), _fields(spec)):
+        check_scalar_types(cls, kwargs)
         return cls(**kwargs)
 
 
@@ -127,6 +128,7 @@ def build_generator(spec: GeneratorSpec, *, allowed_modules: Iterable[str] = (),
         with building(cls.__name__, ("generator",), _fields(spec), read_at=("generator",) if from_dict else None):
             if callable(from_dict):
                 return from_dict({"type": spec.type, "init_parameters": kwargs})
+            check_scalar_types(cls, kwargs)
             return cls(**kwargs)
 
 

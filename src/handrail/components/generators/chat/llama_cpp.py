@@ -57,7 +57,7 @@ from handrail.components.generators.chat._llama_runtime import (
     wire_arguments,
 )
 from handrail.core.component import component
-from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
+from handrail.core.serialization import check_scalar_types, deserialize_callable, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, ToolCallDelta, is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError, GenerationError, SerializationError
@@ -426,6 +426,7 @@ class LlamaCppChatGenerator:
         if not isinstance(init, Mapping):
             raise SerializationError(f"LlamaCppChatGenerator data has no 'init_parameters': {data!r}")
         params = copy.deepcopy(dict(init))
+        check_scalar_types(cls, params)
         callback = params.get("streaming_callback")
         params["streaming_callback"] = deserialize_callable(callback, where="streaming_callback") if callback else None
         params["tools"] = deserialize_tools(params.get("tools"))

@@ -29,7 +29,7 @@ from handrail.components.generators.chat._openai_wire import (
 )
 from handrail.core.component import component
 from handrail.core.secret import Secret, deserialize_secret
-from handrail.core.serialization import deserialize_callable, qualified_name, serialize_callable
+from handrail.core.serialization import check_scalar_types, deserialize_callable, qualified_name, serialize_callable
 from handrail.core.urls import register_url_passwords
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback, is_async_callback
@@ -327,9 +327,10 @@ class OpenAIChatGenerator:
         """Rebuild a generator from :meth:`to_dict` output (``data`` is not modified).
 
         Raises:
-            SerializationError: For a malformed secret, callback or tool.
+            SerializationError: For a malformed secret, callback or tool, or a setting of the wrong type.
         """
         params = copy.deepcopy(dict(data["init_parameters"]))
+        check_scalar_types(cls, params)
         if "api_key" in params:
             params["api_key"] = deserialize_secret(params["api_key"]) or _OPENAI_API_KEY
         if params.get("streaming_callback"):
