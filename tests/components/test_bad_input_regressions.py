@@ -214,6 +214,16 @@ def test_many_repeated_ids_are_repaired_quickly_and_uniquely() -> None:
     assert fixed[0].id == "same" and fixed[1].id == "same#2" and fixed[-1].id == "same#3000"
 
 
+@pytest.mark.parametrize("odd", ["c1\ufe0f", "\u3164", "c1\u034f", "\u2800", "c\u0301", "città"])
+def test_a_call_id_outside_printable_ascii_is_repaired_like_a_missing_one(odd: str) -> None:
+    from handrail.components.tools._step import repair_calls
+
+    changed = ToolCall(tool_name="b", arguments={}, id="x")
+    changed.id = odd  # a ToolCall changed after it was built (a hook, a custom generator)
+    fixed = repair_calls([ToolCall(tool_name="a", arguments={}, id="c1"), changed], set())
+    assert [c.id for c in fixed] == ["c1", "call_2"]
+
+
 def test_raise_mode_reports_a_failing_tool() -> None:
     tool = Tool(name="t", description="", parameters=NO_ARGS, function=lambda: BrokenStr())
     with pytest.raises(StringConversionError, match="BrokenStr"):

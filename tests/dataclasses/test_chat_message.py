@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from handrail.dataclasses import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
-from handrail.dataclasses.chat_message import call_id_from
+from handrail.dataclasses.chat_message import call_id_from, call_id_problem
 from handrail.errors import ConfigurationError, ConfigurationTypeError, HandrailError
 from tests.dataclasses._strategies import argument_dicts, call_ids, json_values, texts
 
@@ -397,10 +397,19 @@ def test_a_tool_call_refuses_an_id_a_person_cannot_read_and_type_back(bad: str) 
     assert call_id_from(bad) is None  # a model's such id is dropped, and the Agent gives the call one
 
 
-@pytest.mark.parametrize("good", ["call_1", "c1\\x1b[31m\\n", "toolu_01A", "c" * 256, "a b", "é🍎", ""])
+@pytest.mark.parametrize("good", ["call_1", "c1\\x1b[31m\\n", "toolu_01A", "c" * 256, "a b", ""])
 def test_a_readable_id_is_kept(good: str) -> None:
     assert ToolCall(tool_name="echo", arguments={}, id=good).id == good
     assert call_id_from(good) == (good or None)
+
+
+@pytest.mark.parametrize("odd", ["é🍎", "c1\ufe0f", "\u3164", "c1\u034f", "\u2800", "c\u0301"])
+def test_a_model_id_outside_ascii_is_dropped_but_a_python_built_one_is_kept(odd: str) -> None:
+    """Outside ASCII two ids can print alike ("c1" and "c1" + U+FE0F): a model's is dropped (the Agent gives the
+    call one); a ToolCall built in Python or read from a snapshot written before keeps it."""
+    assert call_id_from(odd) is None
+    assert call_id_problem(odd) is not None and "non-ASCII" in (call_id_problem(odd) or "")
+    assert ToolCall(tool_name="echo", arguments={}, id=odd).id == odd
 
 
 _CALL = {"tool_name": "t", "arguments": {}, "id": "c1", "extra": None}

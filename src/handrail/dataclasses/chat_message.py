@@ -57,7 +57,7 @@ class TextContent:
         return {"text": self.text}
 
 
-def call_id_problem(call_id: str) -> str | None:
+def call_id_problem(call_id: str, *, ascii_only: bool = True) -> str | None:
     r"""Why a person could not read ``call_id`` and type it back (``--call ID``), or None when they can.
 
     An id is readable when it is not empty, has at most :data:`MAX_CALL_ID_CHARS` characters, no whitespace
@@ -65,9 +65,16 @@ def call_id_problem(call_id: str) -> str | None:
     DEL or a C1 control, no format character such as a bidirectional control, no separator but the space).
     Shown as it is, such an id is exactly what ``handrail approvals approve --call`` takes.
 
+    With ``ascii_only`` (the rule for a model's ids, which the Agent repairs: :func:`call_id_from`) the id must
+    also be ASCII, as every provider's ids are: outside ASCII two different ids can print alike (a variation
+    selector, a combining mark, a Hangul filler, a braille blank). A :class:`ToolCall` built in Python, or read
+    from a snapshot, is checked without it, so such ids written before still load.
+
     Example:
-        >>> [call_id_problem(v) is None for v in ("call_1", "c1\\x1b[31m", "c1\x1b[31m", " c1", "")]
-        [True, True, False, False, False]
+        >>> [call_id_problem(v) is None for v in ("call_1", "c1\\x1b[31m", "c1\x1b[31m", " c1", "", "c1\ufe0f")]
+        [True, True, False, False, False, False]
+        >>> call_id_problem("c1\ufe0f", ascii_only=False) is None
+        True
     """
     if not call_id:
         return "it is empty"
@@ -76,6 +83,9 @@ def call_id_problem(call_id: str) -> str | None:
     if not call_id.isprintable():
         bad = next(c for c in call_id if not c.isprintable())
         return f"it holds the unprintable character U+{ord(bad):04X}"
+    if ascii_only and not call_id.isascii():
+        bad = next(c for c in call_id if not c.isascii())
+        return f"it holds the non-ASCII character U+{ord(bad):04X} (a model's ids are kept when printable ASCII)"
     if call_id.strip() != call_id:
         return "it has whitespace around it"
     return None
@@ -84,8 +94,9 @@ def call_id_problem(call_id: str) -> str | None:
 def call_id_from(value: object) -> str | None:
     r"""A call id as a model (or a server) sent it, the way a :class:`ToolCall` holds it.
 
-    A readable str (:func:`call_id_problem`) is kept, an int becomes its digits, anything else (None, "", a
-    list, an object, a bool, text holding a newline or an escape sequence, or of more than
+    A readable printable-ASCII str (:func:`call_id_problem`) is kept, an int becomes its digits, anything else
+    (None, "", a list, an object, a bool, text holding a newline, an escape sequence or a non-ASCII character such
+    as a variation selector, or of more than
     :data:`MAX_CALL_ID_CHARS` characters) becomes None: a missing id, which the Agent replaces with a unique one
     (DESIGN.md §3.5). Generators read wire ids with this, so an odd id never drops a reply or stops a run, and
     every id shown can be typed back.
@@ -132,7 +143,7 @@ class ToolCall:
             raise ConfigurationTypeError(
                 f"ToolCall id must be a str or None, got {type(call_id).__name__} {call_id!r:.80}{hint}."
             )
-        problem = call_id_problem(call_id) if call_id else None  # "" counts as no id, as before
+        problem = call_id_problem(call_id, ascii_only=False) if call_id else None  # "" counts as no id, as before
         if problem is not None:
             raise ConfigurationError(
                 f"ToolCall id {call_id!r:.80} is refused: {problem}. An id must be text a person can read and type "

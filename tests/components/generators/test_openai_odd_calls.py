@@ -162,6 +162,11 @@ UNREADABLE_IDS = {
     "spaces-around": " c1 ",
     "only-spaces": "   ",
     "too-long": "c" * 257,
+    "variation-selector": "c1\ufe0f",
+    "hangul-filler": "\u3164",
+    "grapheme-joiner": "c1\u034f",
+    "braille-blank": "\u2800",
+    "combining-accent": "c\u0301",
 }
 
 
@@ -191,3 +196,13 @@ def test_two_ids_that_would_print_alike_are_told_apart(mode: str, tmp_path: Path
     result = run_in_mode(_agent(RecordedServer(_answer("Done.", mode)), tmp_path), mode, [],
                          snapshot=dataclasses.replace(snap, tool_execution_decisions=decisions))  # fmt: skip
     assert SUMS == [(2, 0)] and result["last_message"].text == "Done."
+
+
+@MODES
+def test_an_id_that_looks_like_another_is_repaired_so_each_shown_id_is_typeable(mode: str, tmp_path: Path) -> None:
+    # "c1" and "c1" + VARIATION SELECTOR-16 print alike; --call c1 could only ever pick the first.
+    calls = [_wire_call("c1", '{"a": 1}'), _wire_call("c1\ufe0f", '{"a": 2}')]
+    with pytest.raises(HITLBreakpointException) as info:
+        run_in_mode(_agent(RecordedServer(_calls_reply(calls, mode)), tmp_path), mode, [ChatMessage.from_user("add")])
+    snap = load_snapshot(info.value.snapshot_file_path)
+    assert [(c.id, c.arguments) for c in snap.pending_tool_calls] == [("c1", {"a": 1}), ("call_2", {"a": 2})]

@@ -57,7 +57,7 @@ class ToolStepOptions:
 
 
 def _own_id(call_id: object) -> str | None:
-    """The model's id when a person can read it and type it back (:func:`call_id_problem`), else None.
+    """The model's id when a person can read it and type it back (printable ASCII: :func:`call_id_problem`), else None.
 
     A ToolCall changed after it was built may hold anything; an id holding a newline or an escape sequence would
     be shown as something else than the text ``--call`` matches, so it is replaced like a missing one.
