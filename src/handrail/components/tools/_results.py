@@ -13,7 +13,8 @@ from handrail.dataclasses.state import State
 from handrail.errors import StringConversionError, ToolOutputMergeError
 from handrail.tools.tool import Tool
 
-__all__ = ["describe_exception", "merge_outputs", "result_message_text", "result_to_text", "tool_result_text"]
+__all__ = ["convert_result", "describe_exception", "failure_message_text", "merge_outputs", "result_message_text",
+           "result_to_text", "tool_result_text"]  # fmt: skip
 
 
 def _json_default(value: Any) -> Any:
@@ -95,22 +96,40 @@ def tool_result_text(tool: Tool, value: Any, json_strings: bool) -> str:
     return writable_text(_result_text(tool, value, json_strings))
 
 
+def convert_result(tool: Tool, value: Any, json_strings: bool) -> str:
+    """:func:`tool_result_text`, with any failure of the conversion raised as a :class:`StringConversionError`.
+
+    Raises:
+        StringConversionError: The result cannot be turned into text (also when its own ``to_dict()`` or
+            ``__str__`` raises; that error is the cause).
+    """
+    try:
+        return tool_result_text(tool, value, json_strings)
+    except StringConversionError:
+        raise
+    except Exception as exc:  # a result whose conversion itself fails (e.g. a to_dict() that raises)
+        raise StringConversionError(
+            f"The result of tool '{tool.name}' could not be turned into text: {describe_exception(exc)}"
+        ) from exc
+
+
 def result_message_text(tool: Tool, call_id: str | None, value: Any, json_strings: bool) -> tuple[str, bool]:
     """The text of the tool message for a call that returned ``value``, and whether it is an error result.
 
     The text the model reads (:func:`tool_result_text`), or, when the result cannot be turned into text, the
-    error text it reads instead (as the tool step writes it). The ledger records this, so a resumed run gives
-    the model the same message even when the value itself cannot be recorded.
+    error text it reads instead, the same the tool step writes (:func:`failure_message_text`). The ledger
+    records this, so a resumed run gives the model the same message even when the value itself cannot be
+    recorded.
     """
     try:
-        return tool_result_text(tool, value, json_strings), False
+        return convert_result(tool, value, json_strings), False
     except StringConversionError as exc:
-        return writable_text(f"{exc} (call '{call_id}')"), True
-    except Exception as exc:  # a result whose conversion itself fails (e.g. a to_dict() that raises)
-        failure = StringConversionError(
-            f"The result of tool '{tool.name}' could not be turned into text: {describe_exception(exc)}"
-        )
-        return writable_text(f"{failure} (call '{call_id}')"), True
+        return failure_message_text(exc, call_id), True
+
+
+def failure_message_text(exc: Exception, call_id: str | None) -> str:
+    """The error result text for a result that could not be turned into text or merged into State."""
+    return writable_text(f"{exc} (call '{call_id}')")
 
 
 def _result_text(tool: Tool, value: Any, json_strings: bool) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
-from handrail.components.tools._results import describe_exception, merge_outputs, tool_result_text
+from handrail.components.tools._results import convert_result, describe_exception, failure_message_text, merge_outputs
 from handrail.core.json_data import JSONDataError, json_problem, parse_json, problem_text, shown_text, writable_text
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall, call_id_problem
 from handrail.dataclasses.state import State
@@ -269,18 +269,11 @@ def _finish(inv: Invocation, outcome: Outcome, state: State, opts: ToolStepOptio
         return failed_call(inv, failure_text(inv, value), opts, value)
     try:
         merge_outputs(tool, value, state)
-        text = tool_result_text(tool, value, opts.convert_result_to_json_string)
+        text = convert_result(tool, value, opts.convert_result_to_json_string)
     except (ToolOutputMergeError, StringConversionError) as exc:
         if opts.raise_on_failure:
             raise
-        return ChatMessage.from_tool(f"{exc} (call '{call.id}')", call, error=True)
-    except Exception as exc:  # a result whose conversion itself fails (e.g. a broken __str__)
-        failure = StringConversionError(
-            f"The result of tool '{tool.name}' could not be turned into text: {describe_exception(exc)}"
-        )
-        if opts.raise_on_failure:
-            raise failure from exc
-        return ChatMessage.from_tool(f"{failure} (call '{call.id}')", call, error=True)
+        return ChatMessage.from_tool(failure_message_text(exc, call.id), call, error=True)
     return ChatMessage.from_tool(text, call)
 
 
