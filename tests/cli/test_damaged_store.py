@@ -46,6 +46,6 @@ def test_every_command_on_a_damaged_schema_row_gives_one_error_line(
         ("resume", sid, "--store", url),
     ):
         result = cli(*args)
-        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (args, result.output)
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), (args, result.output)
         assert result.output.count("\n") == 1 and result.output.startswith("error: SQLiteSnapshotStore: "), args
         assert f"{path} is damaged: handrail_schema {said}" in result.output, result.output

@@ -36,7 +36,7 @@ _EPILOG = (
     "  0 answered / done\n"
     "  1 the run failed (a model or tool error, an I/O error)\n"
     "  2 bad usage or input: not exactly one of --dir and --store; a bad agent\n"
-    "    file; a corrupt snapshot file or store record; an unknown or finished\n"
+    "    file; a corrupt snapshot file, store record or store schema row; an unknown or finished\n"
     "    snapshot; a decision for an interrupted\n"
     "    snapshot (resume it instead); a refused or conflicting decision; the\n"
     "    agent changed since the pause (--allow-drift); a call's outcome is\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from handrail.errors import StoreError
+from handrail.errors import CorruptRecordError, StoreError
 
 __all__ = ["check_version", "damaged_without_version", "tables_created_by"]
 
@@ -28,13 +28,14 @@ def check_version(row: Sequence[object] | None, *, store: str, where: str, known
         known: How many migrations this handrail has.
 
     Raises:
-        StoreError: The value is not an int from 0 to ``known`` (a larger int: written by a newer handrail).
+        CorruptRecordError: The value is not an int from 0 up (the store is damaged: bad input, CLI exit 2).
+        StoreError: A larger int than ``known``: written by a newer handrail.
     """
     if row is None:
         return 0
     version = row[0]
     if type(version) is not int or version < 0:
-        raise StoreError(
+        raise CorruptRecordError(
             f"{store}: {where} is damaged: handrail_schema records the schema version {version!r} for this store, "
             f"which is not a version number (0 to {known}). Restore the database from a backup or use another one."
         )
@@ -51,10 +52,10 @@ def tables_created_by(migrations: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for script in migrations for name in _CREATE_TABLE.findall(script)))
 
 
-def damaged_without_version(*, store: str, where: str, row_missing: bool, tables: Sequence[str]) -> StoreError:
+def damaged_without_version(*, store: str, where: str, row_missing: bool, tables: Sequence[str]) -> CorruptRecordError:
     """The error for a store whose tables exist while its version row is missing (or records version 0)."""
     found = "has no version row for this store" if row_missing else "records version 0 for this store"
-    return StoreError(
+    return CorruptRecordError(
         f"{store}: {where} is damaged: handrail_schema {found}, yet its tables exist ({', '.join(tables)}). "
         "Restore the database from a backup or use another one."
     )
