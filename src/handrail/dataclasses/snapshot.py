@@ -339,6 +339,16 @@ def _json_object(data: bytes) -> Any:
     return json.loads(data.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
 
 
+def _parsed(data: bytes, said: str) -> Any:
+    """``data`` read as JSON, or a SnapshotError ``"<said> not valid JSON: ..."`` (e.g. ``"Snapshot file X is"``)."""
+    try:
+        return _json_object(data)
+    except UnicodeDecodeError as exc:
+        raise SnapshotError(f"{said} not valid JSON (not UTF-8 text: {exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise SnapshotError(f"{said} not valid JSON: {exc}") from None
+
+
 def _fold_entries(parsed: Any, changes: Sequence[tuple[str, bytes]], name: str) -> None:
     """Apply ledger changes kept beside a record (a store's journal lines or entry rows) to its parsed JSON.
 
@@ -347,12 +357,7 @@ def _fold_entries(parsed: Any, changes: Sequence[tuple[str, bytes]], name: str) 
     """
     folded: dict[str, Any] = {}
     for label, line in changes:
-        try:
-            change = _json_object(line)
-        except UnicodeDecodeError as exc:
-            raise SnapshotError(f"{name}, {label}, is not valid JSON (not UTF-8 text: {exc})") from None
-        except (ValueError, RecursionError) as exc:
-            raise SnapshotError(f"{name}, {label}, is not valid JSON: {exc}") from None
+        change = _parsed(line, f"{name}, {label}, is")
         try:
             check_ledger_entries(change)
         except SnapshotError as exc:
@@ -389,12 +394,7 @@ def decode_snapshot(
             field (by its path) that is missing, unknown or of the wrong type, or the unknown schema version.
     """
     name = what or f"Snapshot file {source}"
-    try:
-        parsed = _json_object(data)
-    except UnicodeDecodeError as exc:
-        raise SnapshotError(f"{name} is truncated or not valid JSON (not UTF-8 text: {exc})") from None
-    except (ValueError, RecursionError) as exc:
-        raise SnapshotError(f"{name} is truncated or not valid JSON: {exc}") from None
+    parsed = _parsed(data, f"{name} is truncated or")
     if changes:
         _fold_entries(parsed, changes, name)
     try:
