@@ -1,0 +1,198 @@
+"""Where tool code runs when its kind does not match the run's: handrail's own threads and event loops.
+
+Blocking (sync) tools under ``run_async`` run in a pool of handrail's own, never in asyncio's default
+executor (``min(32, CPUs + 4)`` threads, shared with everything else on the loop). The rules:
+
+- **One pool per event loop**, of at most :func:`tool_thread_limit` threads (256 by default; set it with
+  :func:`set_tool_thread_limit`). Threads start on demand and are reused by later calls on that loop; the pool
+  ends with its loop (when the loop is garbage-collected). Runs on other loops (other threads, or an
+  ``asyncio.run`` started inside a tool) never wait on it, so a nested run always has threads of its own.
+- **A call made on behalf of one that holds a thread of the pool gets a thread outside the bound.** A blocking
+  tool that starts a run on its own loop (``asyncio.run_coroutine_threadsafe``) waits for that run's blocking
+  calls; queued behind a saturated pool they would wait forever. Such calls are recognised through context
+  variables (a pool thread marks its context; a coroutine scheduled from it carries the mark).
+- A cancelled run does not stop a thread (Python cannot): the call runs to its end and records its outcome.
+  Unlike with the default executor, ``asyncio.run`` does not wait for it; the interpreter does, at exit.
+
+Sync ``run`` does not use the pool: a step's calls run on threads of their own that the step waits for, also
+when it is interrupted (Ctrl-C). An async-only tool under ``run`` runs on an event loop of its own
+(:func:`run_coroutine_sync`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import os
+import threading
+import weakref
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from handrail.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+__all__ = [
+    "DEFAULT_TOOL_THREAD_LIMIT",
+    "run_coroutine_sync",
+    "set_tool_thread_limit",
+    "to_tool_thread",
+    "tool_thread_limit",
+]
+
+T = TypeVar("T")
+
+DEFAULT_TOOL_THREAD_LIMIT = 256
+"""Threads per event loop for blocking tools: I/O-bound calls (HTTP, databases) mostly wait, so the bound is
+set by how many may wait at once (200 concurrent runs with one blocking call each), not by the CPU count."""
+
+_limit = DEFAULT_TOOL_THREAD_LIMIT
+_lock = threading.Lock()
+_pools: weakref.WeakKeyDictionary[object, ThreadPoolExecutor] = weakref.WeakKeyDictionary()
+_unkeyed: ThreadPoolExecutor | None = None  # for a loop that cannot be weakly referenced
+_held: contextvars.ContextVar[object | None] = contextvars.ContextVar("handrail_tool_pool_held", default=None)
+
+
+def tool_thread_limit() -> int:
+    """The most threads a loop's pool for blocking tools runs at once (:data:`DEFAULT_TOOL_THREAD_LIMIT`)."""
+    return _limit
+
+
+def set_tool_thread_limit(limit: int) -> None:
+    """Set the most threads per event loop for blocking (sync) tools under ``run_async``.
+
+    Pools made from now on use it. Existing pools are retired: calls already given to them run to their end
+    (so for a moment more threads than ``limit`` may run), and later calls go to a new pool of the new size.
+    Each run still runs at most its own ``tool_concurrency_limit`` (``max_workers``) calls at once.
+
+    Args:
+        limit: An int of at least 1.
+
+    Raises:
+        ConfigurationError: When ``limit`` is not an int of at least 1.
+
+    Example:
+        >>> from handrail.tools import set_tool_thread_limit, tool_thread_limit
+        >>> before = tool_thread_limit()
+        >>> set_tool_thread_limit(512)
+        >>> tool_thread_limit()
+        512
+        >>> set_tool_thread_limit(before)
+    """
+    global _limit, _unkeyed
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigurationError(f"set_tool_thread_limit needs an integer of at least 1, got {limit!r}.")
+    with _lock:
+        _limit = limit
+        retired = [*_pools.values(), *([_unkeyed] if _unkeyed is not None else [])]
+        _pools.clear()
+        _unkeyed = None
+    for pool in retired:
+        pool.shutdown(wait=False)
+
+
+def _pool_for(loop: object) -> ThreadPoolExecutor:
+    global _unkeyed
+    with _lock:
+        try:
+            pool = _pools.get(loop)
+        except TypeError:  # not weakly referenceable: one pool for all such loops
+            pool = _unkeyed = _unkeyed or _new_pool()
+            return pool
+        if pool is None:
+            pool = _pools[loop] = _new_pool()
+        return pool
+
+
+def _new_pool() -> ThreadPoolExecutor:
+    from concurrent.futures import ThreadPoolExecutor  # imported on first use: keeps `import handrail` fast
+
+    return ThreadPoolExecutor(max_workers=_limit, thread_name_prefix="handrail-tool")
+
+
+def _forget_pools() -> None:
+    # A forked child has none of the parent's threads: its pools would queue calls that never run.
+    global _lock, _unkeyed
+    _lock = threading.Lock()
+    _pools.clear()
+    _unkeyed = None
+
+
+os.register_at_fork(after_in_child=_forget_pools)
+
+
+def _holding(pool: object, function: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    """Run ``function`` marked as holding a thread of ``pool`` (runs inside a copied context)."""
+    _held.set(pool)
+    try:
+        return function(*args, **kwargs)
+    except StopIteration as exc:  # it cannot cross an asyncio Future (the awaiting task would hang)
+        name = getattr(function, "__qualname__", repr(function))
+        raise RuntimeError(f"{name} raised StopIteration (e.g. next() on an exhausted iterator)") from exc
+
+
+async def to_tool_thread(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run a blocking tool call in the running loop's tool pool, under a copy of the caller's context variables.
+
+    A call made on behalf of a call holding one of that pool's threads runs on a thread of its own instead (see
+    the module docstring). Cancelling the awaiting task does not stop a call that started; one still queued
+    never starts.
+
+    Raises:
+        RuntimeError: When ``function`` raised StopIteration.
+        Exception: Whatever else ``function`` raised.
+    """
+    import asyncio  # imported on first use: keeps `import handrail` fast
+
+    loop = asyncio.get_running_loop()
+    pool = _pool_for(loop)
+    call = functools.partial(contextvars.copy_context().run, _holding, pool, function, args, kwargs)
+    if _held.get() is not pool:
+        return await loop.run_in_executor(pool, call)
+    from concurrent.futures import ThreadPoolExecutor
+
+    beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="handrail-tool-nested")
+    try:
+        future = loop.run_in_executor(beside, call)
+    finally:
+        beside.shutdown(wait=False)  # the thread ends after this one call
+    return await future
+
+
+async def _awaited(function: Callable[..., Coroutine[Any, Any, T]], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    return await function(*args, **kwargs)
+
+
+def _run_here(
+    function: Callable[..., Coroutine[Any, Any, T]], args: tuple[Any, ...], kwargs: dict[str, Any], ctx: Any
+) -> T:
+    import asyncio
+
+    # A loop factory keeps the Runner from replacing this thread's current event loop.
+    with asyncio.Runner(loop_factory=asyncio.new_event_loop) as runner:
+        return runner.run(_awaited(function, args, kwargs), context=ctx)
+
+
+def run_coroutine_sync(function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any, **kwargs: Any) -> T:
+    """Run ``function(*args, **kwargs)`` to its end on an event loop of its own and return its result.
+
+    The coroutine runs under a copy of the caller's context variables, on a new loop that is closed after it
+    (its left-over tasks cancelled). In a thread that already runs a loop (a sync run called from async code)
+    the new loop runs in a helper thread that the caller waits for, also when interrupted.
+
+    Raises:
+        Exception: Whatever the coroutine raised.
+    """
+    import asyncio
+
+    ctx = contextvars.copy_context()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_here(function, args, kwargs, ctx)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="handrail-async-tool") as helper:
+        return helper.submit(_run_here, function, args, kwargs, ctx).result()
