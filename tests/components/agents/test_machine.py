@@ -1,200 +1,204 @@
-"""The sans-I/O step machine driven by hand, with no driver (DESIGN.md §2)."""
+"""The run as a state machine, driven by hand through the public seam (``Agent.start``), with no driver."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 import pytest
 
-from handrail.components.agents._machine import CallModel, RunPlan, agent_machine
-from handrail.components.tools._effects import Emit, RunCalls
-from handrail.components.tools._step import ToolStepOptions
+from handrail import Agent
+from handrail.components.agents.run import AgentRun
+from handrail.components.effects import CallModel, Emit, RunTools, ToolOutcome
 from handrail.dataclasses import ChatMessage, ChatRole, State
+from handrail.testing import ScriptedChatGenerator
 from handrail.tools import Tool, ToolCallId, create_tool_from_function
 
 from .._helpers import ECHO_TOOL, FINISH_TOOL, call, calls_msg, reply, user
 
 
-def make_plan(tools: list[Tool], *, exit_tools: tuple[str, ...] = (), max_steps: int = 10, **options: Any) -> RunPlan:
-    return RunPlan(
+def start(
+    tools: list[Tool], messages: list[ChatMessage], *, exit_tools: tuple[str, ...] = (), max_steps: int = 10,
+    state_schema: dict[str, Any] | None = None, **run_kwargs: Any,
+) -> AgentRun:  # fmt: skip
+    agent = Agent(
+        chat_generator=ScriptedChatGenerator([]),
         tools=list(tools),
-        static_tools=list(tools),
-        static_by_name={t.name: t for t in tools},
-        exit_tools=frozenset(exit_tools),
+        exit_conditions=["text", *exit_tools],
         max_agent_steps=max_steps,
-        step_options=ToolStepOptions(**options),
+        state_schema=state_schema,
     )
+    return agent.start(messages, **run_kwargs)
 
 
-def make_state(messages: list[ChatMessage], tools: list[Tool], schema: dict[str, Any] | None = None) -> State:
-    state = State(schema)
-    state.data["messages"] = list(messages)
-    state.data["tool_call_counts"] = {t.name: 0 for t in tools}
-    return state
+def data(run: AgentRun) -> dict[str, Any]:
+    return run.context.state.data
 
 
-def finish_with(machine: Generator[Any, Any, None], value: Any) -> None:
-    with pytest.raises(StopIteration):
-        machine.send(value)
+def finish_with(run: AgentRun, value: Any) -> None:
+    assert run.send(value) is None
+
+
+def ok(*values: Any) -> list[ToolOutcome]:
+    return [ToolOutcome(None, True, v) for v in values]
 
 
 def test_text_reply_ends_the_run() -> None:
-    tools = [ECHO_TOOL]
-    state = make_state([user("hi")], tools)
-    machine = agent_machine(make_plan(tools), state)
-    effect = next(machine)
+    run = start([ECHO_TOOL], [user("hi")])
+    effect = run.send(None)
     assert isinstance(effect, CallModel)
     assert effect.messages == [user("hi")]
-    assert effect.tools == tools
-    finish_with(machine, [reply("hello", usage={"total_tokens": 3})])
-    assert state.data["exit_reason"] == "text"
-    assert state.data["step_count"] == 1
-    assert state.data["token_usage"] == {"total_tokens": 3}
-    assert [m.text for m in state.data["messages"]] == ["hi", "hello"]
+    assert effect.tools == ("echo",)
+    finish_with(run, [reply("hello", usage={"total_tokens": 3})])
+    result = run.result
+    assert result["exit_reason"] == "text"
+    assert result["step_count"] == 1
+    assert result["token_usage"] == {"total_tokens": 3}
+    assert [m.text for m in result["messages"]] == ["hi", "hello"]
 
 
 def test_a_tool_step_then_an_exit_tool() -> None:
-    tools = [ECHO_TOOL, FINISH_TOOL]
-    state = make_state([user("hi")], tools)
-    machine = agent_machine(make_plan(tools, exit_tools=("finish",), max_workers=4), state)
+    agent = Agent(
+        chat_generator=ScriptedChatGenerator([]), tools=[ECHO_TOOL, FINISH_TOOL], exit_conditions=["finish"],
+        tool_concurrency_limit=4,
+    )  # fmt: skip
+    run = agent.start([user("hi")])
 
-    first = next(machine)
+    first = run.send(None)
     assert isinstance(first, CallModel)
 
-    run = machine.send([calls_msg(call("echo", {"text": "a"}, None), call("echo", '{"text": "b"}', "x"))])
-    assert isinstance(run, RunCalls)
-    assert run.max_workers == 4
-    assert [inv.tool is ECHO_TOOL for inv in run.invocations] == [True, True]
-    assert [inv.kwargs for inv in run.invocations] == [{"text": "a"}, {"text": "b"}]
-    assert [inv.call.id for inv in run.invocations] == ["call_1", "x"]
+    effect = run.send([calls_msg(call("echo", {"text": "a"}, None), call("echo", '{"text": "b"}', "x"))])
+    assert isinstance(effect, RunTools)
+    assert effect.max_workers == 4
+    assert [(c.call_id, c.tool_name, c.arguments, c.key) for c in effect.calls] == [
+        ("call_1", "echo", {"text": "a"}, "call_1"),
+        ("x", "echo", {"text": "b"}, "x"),
+    ]
 
     # the driver reports the outcomes, in call order
-    second = machine.send([(True, "A"), (False, RuntimeError("nope"))])
+    second = run.send([ToolOutcome("call_1", True, "A"), ToolOutcome("x", False, error="RuntimeError: nope")])
     assert isinstance(second, CallModel)
     roles = [m.role for m in second.messages]
     assert roles == [ChatRole.USER, ChatRole.ASSISTANT, ChatRole.TOOL, ChatRole.TOOL]
     assert [c.id for c in second.messages[1].tool_calls] == ["call_1", "x"]
-    ok, failed = (m.tool_call_result for m in second.messages[2:])
-    assert (ok.result, ok.error, ok.origin.id) == ("A", False, "call_1")
-    assert failed.error is True and "RuntimeError" in failed.result and "nope" in failed.result
-    assert state.data["step_count"] == 1
-    assert state.data["exit_reason"] is None
+    done, failed = (m.tool_call_result for m in second.messages[2:])
+    assert (done.result, done.error, done.origin.id) == ("A", False, "call_1")
+    assert failed.error is True and "RuntimeError: nope" in failed.result
+    assert data(run)["step_count"] == 1
+    assert data(run)["exit_reason"] is None
 
-    run = machine.send([calls_msg(call("finish", {"answer": "42"}, "f"))])
-    assert isinstance(run, RunCalls)
-    assert run.invocations[0].kwargs == {"answer": "42"}
-    finish_with(machine, [(True, "final: 42")])
+    effect = run.send([calls_msg(call("finish", {"answer": "42"}, "f"))])
+    assert isinstance(effect, RunTools)
+    assert effect.calls[0].arguments == {"answer": "42"}
+    finish_with(run, ok("final: 42"))
 
-    assert state.data["exit_reason"] == "finish"
-    assert state.data["step_count"] == 2
-    assert state.data["tool_call_counts"] == {"echo": 2, "finish": 1}
-    assert state.data["messages"][-1].tool_call_result.result == "final: 42"
-    assert len(state.data["messages"]) == 6
+    result = run.result
+    assert result["exit_reason"] == "finish"
+    assert result["step_count"] == 2
+    assert result["tool_call_counts"] == {"echo": 2, "finish": 1}
+    assert result["messages"][-1].tool_call_result.result == "final: 42"
+    assert len(result["messages"]) == 6
 
 
 def test_invalid_calls_never_reach_the_driver() -> None:
-    tools = [ECHO_TOOL]
-    state = make_state([user("hi")], tools)
-    machine = agent_machine(make_plan(tools), state)
-    next(machine)
-    effect = machine.send(
-        [calls_msg(call("echo", "{bad", "1"), call("ghost", {}, "2"), call("echo", {"text": 5}, "3"))]
-    )
+    run = start([ECHO_TOOL], [user("hi")])
+    run.send(None)
+    effect = run.send([calls_msg(call("echo", "{bad", "1"), call("ghost", {}, "2"), call("echo", {"text": 5}, "3"))])
     # nothing to run: the machine answers the model itself and asks it again
     assert isinstance(effect, CallModel)
     results = [m.tool_call_result for m in effect.messages[2:]]
     assert [r.error for r in results] == [True, True, True]
     assert [r.origin.id for r in results] == ["1", "2", "3"]
-    finish_with(machine, [reply("ok")])
-    assert state.data["tool_call_counts"] == {"echo": 2, "ghost": 1}
+    finish_with(run, [reply("ok")])
+    assert run.result["tool_call_counts"] == {"echo": 2, "ghost": 1}
 
 
 def test_only_valid_calls_are_sent_to_run() -> None:
-    tools = [ECHO_TOOL]
-    machine = agent_machine(make_plan(tools), make_state([user("hi")], tools))
-    next(machine)
-    effect = machine.send([calls_msg(call("echo", "{bad", "1"), call("echo", {"text": "ok"}, "2"))])
-    assert isinstance(effect, RunCalls)
-    assert [inv.call.id for inv in effect.invocations] == ["2"]
+    run = start([ECHO_TOOL], [user("hi")])
+    run.send(None)
+    effect = run.send([calls_msg(call("echo", "{bad", "1"), call("echo", {"text": "ok"}, "2"))])
+    assert isinstance(effect, RunTools)
+    assert [c.call_id for c in effect.calls] == ["2"]
 
 
-def test_state_and_call_id_are_injected_into_kwargs() -> None:
+def test_state_and_call_id_are_injected_by_the_context_not_the_effect() -> None:
+    seen: dict[str, Any] = {}
+
     def tool_fn(text: str, state: State, key: ToolCallId, city: str) -> str:
+        seen.update(text=text, state=state, key=key, city=city)
         return text
 
     tool = create_tool_from_function(tool_fn, name="t", inputs_from_state={"city": "city"})
-    state = make_state([user("hi")], [tool], schema={"city": {"type": str}})
-    state.set("city", "Oslo")
-    machine = agent_machine(make_plan([tool]), state)
-    next(machine)
-    effect = machine.send([calls_msg(call("t", {"text": "a"}, "k1"))])
-    assert isinstance(effect, RunCalls)
-    kwargs = effect.invocations[0].kwargs
-    assert kwargs["text"] == "a" and kwargs["key"] == "k1" and kwargs["city"] == "Oslo"
-    assert kwargs["state"] is state
+    run = start([tool], [user("hi")], state_schema={"city": {"type": str}}, city="Oslo")
+    run.send(None)
+    effect = run.send([calls_msg(call("t", {"text": "a"}, "k1"))])
+    assert isinstance(effect, RunTools)
+    assert effect.calls[0].arguments == {"text": "a"}  # data only: no State, no key, no injected value
+    outcomes = run.context.run_tools(effect)
+    assert outcomes == [ToolOutcome("k1", True, "a")]
+    assert seen["key"] == "k1" and seen["city"] == "Oslo" and seen["state"] is run.context.state
 
 
 def test_streaming_options_yield_emit_effects() -> None:
-    tools = [ECHO_TOOL]
-    state = make_state([user("hi")], tools)
-    machine = agent_machine(make_plan(tools, streaming_callback=lambda chunk: None), state)
-    next(machine)
-    effect = machine.send([calls_msg(call("echo", {"text": "a"}, "1"))])
-    assert isinstance(effect, RunCalls)
-    emitted = machine.send([(True, "a")])
+    run = start([ECHO_TOOL], [user("hi")], streaming_callback=lambda chunk: None)
+    run.send(None)
+    effect = run.send([calls_msg(call("echo", {"text": "a"}, "1"))])
+    assert isinstance(effect, RunTools)
+    emitted = run.send(ok("a"))
     assert isinstance(emitted, Emit)
     assert emitted.chunk.tool_call_result is not None and emitted.chunk.tool_call_result.result == "a"
-    final = machine.send(None)
+    final = run.send(None)
     assert isinstance(final, Emit) and final.chunk.finish_reason == "tool_call_results"
-    assert isinstance(machine.send(None), CallModel)
+    assert isinstance(run.send(None), CallModel)
 
 
 def test_max_agent_steps() -> None:
-    tools = [ECHO_TOOL]
-    state = make_state([user("hi")], tools)
-    machine = agent_machine(make_plan(tools, max_steps=1), state)
-    next(machine)
-    machine.send([calls_msg(call("echo", {"text": "a"}, "1"))])
-    finish_with(machine, [(True, "a")])
-    assert state.data["exit_reason"] == "max_agent_steps"
-    assert state.data["step_count"] == 1
+    run = start([ECHO_TOOL], [user("hi")], max_steps=1)
+    run.send(None)
+    run.send([calls_msg(call("echo", {"text": "a"}, "1"))])
+    finish_with(run, ok("a"))
+    assert run.result["exit_reason"] == "max_agent_steps"
+    assert run.result["step_count"] == 1
 
 
 def test_max_agent_steps_zero_yields_nothing() -> None:
-    state = make_state([user("hi")], [ECHO_TOOL])
-    machine = agent_machine(make_plan([ECHO_TOOL], max_steps=0), state)
-    with pytest.raises(StopIteration):
-        next(machine)
-    assert state.data["exit_reason"] == "max_agent_steps"
+    run = start([ECHO_TOOL], [user("hi")], max_steps=0)
+    assert run.send(None) is None
+    assert run.result["exit_reason"] == "max_agent_steps"
 
 
 def test_no_tools_one_reply() -> None:
-    state = make_state([user("hi")], [])
-    machine = agent_machine(make_plan([]), state)
-    effect = next(machine)
-    assert isinstance(effect, CallModel) and effect.tools is None
-    finish_with(machine, [calls_msg(call("echo", {"text": "a"}, "1"))])
-    assert state.data["exit_reason"] == "text"
-    assert state.data["step_count"] == 1
+    run = start([], [user("hi")])
+    effect = run.send(None)
+    assert isinstance(effect, CallModel) and effect.tools == ()
+    finish_with(run, [calls_msg(call("echo", {"text": "a"}, "1"))])
+    assert run.result["exit_reason"] == "text"
+    assert run.result["step_count"] == 1
 
 
 def test_empty_reply_asks_again() -> None:
-    state = make_state([user("hi")], [ECHO_TOOL])
-    machine = agent_machine(make_plan([ECHO_TOOL]), state)
-    next(machine)
-    effect = machine.send([ChatMessage.from_assistant("")])
+    run = start([ECHO_TOOL], [user("hi")])
+    run.send(None)
+    effect = run.send([ChatMessage.from_assistant("")])
     assert isinstance(effect, CallModel)
-    assert state.data["step_count"] == 1
-    assert state.data["exit_reason"] is None
-    finish_with(machine, [reply("ok")])
-    assert state.data["step_count"] == 2
+    assert data(run)["step_count"] == 1
+    assert data(run)["exit_reason"] is None
+    finish_with(run, [reply("ok")])
+    assert run.result["step_count"] == 2
 
 
 def test_model_input_is_a_copy() -> None:
-    state = make_state([user("hi")], [ECHO_TOOL])
-    machine = agent_machine(make_plan([ECHO_TOOL]), state)
-    effect = next(machine)
+    run = start([ECHO_TOOL], [user("hi")])
+    effect = run.send(None)
+    assert isinstance(effect, CallModel)
     effect.messages.append(user("sneaky"))
-    finish_with(machine, [reply("ok")])
-    assert [m.text for m in state.data["messages"]] == ["hi", "ok"]
+    finish_with(run, [reply("ok")])
+    assert [m.text for m in run.result["messages"]] == ["hi", "ok"]
+
+
+def test_the_result_is_refused_before_the_run_ended() -> None:
+    from handrail.errors import RunError
+
+    run = start([ECHO_TOOL], [user("hi")])
+    run.send(None)
+    with pytest.raises(RunError, match="has not ended"):
+        _ = run.result

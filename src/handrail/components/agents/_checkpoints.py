@@ -18,13 +18,13 @@ creation (or the resume) until the run ends, so no other process resumes a run t
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from handrail.components.agents._ledger import Ledger
-from handrail.components.agents._pause_effects import Position
+from handrail.components.agents._run_state import RunState, StepStart
 from handrail.components.agents._resume import let_go
+from handrail.components.effects import Position
 from handrail.core.typed_json import decode_value, encode_value
 from handrail.dataclasses.breakpoints import (
     AgentBreakpoint,
@@ -41,16 +41,6 @@ from handrail.errors import ConfigurationError
 __all__ = ["Checkpoints"]
 
 
-@dataclass(slots=True)
-class _Step:
-    """What a durable tool step writes: the history up to the calls and the State as the step began."""
-
-    messages: list[ChatMessage]
-    state: dict[str, Any]
-    visits: dict[str, int]
-    tool_visits: dict[str, int]
-
-
 class Checkpoints:
     """Breakpoint, pause and durability bookkeeping of one run.
 
@@ -64,6 +54,7 @@ class Checkpoints:
         ledger: The run's ledger, when calls are recorded (durable runs, pausing strategies, resumes).
         resumed: The snapshot this run resumes (its ``location`` names the current record), or None.
         owns_store: True when the run opened ``store`` itself (it is closed when the run ends).
+        run: The run's state (visit counts, the step being written); a new one when None.
     """
 
     def __init__(
@@ -77,6 +68,7 @@ class Checkpoints:
         ledger: Ledger | None,
         resumed: AgentSnapshot | None = None,
         owns_store: bool = False,
+        run: RunState | None = None,
     ) -> None:
         self.break_point = break_point
         self.store = store
@@ -85,17 +77,13 @@ class Checkpoints:
         self.fingerprint = fingerprint
         self.metadata = metadata
         self.ledger = ledger
-        self.visits: dict[str, int] = dict(resumed.component_visits) if resumed else {}
-        self.visits.setdefault("chat_generator", 0)
-        self.visits.setdefault("tool_invoker", 0)
-        self.tool_visits: dict[str, int] = dict(resumed.tool_visits) if resumed else {}
+        self.run = run if run is not None else RunState(State())
         self.cache = MessageCache()
         self.resumed_id = resumed.snapshot_id if resumed is not None and resumed.location and store else None
         self.current: str | None = self.resumed_id
         self.lease: Any = None
         self.last: AgentSnapshot | None = resumed
-        self.step: _Step | None = None
-        self.written: tuple[_Step, str, dict[str, LedgerEntry], list[ToolExecutionDecision]] | None = None
+        self.written: tuple[StepStart, str, dict[str, LedgerEntry], list[ToolExecutionDecision]] | None = None
         """What the last write of the current record held: the step, the id, the entries and decisions."""
         if ledger is not None and self.durable:
             ledger.on_change = self.write_running
@@ -110,7 +98,7 @@ class Checkpoints:
     def breaks_at_model(self) -> bool:
         """True when the breakpoint targets the chat generator at the current visit."""
         bp = self.break_point.break_point if self.break_point else None
-        return bp is not None and not isinstance(bp, ToolBreakpoint) and bp.visit_count == self.visits["chat_generator"]
+        return bp is not None and not isinstance(bp, ToolBreakpoint) and bp.visit_count == self.run.visits["chat_generator"]
 
     def breaks_at_tools(self, calls: list[ToolCall]) -> bool:
         """True when the breakpoint targets this tool step (for its tool, or any) at the current visit."""
@@ -118,23 +106,11 @@ class Checkpoints:
         if not isinstance(bp, ToolBreakpoint):
             return False
         if bp.tool_name is None:
-            return bp.visit_count == self.visits["tool_invoker"]
+            return bp.visit_count == self.run.visits["tool_invoker"]
         if all(c.tool_name != bp.tool_name for c in calls):
             return False
-        return bp.visit_count == self.tool_visits.get(bp.tool_name, 0)
+        return bp.visit_count == self.run.tool_visits.get(bp.tool_name, 0)
 
-    def count_model_visit(self) -> None:
-        """The chat generator answered."""
-        self.visits["chat_generator"] += 1
-
-    def count_tool_visit(self, calls: list[ToolCall]) -> None:
-        """A tool step finished; ``calls`` were its calls."""
-        self.visits["tool_invoker"] += 1
-        for name in {c.tool_name for c in calls}:
-            self.tool_visits[name] = self.tool_visits.get(name, 0) + 1
-        self.step = None
-        if self.ledger is not None:
-            self.ledger.end_step()
 
     # -- snapshots (pure) ------------------------------------------------------------------------
 
@@ -146,9 +122,10 @@ class Checkpoints:
         """
         if self.ledger is None:
             return
+        run = self.run
         values = {k: v for k, v in state.data.items() if k != "messages"}
         copied = {k: decode_value(encode_value(v, f"state[{k!r}]"), f"state[{k!r}]") for k, v in values.items()}
-        self.step = _Step(list(state.data["messages"]), copied, dict(self.visits), dict(self.tool_visits))
+        run.step_start = StepStart(list(state.data["messages"]), copied, dict(run.visits), dict(run.tool_visits))
 
     def snapshot(
         self,
@@ -158,14 +135,14 @@ class Checkpoints:
         status: Literal["paused", "running"] = "paused",
     ) -> AgentSnapshot:
         """The snapshot of the run at ``position`` (at a tool step: the State as the step began)."""
-        step = self.step if position == "tool_invoker" else None
+        step = self.run.step_start if position == "tool_invoker" else None
         if step is not None:
             messages, values, visits, tool_visits = step.messages, step.state, step.visits, step.tool_visits
         else:
             assert state is not None
             messages = list(state.data["messages"])
             values = {k: v for k, v in state.data.items() if k != "messages"}
-            visits, tool_visits = dict(self.visits), dict(self.tool_visits)
+            visits, tool_visits = dict(self.run.visits), dict(self.run.tool_visits)
         ledger = self.ledger
         return AgentSnapshot(
             messages=messages,
@@ -185,7 +162,7 @@ class Checkpoints:
         """The breakpoint recorded for a pause (or a durable write) at the current tool step."""
         where = getattr(self.store, "directory", None)
         where = str(where) if where is not None else None
-        visit = self.visits["tool_invoker"] if tool_name is None else self.tool_visits.get(tool_name, 0)
+        visit = self.run.visits["tool_invoker"] if tool_name is None else self.run.tool_visits.get(tool_name, 0)
         return AgentBreakpoint(self.agent_name, ToolBreakpoint("tool_invoker", tool_name, visit, where))
 
     # -- store I/O (drivers and the ledger call these) -------------------------------------------
@@ -212,7 +189,7 @@ class Checkpoints:
 
     def write_running(self) -> None:
         """Write the current tool step with the ledger as it is now (before / after a call)."""
-        step = self.step
+        step = self.run.step_start
         if step is None or self.store is None:
             return
         bp = self.tool_break_point(None)

@@ -395,3 +395,23 @@ def check_stores(chat_message_store: Any, memory_store: Any) -> None:
                 f"{name} must be a {'ChatMessageStore' if name == 'chat_message_store' else 'MemoryStore'} "
                 f"(handrail.stores); {type(store).__name__} has no {missing}."
             )
+
+
+def check_observers(observers: Any, name: str) -> list[Any]:
+    """``observers`` as a list, each one with callable ``started`` and ``ended`` (None: no observers).
+
+    Raises:
+        ConfigurationTypeError: Not a list or tuple, or an item without those methods (named by position).
+    """
+    if observers is None:
+        return []
+    if not isinstance(observers, list | tuple):
+        raise ConfigurationTypeError(f"{name} must be a list of RunObserver objects, got {type(observers).__name__}.")
+    for i, observer in enumerate(observers):
+        missing = [m for m in ("started", "ended") if not callable(getattr(observer, m, None))]
+        if missing:
+            raise ConfigurationTypeError(
+                f"{name}[{i}] ({type(observer).__name__}) is not a RunObserver: it has no {' or '.join(missing)} "
+                f"method (see handrail.components.drivers.RunObserver)."
+            )
+    return list(observers)

@@ -1,7 +1,7 @@
 """Human-in-the-loop approval inside the step machine (DESIGN.md §3.3, §3.9).
 
 The Agent's tool step calls :meth:`Approvals.gate` before each batch of calls runs. For every
-call whose tool has a confirmation strategy it yields one :class:`ConfirmCalls` effect (the
+call whose tool has a confirmation strategy it yields one ``AskApproval`` effect (the
 drivers run the strategies, sync or async), checks the decisions, and returns per call
 either the invocation to run (possibly with edited arguments) or the rejection result.
 :func:`rewrite_step` then lays out the step's history as DESIGN.md §3.9 prescribes.
@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from handrail.components.effects import AskApproval, Persist
 from handrail.components.tools._effects import Invocation
 from handrail.components.tools._step import ToolStepOptions, make_invocation
 from handrail.core.threads import to_thread
@@ -26,9 +27,10 @@ from handrail.human_in_the_loop.templates import render_modify, render_reject
 
 if TYPE_CHECKING:
     from handrail.components.agents._ledger import Ledger
+    from handrail.components.agents._run_state import RunState
 
-__all__ = ["Applied", "Approvals", "ConfirmCalls", "ConfirmRequest", "confirm_async", "confirm_sync",
-           "find_strategy", "rewrite_step"]  # fmt: skip
+__all__ = ["Applied", "Approvals", "ConfirmRequest", "confirm_async", "confirm_sync", "find_strategy",
+           "rewrite_step"]  # fmt: skip
 
 StrategyKey = str | tuple[str, ...]
 
@@ -59,15 +61,6 @@ class ConfirmRequest:
     def tool_params(self) -> dict[str, Any]:
         """The model's arguments plus the State-injected values."""
         return {**self.invocation.arguments, **self.invocation.injected}
-
-
-@dataclass(slots=True)
-class ConfirmCalls:
-    """Effect: run each request's strategy and answer with one ToolExecutionDecision per request, in order."""
-
-    requests: list[ConfirmRequest]
-    context: dict[str, Any] | None
-    """``confirmation_strategy_context``, passed to every strategy by identity."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,19 +130,21 @@ def _checked(decision: Any, req: ConfirmRequest) -> ToolExecutionDecision:
     return decision
 
 
-def confirm_sync(effect: ConfirmCalls) -> list[ToolExecutionDecision]:
-    """Run the strategies one after another (prompts never interleave)."""
-    return [_checked(r.strategy.run(**_strategy_kwargs(r, effect.context, "run")), r) for r in effect.requests]
+def confirm_sync(requests: list[ConfirmRequest], context: dict[str, Any] | None) -> list[ToolExecutionDecision]:
+    """Run the strategies one after another (prompts never interleave); ``context`` goes to each by identity."""
+    return [_checked(r.strategy.run(**_strategy_kwargs(r, context, "run")), r) for r in requests]
 
 
-async def confirm_async(effect: ConfirmCalls) -> list[ToolExecutionDecision]:
+async def confirm_async(
+    requests: list[ConfirmRequest], context: dict[str, Any] | None
+) -> list[ToolExecutionDecision]:
     """Run the strategies' ``run_async`` (or ``run`` in a worker thread), one after another."""
     decisions = []
-    for req in effect.requests:
+    for req in requests:
         if callable(getattr(req.strategy, "run_async", None)):
-            raw = await req.strategy.run_async(**_strategy_kwargs(req, effect.context, "run_async"))
+            raw = await req.strategy.run_async(**_strategy_kwargs(req, context, "run_async"))
         else:
-            raw = await to_thread(req.strategy.run, **_strategy_kwargs(req, effect.context, "run"))
+            raw = await to_thread(req.strategy.run, **_strategy_kwargs(req, context, "run"))
         decisions.append(_checked(raw, req))
     return decisions
 
@@ -166,25 +161,28 @@ def _render_modify(strategy: Any, tool_name: str, params: dict[str, Any], feedba
 
 @dataclass
 class Approvals:
-    """Per-run approval state: which strategy answers which tool, and what was decided."""
+    """How a run decides its calls: which strategy answers which tool; what was decided goes to the run's state."""
 
     strategies: Mapping[StrategyKey, Any]
     context: dict[str, Any] | None
+    run: RunState
+    """The run's state: the step's calls, the calls held and the decisions applied are kept there."""
     options: ToolStepOptions | None = None
     """The tool step's options (set by the Agent once they exist), used to rebuild edited calls."""
-    applied: dict[str, Applied] = field(default_factory=dict)
-    """Decisions applied in the current step, by call id (the machine reads and clears it)."""
-    ledger: Ledger | None = None
-    """The run's ledger when calls are recorded: known decisions and recorded outcomes are reused."""
-    step_calls: list[ToolCall] = field(default_factory=list)
-    """The calls of the current step (a decision without a call id matches a call of a tool called once)."""
-    held: list[ToolCall] = field(default_factory=list)
-    """Calls held for a decision by a pausing strategy in the current step (the machine then pauses)."""
+
+    @property
+    def ledger(self) -> Ledger | None:
+        """The run's ledger when calls are recorded: known decisions and recorded outcomes are reused."""
+        return self.run.ledger
 
     def gate(
         self, invocations: list[Invocation], state: State
-    ) -> Generator[ConfirmCalls, list[ToolExecutionDecision], list[Invocation | ChatMessage | None]]:
+    ) -> Generator[AskApproval | Persist, Any, list[Invocation | ChatMessage | None]]:
         """Decide every call that has a strategy.
+
+        Yields one ``AskApproval`` effect for the calls a strategy must decide now, and a ``Persist`` effect when
+        the ledger recorded an outcome given up (``unknown_outcome="fail"``), which must be durable before any call
+        runs.
 
         Returns:
             Per invocation: the invocation to run, the tool message that answers it (a rejection, or a result
@@ -193,6 +191,7 @@ class Approvals:
         out: list[Invocation | ChatMessage | None] = list(invocations)
         asks: list[tuple[int, ConfirmRequest]] = []
         ledger = self.ledger
+        run = self.run
         for i, inv in enumerate(invocations):
             strategy = find_strategy(self.strategies, inv.tool.name)
             if ledger is None:
@@ -201,7 +200,7 @@ class Approvals:
                 continue
             entry = ledger.entries.get(inv.call.id or "")
             started = entry is not None and entry.status in ("running", "done", "failed")
-            decision = ledger.decision_for(inv.call, self.step_calls) if strategy is not None else None
+            decision = ledger.decision_for(inv.call, run.step_calls) if strategy is not None else None
             if strategy is None or (started and decision is None):
                 out[i] = self._recorded(inv, state)  # past its approval already: answered from the record
             elif decision is not None:
@@ -209,15 +208,18 @@ class Approvals:
                 out[i] = self._recorded(applied, state) if type(applied) is Invocation else applied
             elif getattr(strategy, "pauses_run", False):
                 ledger.hold(inv.call, ConfirmRequest(strategy, inv).tool_params)
-                self.held.append(inv.call)
+                run.held.append(inv.call)
                 out[i] = None
             else:
                 asks.append((i, ConfirmRequest(strategy, inv)))
+        if ledger is not None and ledger.unsaved:
+            yield Persist()
         if not asks:
             return out
-        decisions = yield ConfirmCalls([r for _, r in asks], self.context)
-        if len(decisions) != len(asks):
-            raise ConfigurationError(f"Expected {len(asks)} decisions, got {len(decisions)}.")
+        run.batch[:] = [r.invocation for _, r in asks]
+        decisions = yield AskApproval([r.invocation.data() for _, r in asks])
+        if not isinstance(decisions, list) or len(decisions) != len(asks):
+            raise ConfigurationError(f"Expected a list of {len(asks)} decisions, got {decisions!r:.200}.")
         for (i, req), decision in zip(asks, decisions, strict=True):
             applied = self._apply(req, decision, state)
             out[i] = self._recorded(applied, state) if ledger is not None and type(applied) is Invocation else applied
@@ -240,13 +242,13 @@ class Approvals:
         assert call.id is not None
         if not decision.execute:
             text = _render_reject(req.strategy, call.tool_name, decision.feedback)
-            self.applied[call.id] = Applied("reject", decision, text)
+            self.run.applied[call.id] = Applied("reject", decision, text)
             self._record(call, inv.arguments, decision)
             return ChatMessage.from_tool(text, call, error=True)
         params = decision.final_tool_params
         effective = req.tool_params
         if params is None or params == effective or params == inv.arguments:
-            self.applied[call.id] = Applied("confirm", decision)
+            self.run.applied[call.id] = Applied("confirm", decision)
             self._record(call, inv.arguments, decision)
             return inv
         problem = _validator(inv)(params)
@@ -261,7 +263,7 @@ class Approvals:
         key = inv.kwargs.get(inv.tool.roles.call_id_param or "", call.id)
         edited = make_invocation(new_call, inv.tool, args, state, self.options, key)
         text = _render_modify(req.strategy, call.tool_name, args, decision.feedback)
-        self.applied[call.id] = Applied("modify", decision, text, new_call)
+        self.run.applied[call.id] = Applied("modify", decision, text, new_call)
         self._record(call, args, decision)
         return edited
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from handrail.components.agents._group_commit import GroupCommit
-from handrail.components.agents._pause_effects import UnknownOutcome, check_unknown_outcome
+from handrail.components.agents._unknown_outcome import UnknownOutcome, check_unknown_outcome
 from handrail.components.tools._effects import Invocation, Outcome
 from handrail.components.tools._results import result_message_text
 from handrail.components.tools._step import ToolStepOptions, failed_call, failure_text, finish_call
@@ -74,6 +74,8 @@ class Ledger:
         self._before_start: dict[str, LedgerEntry | None] = {}
         self._workers = 0
         self._on_idle: list[Callable[[], None]] = []
+        self.unsaved: int | None = None
+        """The ticket of a change recorded outside a tool call that must be made durable next (:meth:`persist`)."""
 
     def _recorded_value(self, data: Any) -> Any:
         """A recorded result's value, decoded under the snapshot's allowlist when it was read from data."""
@@ -186,8 +188,7 @@ class Ledger:
                     arguments=entry.arguments, result={"text": text, "error": True}, decision=entry.decision,
                     decided_by=entry.decided_by, decided_at=entry.decided_at,
                 )  # fmt: skip
-                ticket = self._ticket()
-            self.make_durable(ticket)
+                self.unsaved = self._ticket() or self.unsaved  # written by the Persist effect the gate yields next
             return "answered", ChatMessage.from_tool(text, call, error=True)
         raise UnknownOutcomeError(
             f"Call '{call.id}' to tool '{call.tool_name}' was running when its process stopped (since "
@@ -223,6 +224,11 @@ class Ledger:
         """
         if ticket is not None and self._commit is not None:
             self._commit.wait(ticket)
+
+    def persist(self) -> None:
+        """Make the changes recorded outside a tool call durable (a driver executing a ``Persist`` effect)."""
+        ticket, self.unsaved = self.unsaved, None
+        self.make_durable(ticket)
 
     def started(self, inv: Invocation) -> None:
         """Mark the call ``running`` and make that durable before the tool starts."""

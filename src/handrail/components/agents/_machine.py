@@ -1,8 +1,9 @@
-"""The agent loop as a sans-I/O step machine (DESIGN.md §2).
+"""The agent loop as a sans-I/O step machine.
 
-:func:`agent_machine` is a generator that yields effects — :class:`CallModel`, and the tool
-step's ``RunCalls`` / ``Emit`` — and receives their results. It holds every rule of the
-loop (ids, validation, exits, counters); the drivers in ``_drivers`` only execute effects.
+:func:`agent_machine` is a generator that yields effects (:mod:`handrail.components.effects`: data only) and
+receives their results. It holds every rule of the loop (ids, validation, exits, counters) and writes the run's
+state (:class:`~handrail.components.agents._run_state.RunState`); the drivers only execute effects, through the
+run's context.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from handrail.components.agents._confirm import Approvals, ConfirmCalls, rewrite_step
-from handrail.components.agents._pause_effects import Finish, Pause, Position
+from handrail.components.agents._confirm import Approvals, rewrite_step
 from handrail.components.agents._reply_secrets import masked
-from handrail.components.tools._effects import Emit, RunCalls
+from handrail.components.agents._run_state import RunState
+from handrail.components.effects import CallModel, Effect, Finish, HookPoint, Pause, Position, RunHooks
 from handrail.components.tools._step import ToolStepOptions, repair_calls, tool_step
 from handrail.core.json_data import text_problem, writable_text
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
@@ -27,19 +28,9 @@ from handrail.tools.utils import flatten_tools
 if TYPE_CHECKING:
     from handrail.components.agents._checkpoints import Checkpoints
 
-__all__ = ["CallModel", "Effect", "HookTable", "RunHooks", "RunPlan", "agent_machine"]
+__all__ = ["HookTable", "RunParts", "RunPlan", "agent_machine"]
 
 _STOP_FINISH_REASONS = ("length", "content_filter")
-
-
-@dataclass(slots=True)
-class CallModel:
-    """Ask the chat generator for a reply; answer with the list of reply messages."""
-
-    messages: list[ChatMessage]
-    """The model input (a copy; the generator may keep it)."""
-    tools: list[Tool] | None
-    """The tools offered, or None when the run has none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,42 +45,36 @@ class HookTable:
     after_run: tuple[Any, ...] = ()
 
 
-@dataclass(slots=True)
-class RunHooks:
-    """Run these hooks, in order, on the run's State; answer with None."""
-
-    point: str
-    hooks: tuple[Any, ...]
-    state: State
-
-
-Effect = CallModel | RunCalls | Emit | ConfirmCalls | RunHooks | Pause | Finish
-
-
 @dataclass(frozen=True, slots=True)
 class RunPlan:
-    """What one run needs to know, fixed when the run starts."""
+    """What one run needs to know, fixed when the run starts (configuration only: the run's state is a RunState)."""
 
     tools: list[Tool | Toolset]
     """The run's tools as configured (re-flattened each step when a Toolset is present)."""
     static_tools: list[Tool] | None
     """The flattened tools when no Toolset is present (flattened once), else None."""
-    static_by_name: dict[str, Tool]
+    static_by_name: Mapping[str, Tool]
     """``static_tools`` by name (empty when tools are re-flattened each step)."""
+    static_names: tuple[str, ...]
+    """The names of ``static_tools`` (empty when tools are re-flattened each step)."""
     exit_tools: frozenset[str]
     """Tool names that end the run after they ran without error."""
     max_agent_steps: int
     """Model calls allowed."""
     step_options: ToolStepOptions
     """Options of every tool step (its ``gate`` is the approvals' gate when strategies are set)."""
-    approvals: Approvals | None = None
-    """Per-run approval state, when the Agent has confirmation strategies."""
     hooks: HookTable = HookTable()
     """The run's hooks per point."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunParts:
+    """The objects of one run that keep their own bookkeeping: approvals, checkpoints, stores."""
+
+    approvals: Approvals | None = None
+    """How calls are decided, when the Agent has confirmation strategies or calls are recorded."""
     checkpoints: Checkpoints | None = None
     """Breakpoints, pauses and the durable record, when the run has any."""
-    resume_at: Position | None = None
-    """Where a resumed run re-enters its first step (None for a fresh run)."""
     stores: Any = None
     """The chat / memory stores this run writes after it completes (a ``StoreUse``), or None."""
 
@@ -184,10 +169,9 @@ def _record_results(
     replies: list[ChatMessage],
     results: list[ChatMessage],
     counts: dict[str, int],
-    approvals: Approvals | None,
+    applied: dict[str, Any],
 ) -> None:
     """Append the step's results (re-laying out the step after rejections or edits) and count the calls run."""
-    applied = approvals.applied if approvals is not None else None
     rejected: set[str] = set()
     if applied:
         rejected = {cid for cid, a in applied.items() if a.kind == "reject"}
@@ -221,115 +205,134 @@ def _calls_after_hooks(messages: list[ChatMessage], seen: set[str], own: list[To
     return [last]
 
 
-def _pause_here(plan: RunPlan, state: State, position: Position) -> Pause:
-    """The Pause effect of a debugging breakpoint at ``position``."""
-    cp = plan.checkpoints
-    assert cp is not None and cp.break_point is not None
-    if position == "tool_invoker":
-        cp.begin_step(state)
-    return Pause(cp, cp.snapshot(position, state, cp.break_point), [])
+@dataclass(slots=True)
+class _Answered:
+    """The model answered without calls to run: the step is over (``reason``: the exit, or None to go on)."""
+
+    reason: str | None
+
+
+@dataclass(slots=True)
+class _Calls:
+    """The model asked for tool calls: ``pending`` holds the assistant message whose ``calls`` run."""
+
+    pending: list[ChatMessage]
+    calls: list[ToolCall]
+
+
+@dataclass(slots=True)
+class _StepEnd:
+    """How a step ended: the exit reason (None: the loop goes on) and whether a hook's ``stop_run`` ended it."""
+
+    reason: str | None
+    stopped: bool = False
+
+
+def _offered(plan: RunPlan, run: RunState) -> tuple[list[Tool], tuple[str, ...]]:
+    """The tools of this step and their names (a Toolset is flattened again each step: it may have grown)."""
+    if plan.static_tools is not None:
+        run.offered = plan.static_tools
+        return plan.static_tools, plan.static_names
+    tools = flatten_tools(plan.tools)
+    run.offered = tools
+    return tools, tuple(t.name for t in tools)
 
 
 def _model_turn(
-    plan: RunPlan, state: State, seen: set[str], tools: list[Tool], enter: Position | None
-) -> Generator[Effect, Any, tuple[list[ChatMessage], list[ToolCall], str | None]]:
-    """The model call of a step (after the breakpoint check) and the before_tool hooks.
-
-    Returns:
-        ``(the replies whose calls run, the calls, exit reason when the step ends here)``.
-    """
-    data = state.data
-    cp = plan.checkpoints
+    plan: RunPlan, parts: RunParts, run: RunState, names: tuple[str, ...], enter: Position | None
+) -> Generator[Effect, Any, _Answered | _Calls]:
+    """The model call of a step (after the breakpoint check) and the before_tool hooks."""
+    data = run.state.data
+    cp = parts.checkpoints
     if cp is not None and enter is None and cp.breaks_at_model():
-        yield _pause_here(plan, state, "chat_generator")
+        yield Pause("chat_generator", [])
     messages: list[ChatMessage] = data["messages"]
-    replies: list[ChatMessage] = yield CallModel(list(messages), tools or None)
+    replies: list[ChatMessage] = yield CallModel(list(messages), names)
     if cp is not None:
-        cp.count_model_visit()
-    replies, calls = _take_replies(replies, state, seen)
+        run.visits["chat_generator"] += 1
+    replies, calls = _take_replies(replies, run.state, run.seen)
     messages.extend(replies)
     if not calls or not plan.tools:
         data["step_count"] += 1
-        return replies, [], ("text" if not plan.tools else _reply_exit(replies)) or ""
+        return _Answered("text" if not plan.tools else _reply_exit(replies))
     pending = replies
     if plan.hooks.before_tool:
-        yield RunHooks("before_tool", plan.hooks.before_tool, state)
-        pending = _calls_after_hooks(data["messages"], seen, calls)
+        yield RunHooks("before_tool")
+        pending = _calls_after_hooks(data["messages"], run.seen, calls)
         calls = pending[0].tool_calls if pending else []
-    return pending, calls, None
+    return _Calls(pending, calls)
 
 
 def _tool_turn(
-    plan: RunPlan, state: State, tools: list[Tool], pending: list[ChatMessage], calls: list[ToolCall],
-    enter: Position | None,
-) -> Generator[Effect, Any, list[ChatMessage]]:  # fmt: skip
+    plan: RunPlan, parts: RunParts, run: RunState, tools: list[Tool], turn: _Calls, enter: Position | None
+) -> Generator[Effect, Any, list[ChatMessage]]:
     """The tool step of a step: breakpoint check, approvals, execution, results recorded."""
-    cp, approvals = plan.checkpoints, plan.approvals
+    cp, calls, state = parts.checkpoints, turn.calls, run.state
     if cp is not None:
         if enter is None and cp.breaks_at_tools(calls):
-            yield _pause_here(plan, state, "tool_invoker")
+            cp.begin_step(state)
+            yield Pause("tool_invoker", [])
         cp.begin_step(state)
-    if approvals is not None:
-        approvals.step_calls = calls
+    if parts.approvals is not None:
+        run.step_calls = calls
     by_name = plan.static_by_name if plan.static_tools is not None else {t.name: t for t in tools}
-    results = yield from tool_step(calls, by_name, state, plan.step_options)
-    if approvals is not None and approvals.held:
-        assert cp is not None
-        held = approvals.held
-        yield Pause(cp, cp.snapshot("tool_invoker", state, cp.tool_break_point(held[0].tool_name)), held)
+    results = yield from tool_step(calls, by_name, state, plan.step_options, run.batch)
+    if run.held:
+        yield Pause("tool_invoker", [c.id or "" for c in run.held])
     if cp is not None:
-        cp.count_tool_visit(calls)
-    _record_results(state.data["messages"], pending, results, state.data["tool_call_counts"], approvals)
+        run.end_step(calls)
+    _record_results(state.data["messages"], turn.pending, results, state.data["tool_call_counts"], run.applied)
     return results
 
 
-def _one_step(
-    plan: RunPlan, state: State, seen: set[str], enter: Position | None = None
-) -> Generator[Effect, Any, tuple[str | None, bool]]:
+def _one_step(plan: RunPlan, parts: RunParts, run: RunState) -> Generator[Effect, Any, _StepEnd]:
     """One step: before_llm hooks, the model call, and the tool calls it asked for.
 
-    Args:
-        plan: The run's plan.
-        state: The run's State.
-        seen: Call ids used so far in this run.
-        enter: None for a fresh step; where a resumed run re-enters its first step ("chat_generator":
-            the before_llm hooks already ran; "tool_invoker": the model answered and the before_tool
-            hooks ran, the calls of the last message are pending).
-
-    Returns:
-        ``(exit reason or None, stopped by a hook)``.
+    ``run.enter`` is None for a fresh step, or where a resumed run re-enters its first step ("chat_generator":
+    the before_llm hooks already ran; "tool_invoker": the model answered and the before_tool hooks ran, the calls
+    of the last message are pending); it is None again once the step began.
     """
-    data = state.data
+    data = run.state.data
     hooks = plan.hooks
-    tools = plan.static_tools if plan.static_tools is not None else flatten_tools(plan.tools)
+    enter, run.enter = run.enter, None
+    tools, names = _offered(plan, run)
     if enter is None:
         data["stop_run"] = None
         data["continue_run"] = False
         if hooks.before_llm:
-            yield RunHooks("before_llm", hooks.before_llm, state)
+            yield RunHooks("before_llm")
             if data["stop_run"]:
-                return str(data["stop_run"]), True
+                return _StepEnd(str(data["stop_run"]), True)
     if enter == "tool_invoker":
         last = data["messages"][-1]
-        pending, calls = [last], last.tool_calls
+        turn: _Answered | _Calls = _Calls([last], last.tool_calls)
     else:
-        pending, calls, reason = yield from _model_turn(plan, state, seen, tools, enter)
-        if reason is not None:
-            return reason or None, False
+        turn = yield from _model_turn(plan, parts, run, names, enter)
+        if type(turn) is _Answered:
+            return _StepEnd(turn.reason)
+    assert type(turn) is _Calls
     results: list[ChatMessage] = []
-    if calls:
-        results = yield from _tool_turn(plan, state, tools, pending, calls, enter)
+    if turn.calls:
+        results = yield from _tool_turn(plan, parts, run, tools, turn, enter)
     if hooks.after_tool:
-        yield RunHooks("after_tool", hooks.after_tool, state)
+        yield RunHooks("after_tool")
     data["step_count"] += 1
     reason = _tool_exit(results, plan.exit_tools) if plan.exit_tools else None
     if reason is None and data["stop_run"]:
-        return str(data["stop_run"]), True
-    return reason, False
+        return _StepEnd(str(data["stop_run"]), True)
+    return _StepEnd(reason)
 
 
-def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
-    """Run the agent loop on ``state`` until an exit condition holds.
+def _run_hooks(plan: RunPlan, point: HookPoint) -> Generator[Effect, Any, bool]:
+    """Yield the hooks of ``point`` when it has any; returns whether it had."""
+    if not getattr(plan.hooks, point):
+        return False
+    yield RunHooks(point)
+    return True
+
+
+def agent_machine(plan: RunPlan, parts: RunParts, run: RunState) -> Generator[Effect, Any, None]:
+    """Run the agent loop on ``run`` until an exit condition holds.
 
     One step is one model call plus the tool calls it requested:
 
@@ -345,37 +348,35 @@ def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
        non-empty text (``"text"``); an empty reply is not an answer: next step.
     5. Otherwise run the ``before_tool`` hooks (they may rewrite or remove the pending calls; the
        calls of the last message run), then the calls (``tool_step``: validation, then approval by
-       the confirmation strategies, then execution), append one result per call (laid out as
-       DESIGN.md §3.9 when a call was rejected or edited), count the calls run, run the
+       the confirmation strategies, then execution), append one result per call (a rejected call and
+       its error result go first as a pair of their own, the explanation of an edit follows as a user
+       message, then the surviving calls with their results), count the calls run, run the
        ``after_tool`` hooks (they may rewrite results), and end the run when an exit tool ran
        without error (judged on names and error flags, not rewritten text) or a hook set ``stop_run``.
     6. When an exit condition holds, the ``on_exit`` hooks run; ``continue_run`` set there keeps the
        loop going. After ``max_agent_steps`` model calls the reason is ``"max_agent_steps"``.
     7. ``after_run`` hooks run on every exit condition (not when an effect raised, nor at a pause).
+    8. ``Finish`` marks the durable record done and writes the chat / memory stores.
 
-    The outcome is written into ``state`` (messages, counters, ``exit_reason``).
+    The outcome is written into ``run.state`` (messages, counters, ``exit_reason``).
     """
-    data = state.data
+    data = run.state.data
     hooks = plan.hooks
-    enter = plan.resume_at
-    seen: set[str] = set()
-    if enter is not None:
-        seen.update(c.id for m in data["messages"] for c in m.tool_calls if c.id)
+    if run.enter is not None:
+        run.seen.update(c.id for m in data["messages"] for c in m.tool_calls if c.id)
     reason: str | None = None
-    if hooks.before_run and enter is None:
-        yield RunHooks("before_run", hooks.before_run, state)
-        if data["stop_run"]:
-            reason = data["exit_reason"] = str(data["stop_run"])
-    while reason is None and (data["step_count"] < plan.max_agent_steps or enter is not None):
-        reason, stopped = yield from _one_step(plan, state, seen, enter)
-        enter = None
+    if run.enter is None and (yield from _run_hooks(plan, "before_run")) and data["stop_run"]:
+        reason = data["exit_reason"] = str(data["stop_run"])
+    while reason is None and (data["step_count"] < plan.max_agent_steps or run.enter is not None):
+        end = yield from _one_step(plan, parts, run)
+        reason = end.reason
         if reason is None:
             continue
         data["exit_reason"] = reason
-        if stopped or not hooks.on_exit:
+        if end.stopped or not hooks.on_exit:
             break
         data["continue_run"] = False
-        yield RunHooks("on_exit", hooks.on_exit, state)
+        yield RunHooks("on_exit")
         if not data["continue_run"]:
             break
         data["continue_run"] = False
@@ -384,7 +385,6 @@ def agent_machine(plan: RunPlan, state: State) -> Generator[Effect, Any, None]:
         data["exit_reason"] = "max_agent_steps"
     data["stop_run"] = None
     data["continue_run"] = False
-    if hooks.after_run:
-        yield RunHooks("after_run", hooks.after_run, state)
-    if plan.checkpoints is not None and plan.checkpoints.durable:
-        yield Finish(plan.checkpoints, state)
+    yield from _run_hooks(plan, "after_run")
+    if (parts.checkpoints is not None and parts.checkpoints.durable) or parts.stores is not None:
+        yield Finish()

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents import _config as cfg
 from handrail.components.agents._confirm import Approvals
-from handrail.components.agents._drivers import ModelCall
-from handrail.components.agents._machine import RunPlan
-from handrail.components.agents._pause_effects import check_unknown_outcome
+from handrail.components.agents._context import ModelCall
+from handrail.components.agents._machine import RunParts, RunPlan
+from handrail.components.agents._unknown_outcome import check_unknown_outcome
 from handrail.components.agents._prompt import render_user_prompt, template_variables
 from handrail.components.agents._resume import (
     check_break_point,
@@ -27,6 +28,7 @@ from handrail.components.agents._resume import (
     let_go,
     pausing_store,
 )
+from handrail.components.agents._run_state import RunState
 from handrail.components.agents._stores import StoreUse, add_memory_section, check_store_kwargs, with_ids
 from handrail.components.tools._step import ToolStepOptions
 from handrail.dataclasses.chat_message import ChatMessage
@@ -42,27 +44,38 @@ if TYPE_CHECKING:
     from handrail.dataclasses.breakpoints import AgentBreakpoint
     from handrail.dataclasses.snapshot import AgentSnapshot
 
-__all__ = ["RunRequest", "start_run"]
+__all__ = ["RunRequest", "Started", "start_run"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class RunRequest:
-    """The arguments of one ``run`` / ``run_async`` call."""
+    """The arguments of one ``run`` / ``run_async`` / ``start`` call (the fields are named as the parameters)."""
 
     messages: list[ChatMessage]
     sync_run: bool
-    streaming_callback: StreamingCallback | None
-    generation_kwargs: dict[str, Any] | None
-    system_prompt: str | None
-    tools: Any
     kwargs: dict[str, Any]
-    context: dict[str, Any] | None
+    """The state-schema values and ``user_prompt`` variables (None values of optional ones already dropped)."""
+    streaming_callback: StreamingCallback | None = None
+    generation_kwargs: dict[str, Any] | None = None
+    system_prompt: str | None = None
+    tools: Any = None
+    confirmation_strategy_context: dict[str, Any] | None = None
     break_point: Any = None
     snapshot: Any = None
     allow_drift: bool = False
     unknown_outcome: Any = None
     chat_message_store_kwargs: Any = None
     memory_store_kwargs: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A checked run, ready to be driven: its plan, parts, state and model call."""
+
+    plan: RunPlan
+    parts: RunParts
+    run: RunState
+    model: ModelCall
 
 
 @dataclass(slots=True)
@@ -73,11 +86,11 @@ class _Tools:
     has_toolset: bool
 
 
-def start_run(agent: Any, req: RunRequest) -> tuple[RunPlan, State, ModelCall]:
+def start_run(agent: Any, req: RunRequest) -> Started:
     """Check everything and build the run.
 
     A resumed snapshot's file is locked for the run: released here when a check fails, else by the
-    caller (``plan.checkpoints.close()``) when the run ends.
+    caller (``parts.checkpoints.close()``) when the run ends.
 
     Raises:
         ConfigurationError / ConfigurationTypeError: Bad arguments (named), before anything runs.
@@ -92,18 +105,16 @@ def start_run(agent: Any, req: RunRequest) -> tuple[RunPlan, State, ModelCall]:
     check_decision_types(req.snapshot.tool_execution_decisions)
     snapshot, store, lease = claim_snapshot(req.snapshot)
     try:
-        plan, state, model = _build(agent, req, snapshot, store)
+        started = _build(agent, req, snapshot, store)
     except BaseException:
         let_go(lease, store)
         raise
-    assert plan.checkpoints is not None  # a resumed run always has checkpoints
-    plan.checkpoints.lease = lease
-    return plan, state, model
+    assert started.parts.checkpoints is not None  # a resumed run always has checkpoints
+    started.parts.checkpoints.lease = lease
+    return started
 
 
-def _build(
-    agent: Any, req: RunRequest, snapshot: AgentSnapshot | None, resumed_store: Any
-) -> tuple[RunPlan, State, ModelCall]:
+def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None, resumed_store: Any) -> Started:
     agent._check()
     callback = req.streaming_callback or agent.streaming_callback
     cfg.check_callback(callback, sync_run=req.sync_run, where="run-time" if req.streaming_callback else "init")
@@ -119,9 +130,10 @@ def _build(
         raise ConfigurationTypeError(
             f"generation_kwargs must be a dict or None, got {type(req.generation_kwargs).__name__}."
         )
-    if req.context is not None and not isinstance(req.context, dict):
+    context = req.confirmation_strategy_context
+    if context is not None and not isinstance(context, dict):
         raise ConfigurationTypeError(
-            f"confirmation_strategy_context must be a dict or None, got {type(req.context).__name__}; it is "
+            f"confirmation_strategy_context must be a dict or None, got {type(context).__name__}; it is "
             f"passed to every confirmation strategy as is (put your objects in a dict)."
         )
     tools = _run_tools(agent, req)
@@ -150,7 +162,8 @@ def _build(
         ledger = Ledger(snapshot.ledger if snapshot else None,
                         snapshot.tool_execution_decisions if snapshot else (), unknown_outcome,
                         read_under=snapshot.read_under if snapshot else None)  # fmt: skip
-    approvals, options = _step_options(agent, callback, req.context, ledger)
+    run = _run_state(state, snapshot, ledger)
+    approvals, options = _step_options(agent, callback, context, run)
     checkpoints = None
     if ledger is not None or break_point is not None:
         from handrail.components.agents._checkpoints import Checkpoints
@@ -158,24 +171,30 @@ def _build(
         checkpoints = Checkpoints(
             break_point=break_point, store=store, agent_name=_agent_name(break_point, snapshot),
             fingerprint=fingerprint, metadata=_snapshot_metadata(agent, snapshot, stores), ledger=ledger,
-            resumed=snapshot, owns_store=owns_store,
+            resumed=snapshot, owns_store=owns_store, run=run,
         )  # fmt: skip
     elif owns_store and store is not None:  # pragma: no cover - a store always comes with a ledger
         store.close()
     plan = RunPlan(
         tools=tools.run_tools,
         static_tools=None if tools.has_toolset else tools.flat,
-        static_by_name={} if tools.has_toolset else {t.name: t for t in tools.flat},
+        static_by_name=MappingProxyType({} if tools.has_toolset else {t.name: t for t in tools.flat}),
+        static_names=() if tools.has_toolset else tuple(t.name for t in tools.flat),
         exit_tools=frozenset(c for c in agent.exit_conditions if c != "text"),
         max_agent_steps=agent.max_agent_steps,
         step_options=options,
-        approvals=approvals,
         hooks=agent._hook_table,
-        checkpoints=checkpoints,
-        resume_at=snapshot.position if snapshot is not None else None,
-        stores=stores if stores.active else None,
     )
-    return plan, state, model_call(agent, callback, req.generation_kwargs)
+    parts = RunParts(approvals, checkpoints, stores if stores.active else None)
+    return Started(plan, parts, run, model_call(agent, callback, req.generation_kwargs))
+
+
+def _run_state(state: State, snapshot: AgentSnapshot | None, ledger: Ledger | None) -> RunState:
+    """The state a run starts from: fresh, or the snapshot's (position, visit counts, ledger)."""
+    if snapshot is None:
+        return RunState(state, ledger=ledger)
+    visits = {"chat_generator": 0, "tool_invoker": 0, **snapshot.component_visits}
+    return RunState(state, snapshot.position, visits, dict(snapshot.tool_visits), ledger)
 
 
 def _run_tools(agent: Any, req: RunRequest) -> _Tools:
@@ -219,13 +238,14 @@ def _initial_state(
 
 
 def _step_options(
-    agent: Any, callback: StreamingCallback | None, context: dict[str, Any] | None, ledger: Ledger | None
+    agent: Any, callback: StreamingCallback | None, context: dict[str, Any] | None, run: RunState
 ) -> tuple[Approvals | None, ToolStepOptions]:
     invoker = agent.tool_invoker_kwargs or {}
     json_strings = bool(invoker.get("convert_result_to_json_string", False))
     approvals = None
+    ledger = run.ledger
     if agent.confirmation_strategies or ledger is not None:
-        approvals = Approvals(agent.confirmation_strategies or {}, context, ledger=ledger)
+        approvals = Approvals(agent.confirmation_strategies or {}, context, run)
     if ledger is not None:
         ledger.json_strings = json_strings
     options = ToolStepOptions(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.components.agents._plan import RunRequest, start_run
+from handrail.components.agents._plan import RunRequest, Started, start_run
 from handrail.core.threads import to_thread
 from handrail.tools.utils import flatten_tools
 
@@ -45,20 +45,21 @@ def warm_up(agent: Any) -> None:
             agent._warmed[id(obj)] = obj  # the reference keeps the id from being reused by another object
 
 
-async def start_run_off_loop(agent: Any, req: RunRequest) -> Any:
+async def start_run_off_loop(agent: Any, req: RunRequest) -> Started:
     """``start_run`` in a worker thread (a claim, store reads, a warm-up: blocking I/O).
 
     A run cancelled while the thread works lets the thread finish, then releases whatever it claimed (a
     resumed snapshot's claim), so the snapshot can be resumed again at once.
 
     Returns:
-        ``start_run``'s ``(plan, state, model)``.
+        What ``start_run`` returns.
     """
     import asyncio
 
     task = asyncio.ensure_future(to_thread(start_run, agent, req))
     try:
-        return await asyncio.shield(task)
+        started: Started = await asyncio.shield(task)
+        return started
     except asyncio.CancelledError:
         task.add_done_callback(_release)
         raise
@@ -67,6 +68,6 @@ async def start_run_off_loop(agent: Any, req: RunRequest) -> Any:
 def _release(task: Any) -> None:
     if task.cancelled() or task.exception() is not None:
         return  # start_run released its claim itself when it failed
-    plan = task.result()[0]
-    if plan.checkpoints is not None:
-        plan.checkpoints.close()
+    checkpoints = task.result().parts.checkpoints
+    if checkpoints is not None:
+        checkpoints.close()

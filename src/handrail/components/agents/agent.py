@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from handrail.components.agents import _config as cfg
 from handrail.components.agents import _warm
 from handrail.components.agents._dicts import agent_init_parameters, agent_to_dict
-from handrail.components.agents._drivers import run_machine_async, run_machine_sync
-from handrail.components.agents._machine import HookTable, agent_machine
+from handrail.components.agents._machine import HookTable
 from handrail.components.agents._plan import RunRequest, start_run
+from handrail.components.agents.run import AgentRun
+from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver
 from handrail.components.agents._prompt import check_user_prompt
 from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
 from handrail.core.component import component
-from handrail.core.threads import FreshLockOnCopy, to_thread
+from handrail.core.threads import FreshLockOnCopy
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
@@ -39,8 +39,17 @@ def _hook_table(hooks: Any) -> HookTable:
 _RUN_PARAMETERS = frozenset(
     {"messages", "streaming_callback", "generation_kwargs", "break_point", "snapshot", "system_prompt", "tools",
      "confirmation_strategy_context", "chat_message_store_kwargs", "memory_store_kwargs", "allow_drift",
-     "unknown_outcome"}
+     "unknown_outcome", "observers"}
 )  # fmt: skip
+
+
+def _request(agent: Agent, sync_run: bool, arguments: dict[str, Any]) -> tuple[RunRequest, list[RunObserver]]:
+    """The request of one run from the run method's parameters (``arguments``: its locals, by parameter name)."""
+    kwargs = arguments.pop("kwargs")
+    arguments.pop("self", None)
+    observers = cfg.check_observers(arguments.pop("observers"), "observers")
+    request = RunRequest(sync_run=sync_run, kwargs=given_arguments(agent, kwargs), **arguments)
+    return request, [*agent.observers, *observers]
 
 
 @component
@@ -79,6 +88,9 @@ class Agent(FreshLockOnCopy):
         user_prompt: A Jinja2 template rendered from the run's keyword arguments into one user message
             appended to the input.
         required_variables: Template variables that must be passed to ``run`` (names, or ``"*"`` for all).
+        observers: :class:`~handrail.components.drivers.RunObserver` objects told when each effect of a run (model
+            call, tool call, approval, hooks, persist, pause, finish) starts and ends, in every run (a run's own
+            ``observers`` are added). Runtime objects: not part of ``to_dict``.
 
     Raises:
         ConfigurationError: An invalid value (named in the message), or a not-yet-supported parameter.
@@ -110,6 +122,7 @@ class Agent(FreshLockOnCopy):
         hooks: Any = None,
         user_prompt: Any = None,
         required_variables: Any = None,
+        observers: Sequence[RunObserver] | None = None,
     ) -> None:
         self.chat_generator = chat_generator
         self.tools: list[Tool | Toolset] | Toolset = tools if tools is not None else []
@@ -127,6 +140,7 @@ class Agent(FreshLockOnCopy):
         self.hooks = hooks
         self.user_prompt = user_prompt
         self.required_variables = required_variables
+        self.observers: list[RunObserver] = cfg.check_observers(observers, "observers")
         self._warmed: dict[int, object] = {}
         self._warm_lock = threading.Lock()
         self._check()
@@ -175,17 +189,36 @@ class Agent(FreshLockOnCopy):
         """
         _warm.warm_up(self)
 
-    @staticmethod
-    def _result(state: State) -> dict[str, Any]:
-        data = state.data
-        messages: list[ChatMessage] = data["messages"]
-        result: dict[str, Any] = {"messages": messages}
-        if messages:
-            result["last_message"] = messages[-1]
-        result.update(state.user_values())
-        for key in ("step_count", "token_usage", "tool_call_counts", "exit_reason"):
-            result[key] = data[key]
-        return result
+    def start(
+        self,
+        messages: list[ChatMessage],
+        streaming_callback: StreamingCallback | None = None,
+        *,
+        sync: bool = True,
+        observers: Sequence[RunObserver] = (),
+        **run_kwargs: Any,
+    ) -> AgentRun:
+        """Start a run to drive yourself: returns the run as a state machine (an :class:`AgentRun`).
+
+        Every argument is checked here, as :meth:`run` checks it (a bad one raises before any effect). Then
+        ``run.send(result)`` returns the next effect (None when the run ended; ``run.result`` is what :meth:`run`
+        returns), and ``run.context`` executes any effect with the run's live objects. ``Agent.run`` is exactly
+        ``SyncDriver().drive(agent.start(...))``. Close the run when done (``with agent.start(...) as run:``).
+
+        Args:
+            messages: As for :meth:`run`.
+            streaming_callback: As for :meth:`run`.
+            sync: True when the run's effects are executed synchronously (then the callback, tools, hooks and
+                strategies must offer sync methods, as for :meth:`run`); False as for :meth:`run_async`.
+            observers: Told when each effect starts and ends (with the Agent's own observers).
+            **run_kwargs: Any other parameter of :meth:`run` (``snapshot``, ``break_point``, ...), and the
+                state-schema values and ``user_prompt`` variables.
+        """
+        arguments = {name: run_kwargs.pop(name) for name in _RUN_PARAMETERS & run_kwargs.keys()}
+        arguments.update(messages=messages, streaming_callback=streaming_callback, observers=observers,
+                         kwargs=run_kwargs)  # fmt: skip
+        request, every = _request(self, sync, arguments)
+        return AgentRun(start_run(self, request), every)
 
     @component.output_types(messages=list[ChatMessage], last_message=ChatMessage)
     def run(
@@ -203,6 +236,7 @@ class Agent(FreshLockOnCopy):
         memory_store_kwargs: dict[str, Any] | None = None,
         allow_drift: bool = False,
         unknown_outcome: str | None = None,
+        observers: Sequence[RunObserver] = (),
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Run the loop on ``messages`` until an exit condition holds.
@@ -255,19 +289,10 @@ class Agent(FreshLockOnCopy):
             UnknownOutcomeError: A resumed call was found running and ``unknown_outcome`` is None.
             DecisionConflictError: A given decision differs from the one recorded in the snapshot file.
         """
-        plan, state, model = start_run(self, RunRequest(
-            messages, True, streaming_callback, generation_kwargs, system_prompt, tools, given_arguments(self, kwargs),
-            confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
-            chat_message_store_kwargs, memory_store_kwargs,
-        ))  # fmt: skip
-        try:
-            run_machine_sync(agent_machine(plan, state), model)
-        finally:
-            if plan.checkpoints is not None:
-                plan.checkpoints.close()
-        if plan.stores is not None:
-            plan.stores.write_after(state.data["messages"])
-        return self._result(state)
+        request, every = _request(self, True, dict(locals()))
+        with AgentRun(start_run(self, request), every) as run:
+            result: dict[str, Any] = SyncDriver().drive(run)
+        return result
 
     async def run_async(
         self,
@@ -284,6 +309,7 @@ class Agent(FreshLockOnCopy):
         memory_store_kwargs: dict[str, Any] | None = None,
         allow_drift: bool = False,
         unknown_outcome: str | None = None,
+        observers: Sequence[RunObserver] = (),
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async.
@@ -295,28 +321,19 @@ class Agent(FreshLockOnCopy):
         (``loop.set_default_executor``) when they must. A sync tool still running when the run is cancelled
         finishes in its thread (Python cannot stop a thread); ``asyncio.run`` waits for it before returning.
         """
-        req = RunRequest(
-            messages, False, streaming_callback, generation_kwargs, system_prompt, tools, given_arguments(self, kwargs),
-            confirmation_strategy_context, break_point, snapshot, allow_drift, unknown_outcome,
-            chat_message_store_kwargs, memory_store_kwargs,
-        )  # fmt: skip
+        request, every = _request(self, False, dict(locals()))
         if (
             snapshot is not None
             or chat_message_store_kwargs is not None
             or memory_store_kwargs is not None
             or _warm.needs_warm_up(self)
         ):
-            plan, state, model = await _warm.start_run_off_loop(self, req)
+            started = await _warm.start_run_off_loop(self, request)
         else:
-            plan, state, model = start_run(self, req)
-        try:
-            await run_machine_async(agent_machine(plan, state), model)
-        finally:
-            if plan.checkpoints is not None:
-                plan.checkpoints.close()
-        if plan.stores is not None:
-            await to_thread(plan.stores.write_after, state.data["messages"])
-        return self._result(state)
+            started = start_run(self, request)
+        async with AgentRun(started, every) as run:
+            result: dict[str, Any] = await AsyncDriver().drive(run)
+        return result
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize to ``{"type", "init_parameters"}`` (generator and tools nested, types as strings).

@@ -1,15 +1,19 @@
-"""Effects a tool step yields to its driver (sans-I/O: the step never runs a tool itself)."""
+"""A tool call bound to its tool and final arguments, its outcome, and the observer a durable run's ledger is.
+
+The effects themselves (data only) are in :mod:`handrail.components.effects`; these are the live objects the
+tool step and its context share within one process.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from handrail.components.effects import ToolInvocation
 from handrail.dataclasses.chat_message import ToolCall
-from handrail.dataclasses.streaming import StreamingChunk
 from handrail.tools.tool import Tool
 
-__all__ = ["CallObserver", "Emit", "Invocation", "Outcome", "RunCalls"]
+__all__ = ["CallObserver", "Invocation", "Outcome"]
 
 Outcome = tuple[bool, Any]
 """``(True, result)`` when the tool returned, ``(False, exception)`` when it raised."""
@@ -29,6 +33,12 @@ class Invocation:
     """The model's arguments alone (validated against the tool's JSON Schema)."""
     injected: dict[str, Any]
     """Parameter values read from State through ``inputs_from_state`` (read-only for approvers)."""
+    key: str = ""
+    """The idempotency key given to a ``ToolCallId`` parameter."""
+
+    def data(self) -> ToolInvocation:
+        """This call as effect data (id, tool name, the model's arguments, key)."""
+        return ToolInvocation(self.call.id, self.tool.name, self.arguments, self.key)
 
 
 class CallObserver(Protocol):
@@ -61,20 +71,3 @@ class CallObserver(Protocol):
 
     def worker_ended(self, inv: Invocation) -> None:
         """The worker thread of ``inv`` is done (after ``finished``), or will never run it."""
-
-
-@dataclass(slots=True)
-class RunCalls:
-    """Run these invocations (concurrently, at most ``max_workers`` at once); answer with Outcomes in order."""
-
-    invocations: list[Invocation]
-    max_workers: int
-    observer: CallObserver | None = None
-    """Told before and after each invocation, when set."""
-
-
-@dataclass(slots=True)
-class Emit:
-    """Send ``chunk`` to the run's streaming callback; answer with None."""
-
-    chunk: StreamingChunk

@@ -10,28 +10,29 @@ from __future__ import annotations
 import contextvars
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Generator
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
+from handrail.components.effects import ToolInvocation
+from handrail.components.tools._effects import CallObserver, Invocation, Outcome
 from handrail.core.threads import to_thread
-from handrail.dataclasses.streaming import StreamingCallback
+from handrail.core._tool_threads import run_coroutine_sync, to_tool_thread
 from handrail.errors import ToolInvocationError
 
-__all__ = ["drive_async", "drive_sync", "emit_async", "run_calls_async", "run_calls_sync"]
+__all__ = ["run_calls_async", "run_calls_sync"]
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from handrail.components.drivers import RunObserver
 
 
 def _call_sync(inv: Invocation) -> Outcome:
-    function = inv.tool.function
+    """Call the tool's sync function; an async-only tool runs on an event loop of its own."""
+    tool = inv.tool
     try:
-        if function is None:
-            raise ToolInvocationError(
-                f"Tool '{inv.tool.name}' has only an async_function; run the agent with run_async.",
-                inv.tool.name,
-            )
-        return True, function(**inv.kwargs)
+        if tool.function is None:
+            assert tool.async_function is not None
+            return True, run_coroutine_sync(tool.async_function, **inv.kwargs)
+        return True, tool.function(**inv.kwargs)
     except Exception as exc:
         return False, exc
 
@@ -42,7 +43,7 @@ async def _call_async(inv: Invocation) -> Outcome:
         if tool.async_function is not None:
             return True, await tool.async_function(**inv.kwargs)
         assert tool.function is not None
-        return await to_thread(_call_sync, inv)
+        return await to_tool_thread(_call_sync, inv)
     except Exception as exc:
         return False, exc
 
@@ -67,48 +68,89 @@ class _Deferred:
         with self._lock:
             self._left -= 1
 
-    def ended(self, ticket: Any) -> None:
-        """A call's outcome is noted (``ticket``): written now, or with the next start's write."""
+    def ended(self, ticket: Any) -> Any:
+        """A call's outcome is noted (``ticket``): returns the ticket to write now, or None when a later start writes it."""
         with self._lock:
             if self._left > 0:
                 self._tickets.append(ticket)
-                return
-        self._observer.make_durable(ticket)
+                return None
+        return ticket
 
-    def flush(self) -> None:
-        """Make every deferred outcome durable (the batch ends); outcomes noted later are written as they come.
-
-        (A cancelled ``run_async`` flushes while its sync tools may still run in their threads.)
-        """
+    def rest(self) -> list[Any]:
+        """The batch ends: the tickets still to write (outcomes noted later are written as they come)."""
         with self._lock:
             self._left = 0
             tickets, self._tickets = self._tickets, []
-        for ticket in tickets:
+        return tickets
+
+    def flush(self) -> None:
+        """Write every deferred outcome (in the calling thread)."""
+        for ticket in self.rest():
             self._observer.make_durable(ticket)
 
 
-def _observed_sync(deferred: _Deferred, observer: CallObserver) -> Callable[[Invocation], Outcome]:
-    def call(inv: Invocation) -> Outcome:
-        deferred.take()
-        observer.started(inv)
-        outcome = _call_sync(inv)
-        deferred.ended(observer.record_finished(inv, outcome))
+def _watched(
+    call: Callable[[Invocation], Outcome], watchers: Sequence[RunObserver], events: dict[int, ToolInvocation]
+) -> Callable[[Invocation], Outcome]:
+    """``call`` that tells the run's observers when each tool call starts and ends."""
+    from handrail.components.drivers import notify_ended, notify_started
+
+    def run(inv: Invocation) -> Outcome:
+        event = events[id(inv)]
+        began = notify_started(watchers, event)
+        outcome = call(inv)
+        ok, value = outcome
+        notify_ended(watchers, event, began, value if ok else None, None if ok else value)
         return outcome
 
-    return call
+    return run
 
 
-def run_calls_sync(effect: RunCalls) -> list[Outcome]:
-    """Run the invocations in threads (inline when there is one) and return outcomes in order."""
-    invocations, observer = effect.invocations, effect.observer
+def _observed_sync(
+    deferred: _Deferred, observer: CallObserver, call: Callable[[Invocation], Outcome]
+) -> Callable[[Invocation], Outcome]:
+    def run(inv: Invocation) -> Outcome:
+        deferred.take()
+        observer.started(inv)
+        outcome = call(inv)
+        ticket = deferred.ended(observer.record_finished(inv, outcome))
+        if ticket is not None:
+            observer.make_durable(ticket)
+        return outcome
+
+    return run
+
+
+def _events(invocations: list[Invocation], events: list[ToolInvocation]) -> dict[int, ToolInvocation]:
+    return {id(inv): event for inv, event in zip(invocations, events, strict=True)}
+
+
+def run_calls_sync(
+    invocations: list[Invocation], max_workers: int, observer: CallObserver | None = None,
+    watchers: Sequence[RunObserver] = (), events: list[ToolInvocation] | None = None,
+) -> list[Outcome]:  # fmt: skip
+    """Run the invocations in threads (inline when there is one) and return outcomes in order.
+
+    Args:
+        invocations: The calls to run.
+        max_workers: At most this many at once.
+        observer: Makes each call's start and outcome durable (the run's ledger), or None.
+        watchers: The run's observers, told when each call starts and ends (``events`` names the calls).
+        events: The effect's item of each invocation (required with ``watchers``).
+    """
+    call: Callable[[Invocation], Outcome] = _call_sync
+    if watchers:
+        assert events is not None
+        call = _watched(call, watchers, _events(invocations, events))
     deferred = None if observer is None else _Deferred(observer, len(invocations))
-    call = _call_sync if observer is None or deferred is None else _observed_sync(deferred, observer)
+    if observer is not None and deferred is not None:
+        call = _observed_sync(deferred, observer, call)
     if len(invocations) == 1:
         return [call(invocations[0])]
     from concurrent.futures import ThreadPoolExecutor  # imported on first use: keeps `import handrail` fast
 
     try:
-        with ThreadPoolExecutor(max_workers=min(effect.max_workers, len(invocations))) as pool:
+        with ThreadPoolExecutor(max_workers=min(max_workers, len(invocations))) as pool:
             futures = [pool.submit(contextvars.copy_context().run, call, inv) for inv in invocations]
             return [f.result() for f in futures]
     finally:
@@ -116,12 +158,42 @@ def run_calls_sync(effect: RunCalls) -> list[Outcome]:
             deferred.flush()  # after the pool's threads ended: every outcome noted is written
 
 
-async def _observed_async(observer: CallObserver | None, inv: Invocation, deferred: _Deferred | None) -> Outcome:
+async def in_thread_unsplit(function: Callable[..., Any], /, *args: Any) -> Any:
+    """Run blocking ``function`` (a store write) in a worker thread, off the event loop.
+
+    A cancellation of the awaiting task waits for the function to end before it is raised: a write is never
+    left half done while the run goes on unwinding (releasing its claim, for one).
+    """
+    import asyncio
+
+    task = asyncio.ensure_future(to_thread(function, *args))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                continue
+            except Exception:  # noqa: S110 - the cancellation is what the caller gets
+                break
+        raise
+
+
+async def _durable(observer: CallObserver, ticket: Any) -> None:
+    """Make ``ticket`` durable without blocking the event loop (no write to make: nothing to wait for)."""
+    if ticket is not None:
+        await in_thread_unsplit(observer.make_durable, ticket)
+
+
+async def _observed_async(
+    observer: CallObserver | None, inv: Invocation, deferred: _Deferred | None, watch: _Watch | None
+) -> Outcome:
     if observer is None or deferred is None:
-        return await _call_async(inv)
+        return await _call_watched(inv, watch)
     if inv.tool.async_function is None and inv.tool.function is not None:
         deferred.take()
-        return await _detached(observer, inv, deferred)
+        return await _detached(observer, inv, deferred, watch)
     import asyncio
 
     deferred.take()
@@ -131,13 +203,34 @@ async def _observed_async(observer: CallObserver | None, inv: Invocation, deferr
     except BaseException:  # cancelled before the call started: it stays as it was
         observer.make_durable(observer.record_not_started(inv))
         raise
-    observer.make_durable(ticket)
-    outcome = await _call_async(inv)
-    deferred.ended(observer.record_finished(inv, outcome))
+    await _durable(observer, ticket)
+    outcome = await _call_watched(inv, watch)
+    await _durable(observer, deferred.ended(observer.record_finished(inv, outcome)))
     return outcome
 
 
-async def _detached(observer: CallObserver, inv: Invocation, deferred: _Deferred) -> Outcome:
+class _Watch:
+    """The run's observers and the effect item of each invocation."""
+
+    def __init__(self, watchers: Sequence[RunObserver], events: dict[int, ToolInvocation]) -> None:
+        self.watchers = watchers
+        self.events = events
+
+
+async def _call_watched(inv: Invocation, watch: _Watch | None) -> Outcome:
+    if watch is None:
+        return await _call_async(inv)
+    from handrail.components.drivers import notify_ended, notify_started
+
+    event = watch.events[id(inv)]
+    began = notify_started(watch.watchers, event)
+    outcome = await _call_async(inv)
+    ok, value = outcome
+    notify_ended(watch.watchers, event, began, value if ok else None, None if ok else value)
+    return outcome
+
+
+async def _detached(observer: CallObserver, inv: Invocation, deferred: _Deferred, watch: _Watch | None) -> Outcome:
     """A sync tool under ``run_async`` with an observer: its worker thread records its own outcome.
 
     A cancelled run leaves the thread running to its end, and what it did must still reach the ledger; the
@@ -148,6 +241,7 @@ async def _detached(observer: CallObserver, inv: Invocation, deferred: _Deferred
     observer.worker_started(inv)
     state = ["queued"]
     guard = threading.Lock()
+    call = _call_sync if watch is None else _watched(_call_sync, watch.watchers, watch.events)
 
     def work(inv: Invocation) -> Outcome:
         with guard:
@@ -156,14 +250,16 @@ async def _detached(observer: CallObserver, inv: Invocation, deferred: _Deferred
             state[0] = "running"
         try:
             observer.started(inv)
-            outcome = _call_sync(inv)
-            deferred.ended(observer.record_finished(inv, outcome))
+            outcome = call(inv)
+            ticket = deferred.ended(observer.record_finished(inv, outcome))
+            if ticket is not None:
+                observer.make_durable(ticket)
             return outcome
         finally:
             observer.worker_ended(inv)
 
     try:
-        return await to_thread(work, inv)
+        return await to_tool_thread(work, inv)
     except BaseException:
         with guard:
             abandoned = state[0] == "queued"
@@ -173,81 +269,37 @@ async def _detached(observer: CallObserver, inv: Invocation, deferred: _Deferred
         raise
 
 
-async def run_calls_async(effect: RunCalls) -> list[Outcome]:
-    """Await the invocations concurrently (bounded by a semaphore) and return outcomes in order."""
-    invocations, observer = effect.invocations, effect.observer
+async def run_calls_async(
+    invocations: list[Invocation], max_workers: int, observer: CallObserver | None = None,
+    watchers: Sequence[RunObserver] = (), events: list[ToolInvocation] | None = None,
+) -> list[Outcome]:  # fmt: skip
+    """Await the invocations concurrently (bounded by a semaphore) and return outcomes in order.
+
+    Arguments as :func:`run_calls_sync`; durable writes run in worker threads, never on the event loop.
+    """
+    watch = None
+    if watchers:
+        assert events is not None
+        watch = _Watch(watchers, _events(invocations, events))
     deferred = None if observer is None else _Deferred(observer, len(invocations))
     if len(invocations) == 1:
-        return [await _observed_async(observer, invocations[0], deferred)]
-    import asyncio
+        outcomes = [await _observed_async(observer, invocations[0], deferred, watch)]
+    else:
+        import asyncio
 
-    limit = asyncio.Semaphore(effect.max_workers)
+        limit = asyncio.Semaphore(max_workers)
 
-    async def guarded(inv: Invocation) -> Outcome:
-        async with limit:
-            return await _observed_async(observer, inv, deferred)
+        async def guarded(inv: Invocation) -> Outcome:
+            async with limit:
+                return await _observed_async(observer, inv, deferred, watch)
 
-    try:
-        return list(await asyncio.gather(*(guarded(inv) for inv in invocations)))
-    finally:
-        if deferred is not None:
-            deferred.flush()  # also when cancelled: outcomes noted are written (synchronously)
-
-
-async def emit_async(callback: StreamingCallback, effect: Emit) -> None:
-    """Send a chunk to a sync or async callback."""
-    result = callback(effect.chunk)
-    if inspect.isawaitable(result):
-        await result
-
-
-def drive_sync(
-    machine: Generator[Any, Any, T], other: Callable[[Any], Any] | None, callback: StreamingCallback | None
-) -> T:
-    """Execute a machine's effects synchronously until it returns; return its value.
-
-    Args:
-        machine: A generator yielding ``RunCalls``, ``Emit`` and other effects.
-        other: Executes any other effect (e.g. a model call); None when there are none.
-        callback: Receives the chunks of ``Emit`` effects.
-    """
-    value: Any = None
-    while True:
         try:
-            effect = machine.send(value)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        kind = type(effect)
-        if kind is RunCalls:
-            value = run_calls_sync(effect)
-        elif kind is Emit:
-            assert callback is not None
-            callback(effect.chunk)
-            value = None
-        else:
-            assert other is not None, f"no executor for effect {effect!r}"
-            value = other(effect)
-
-
-async def drive_async(
-    machine: Generator[Any, Any, T],
-    other: Callable[[Any], Awaitable[Any]] | None,
-    callback: StreamingCallback | None,
-) -> T:
-    """Async twin of :func:`drive_sync`: tools are awaited, callbacks may be async."""
-    value: Any = None
-    while True:
-        try:
-            effect = machine.send(value)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        kind = type(effect)
-        if kind is RunCalls:
-            value = await run_calls_async(effect)
-        elif kind is Emit:
-            assert callback is not None
-            await emit_async(callback, effect)
-            value = None
-        else:
-            assert other is not None, f"no executor for effect {effect!r}"
-            value = await other(effect)
+            outcomes = list(await asyncio.gather(*(guarded(inv) for inv in invocations)))
+        except BaseException:
+            if deferred is not None:
+                deferred.flush()  # cancelled or failed: outcomes noted are written (synchronously)
+            raise
+    if deferred is not None and observer is not None:
+        for ticket in deferred.rest():
+            await _durable(observer, ticket)
+    return outcomes

@@ -13,7 +13,8 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
+from handrail.components.effects import Emit, RunTools, ToolOutcome
+from handrail.components.tools._effects import CallObserver, Invocation, Outcome
 from handrail.components.tools._results import convert_result, describe_exception, failure_message_text, merge_outputs
 from handrail.core.json_data import JSONDataError, json_problem, parse_json, problem_text, shown_text, writable_text
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall, call_id_problem
@@ -30,7 +31,7 @@ from handrail.tools.tool import Tool
 __all__ = ["Gate", "ToolStepOptions", "failure_text", "finish_call", "make_invocation", "parse_arguments",
            "repair_calls", "tool_step", "writable_arguments"]  # fmt: skip
 
-StepEffect = RunCalls | Emit
+StepEffect = RunTools | Emit
 Gate = Callable[[list[Invocation], State], Generator[Any, Any, list["Invocation | ChatMessage | None"]]]
 
 
@@ -213,7 +214,7 @@ def make_invocation(
     """
     roles = tool.roles
     if not (tool.inputs_from_state or roles.state_param or roles.call_id_param or opts.passthrough):
-        return Invocation(call, tool, args, args, {})
+        return Invocation(call, tool, args, args, {}, key)
     injected: dict[str, Any] = {}
     for state_key, param in (tool.inputs_from_state or {}).items():
         if param not in args and state.has(state_key):
@@ -225,7 +226,7 @@ def make_invocation(
         kwargs[roles.call_id_param] = key
     if opts.passthrough and roles.streaming_param and opts.streaming_callback is not None:
         kwargs.setdefault("streaming_callback", opts.streaming_callback)
-    return Invocation(call, tool, kwargs, args, injected)
+    return Invocation(call, tool, kwargs, args, injected, key)
 
 
 def _refuse(call: ToolCall, text: str, opts: ToolStepOptions) -> ChatMessage:
@@ -236,10 +237,29 @@ def _refuse(call: ToolCall, text: str, opts: ToolStepOptions) -> ChatMessage:
     return ChatMessage.from_tool(text, call, error=True)
 
 
+class RemoteToolError(Exception):
+    """A tool's error that reached the run as text only (its outcome came as data, e.g. from another process)."""
+
+
 def failure_text(inv: Invocation, exc: BaseException) -> str:
     """The error result text for a call whose tool raised ``exc``."""
     shown = _clip(inv.call.arguments)
-    return f"Failed to invoke tool '{inv.tool.name}' with parameters {shown}. Error: {describe_exception(exc)}"
+    described = str(exc) if type(exc) is RemoteToolError else describe_exception(exc)
+    return f"Failed to invoke tool '{inv.tool.name}' with parameters {shown}. Error: {described}"
+
+
+def outcome_of(outcome: ToolOutcome) -> Outcome:
+    """A tool outcome (effect data) as ``(True, value)`` or ``(False, exception)``."""
+    if outcome.ok:
+        return True, outcome.value
+    return False, outcome.exception or RemoteToolError(outcome.error or "unknown error")
+
+
+def _run(invocations: list[Invocation], opts: ToolStepOptions, batch: list[Invocation] | None) -> RunTools:
+    """The effect that runs ``invocations`` (the live invocations go to ``batch``, which the run's context reads)."""
+    if batch is not None:
+        batch[:] = invocations
+    return RunTools([inv.data() for inv in invocations], opts.max_workers)
 
 
 def failed_call(inv: Invocation, text: str, opts: ToolStepOptions, cause: BaseException | None = None) -> ChatMessage:
@@ -308,8 +328,9 @@ def _prepare(
 
 
 def tool_step(
-    calls: list[ToolCall], tools: Mapping[str, Tool], state: State, opts: ToolStepOptions
-) -> Generator[StepEffect, Any, list[ChatMessage]]:
+    calls: list[ToolCall], tools: Mapping[str, Tool], state: State, opts: ToolStepOptions,
+    batch: list[Invocation] | None = None,
+) -> Generator[StepEffect, Any, list[ChatMessage]]:  # fmt: skip
     """Run one step's tool calls and return one tool message per call, in call order.
 
     Algorithm, per call: resolve the tool (unknown → error result listing the available tools);
@@ -322,6 +343,8 @@ def tool_step(
         tools: Tools by name.
         state: The run's State (read for ``inputs_from_state``, written by ``outputs_to_state``).
         opts: Failure, conversion, concurrency and streaming options.
+        batch: Receives the live invocations of each ``RunTools`` effect before it is yielded (the run's context
+            runs them from there; a driver elsewhere rebuilds them from the effect's data).
 
     Returns:
         One tool-role ChatMessage per call, in call order.
@@ -339,18 +362,18 @@ def tool_step(
             for i in wave
         ]
         if opts.gate is None:
-            outcomes: list[Outcome] = yield RunCalls(invocations, opts.max_workers)
+            outcomes: list[ToolOutcome] = yield _run(invocations, opts, batch)
             for i, inv, outcome in zip(wave, invocations, outcomes, strict=True):
-                results[ready[i][0]] = _finish(inv, outcome, state, opts)
+                results[ready[i][0]] = _finish(inv, outcome_of(outcome), state, opts)
             continue
         gated = yield from opts.gate(invocations, state)
         runnable = [g for g in gated if type(g) is Invocation]
-        outcomes = (yield RunCalls(runnable, opts.max_workers, opts.observer)) if runnable else []
+        outcomes = (yield _run(runnable, opts, batch)) if runnable else []
         done = iter(zip(runnable, outcomes, strict=True))
         for i, item in zip(wave, gated, strict=True):
             if type(item) is Invocation:
                 inv, outcome = next(done)
-                results[ready[i][0]] = _finish(inv, outcome, state, opts)
+                results[ready[i][0]] = _finish(inv, outcome_of(outcome), state, opts)
             else:
                 results[ready[i][0]] = item  # type: ignore[assignment]
         if None in gated:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.components.tools._execution import drive_async, drive_sync
+from handrail.components.drivers import AsyncDriver, MachineRun, SyncDriver
+from handrail.components.tools._context import ToolContext
 from handrail.components.tools._step import ToolStepOptions, tool_step
 from handrail.core.component import component
 from handrail.core.serialization import deserialize_callable, init_parameters, qualified_name, serialize_callable
@@ -19,6 +20,12 @@ from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_too
 __all__ = ["ToolInvoker"]
 
 ToolsArg = list[Tool | Toolset] | Toolset
+
+
+def _step_run(calls: list[ToolCall], by_name: dict[str, Tool], state: State, opts: ToolStepOptions) -> MachineRun:
+    """One tool step as a run: the step's machine and the context that executes its effects."""
+    context = ToolContext(by_name, state, opts)
+    return MachineRun(tool_step(calls, by_name, state, opts, context.batch), context)
 
 
 def check_max_workers(value: Any, name: str = "max_workers") -> int:
@@ -161,8 +168,7 @@ class ToolInvoker:
         )
         if not calls:
             return {"tool_messages": [], "state": run_state}
-        step = tool_step(calls, by_name, run_state, opts)
-        return {"tool_messages": drive_sync(step, None, opts.streaming_callback), "state": run_state}
+        return {"tool_messages": SyncDriver().drive(_step_run(calls, by_name, run_state, opts)), "state": run_state}
 
     async def run_async(
         self,
@@ -179,8 +185,8 @@ class ToolInvoker:
         )
         if not calls:
             return {"tool_messages": [], "state": run_state}
-        step = tool_step(calls, by_name, run_state, opts)
-        return {"tool_messages": await drive_async(step, None, opts.streaming_callback), "state": run_state}
+        messages = await AsyncDriver().drive(_step_run(calls, by_name, run_state, opts))
+        return {"tool_messages": messages, "state": run_state}
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize to the ``{type, init_parameters}`` envelope."""

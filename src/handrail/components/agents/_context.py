@@ -1,0 +1,243 @@
+"""The Agent's run context: it executes each effect of a run with the run's live objects.
+
+A driver (:mod:`handrail.components.drivers`) calls one method per effect; the tool effects are the tool step's
+(:class:`~handrail.components.tools._context.ToolContext`). This module adds the model call, approvals, hooks (in
+order, the reserved State keys checked after each one), and the record's writes: persist, pause and finish. Under
+``run_async`` every store write runs in a worker thread, never on the event loop, and a cancellation waits for a
+write under way to end.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from handrail.components.agents._confirm import ConfirmRequest, confirm_async, confirm_sync, find_strategy
+from handrail.components.agents._hook_checks import check_after_hook
+from handrail.components.agents._machine import RunParts, RunPlan
+from handrail.components.agents._run_state import RunState
+from handrail.components.effects import AskApproval, CallModel, Finish, Pause, Persist, RunHooks
+from handrail.components.tools._context import ToolContext
+from handrail.components.tools._execution import in_thread_unsplit
+from handrail.core.threads import to_thread
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole
+from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, is_async_callback
+from handrail.errors import RunError
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from handrail.components.drivers import RunObserver
+    from handrail.dataclasses.decisions import ToolExecutionDecision
+    from handrail.tools.tool import Tool
+
+__all__ = ["AgentContext", "ModelCall"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """How to call the chat generator in this run."""
+
+    generator: Any
+    """The chat generator."""
+    extra: dict[str, Any]
+    """Keyword arguments besides messages and tools (streaming_callback, generation_kwargs)."""
+    pass_tools: bool
+    """True when the generator's run accepts ``tools``."""
+    callback: StreamingCallback | None
+    """The run's streaming callback (also receives the tool-result chunks)."""
+
+
+_ASSISTANT = ChatRole.ASSISTANT
+
+
+def _replies(output: Any, generator: Any) -> list[ChatMessage]:
+    replies = output.get("replies") if type(output) is dict else None
+    if (
+        type(replies) is list
+        and len(replies) == 1
+        and type(replies[0]) is ChatMessage
+        and replies[0].role is _ASSISTANT
+    ):
+        return replies  # the common case, checked cheaply
+    if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
+        raise RunError(
+            f"{type(generator).__name__}.run must return {{'replies': [ChatMessage, ...]}}, got {output!r:.200}"
+        )
+    if not replies:  # nothing to append, answer or run: the run would end on the user's own message or loop
+        raise RunError(f"{type(generator).__name__}.run returned no replies ({{'replies': []}}); it must return one.")
+    for i, reply in enumerate(replies):
+        if reply.role is not _ASSISTANT:  # a user or tool "reply" would be taken as the answer, or loop
+            raise RunError(
+                f"{type(generator).__name__}.run returned a {reply.role.value} message as replies[{i}]; "
+                f"replies must be assistant messages (ChatMessage.from_assistant)."
+            )
+    return replies
+
+
+def _threadsafe_callback(callback: StreamingCallback, loop: asyncio.AbstractEventLoop) -> StreamingCallback:
+    """Wrap an async callback so a sync-only generator running in a worker thread can call it."""
+    import asyncio
+
+    def call(chunk: StreamingChunk) -> None:
+        result = callback(chunk)
+        if inspect.isawaitable(result):
+            asyncio.run_coroutine_threadsafe(_await(result), loop).result()
+
+    return call
+
+
+async def _await(awaitable: Any) -> None:
+    await awaitable
+
+
+class AgentContext(ToolContext):
+    """Executes the effects of one Agent run.
+
+    Args:
+        plan: The run's plan (tools, hooks, options).
+        parts: The run's approvals, checkpoints and stores.
+        run: The run's state (the tools offered at this step, the live invocations, the held calls).
+        model: How to call the chat generator.
+        observers: Told when each effect and each tool call starts and ends.
+    """
+
+    def __init__(
+        self, plan: RunPlan, parts: RunParts, run: RunState, model: ModelCall, observers: Sequence[RunObserver] = ()
+    ) -> None:
+        super().__init__(plan.static_by_name if plan.static_tools is not None else self._step_tools, run.state,
+                         plan.step_options, observers)  # fmt: skip
+        self.batch = run.batch
+        self.plan = plan
+        self.parts = parts
+        self.run = run
+        self.model = model
+        self._generator_run = model.generator.run
+        self._generator_run_async = getattr(model.generator, "run_async", None)
+
+    def _step_tools(self) -> dict[str, Tool]:
+        return {t.name: t for t in self.run.offered}
+
+    def _offered(self, names: tuple[str, ...]) -> list[Tool] | None:
+        """The Tool objects of ``names`` (the step's own list when the names are the step's)."""
+        if not names:
+            return None
+        offered = self.run.offered
+        if len(offered) == len(names) and all(t.name == n for t, n in zip(offered, names, strict=True)):
+            return offered
+        return [self.tool(name) for name in names]
+
+    # -- the model ---------------------------------------------------------------------------------
+
+    def call_model(self, effect: CallModel) -> list[ChatMessage]:
+        """Call the chat generator's ``run``; returns its replies (checked)."""
+        model = self.model
+        if model.pass_tools:
+            output = self._generator_run(messages=effect.messages, tools=self._offered(effect.tools), **model.extra)
+        else:
+            output = self._generator_run(messages=effect.messages, **model.extra)
+        return _replies(output, model.generator)
+
+    async def call_model_async(self, effect: CallModel) -> list[ChatMessage]:
+        """Await the generator's ``run_async`` (or its ``run`` in a worker thread); returns its replies (checked)."""
+        model = self.model
+        kwargs = dict(model.extra)
+        if model.pass_tools:
+            kwargs["tools"] = self._offered(effect.tools)
+        if self._generator_run_async is not None:
+            return _replies(await self._generator_run_async(messages=effect.messages, **kwargs), model.generator)
+        callback = kwargs.get("streaming_callback")
+        if callback is not None and is_async_callback(callback):
+            import asyncio
+
+            kwargs["streaming_callback"] = _threadsafe_callback(callback, asyncio.get_running_loop())
+        return _replies(await to_thread(self._generator_run, messages=effect.messages, **kwargs), model.generator)
+
+    # -- approvals ---------------------------------------------------------------------------------
+
+    def _requests(self, effect: AskApproval) -> list[ConfirmRequest]:
+        approvals = self.parts.approvals
+        assert approvals is not None
+        strategies = approvals.strategies
+        return [ConfirmRequest(find_strategy(strategies, inv.tool.name), inv) for inv in self.bind(effect.calls)]
+
+    def ask_approval(self, effect: AskApproval) -> list[ToolExecutionDecision]:
+        """Ask each call's confirmation strategy, one after another."""
+        approvals = self.parts.approvals
+        assert approvals is not None
+        return confirm_sync(self._requests(effect), approvals.context)
+
+    async def ask_approval_async(self, effect: AskApproval) -> list[ToolExecutionDecision]:
+        """Await each call's confirmation strategy, one after another."""
+        approvals = self.parts.approvals
+        assert approvals is not None
+        return await confirm_async(self._requests(effect), approvals.context)
+
+    # -- hooks -------------------------------------------------------------------------------------
+
+    def run_hooks(self, effect: RunHooks) -> None:
+        """Run the hooks of the point on the run's State, checking the reserved keys after each one."""
+        state = self.state
+        for hook in getattr(self.plan.hooks, effect.point):
+            hook.run(state)
+            check_after_hook(hook, effect.point, state.data)
+
+    async def run_hooks_async(self, effect: RunHooks) -> None:
+        """Await the hooks of the point (``run_async`` where a hook has one)."""
+        state = self.state
+        for hook in getattr(self.plan.hooks, effect.point):
+            run_hook_async = getattr(hook, "run_async", None)
+            if run_hook_async is not None:
+                await run_hook_async(state)
+            else:
+                hook.run(state)
+            check_after_hook(hook, effect.point, state.data)
+
+    # -- the durable record --------------------------------------------------------------------------
+
+    def persist(self, effect: Persist) -> None:
+        """Write what the ledger recorded outside a tool call."""
+        ledger = self.run.ledger
+        if ledger is not None:
+            ledger.persist()
+
+    async def persist_async(self, effect: Persist) -> None:
+        """:meth:`persist` in a worker thread."""
+        ledger = self.run.ledger
+        if ledger is not None and ledger.unsaved is not None:
+            await in_thread_unsplit(ledger.persist)
+
+    def _pause_error(self, effect: Pause) -> BaseException:
+        cp = self.parts.checkpoints
+        if cp is None or (cp.break_point is None and not effect.held):
+            from handrail.errors import RunError
+
+            return RunError(f"This run has no breakpoint or pausing strategy to pause at {effect.position}.")
+        if not effect.held:
+            assert cp.break_point is not None
+            return cp.pause(cp.snapshot(effect.position, self.state, cp.break_point), [])
+        by_id = {c.id: c for c in self.run.held}
+        held = [by_id[i] for i in effect.held if i in by_id] or list(self.run.held)
+        return cp.pause(cp.snapshot("tool_invoker", self.state, cp.tool_break_point(held[0].tool_name)), held)
+
+    def pause(self, effect: Pause) -> NoReturn:
+        """Write the pause snapshot (where a store is known) and raise the breakpoint exception."""
+        raise self._pause_error(effect)
+
+    async def pause_async(self, effect: Pause) -> NoReturn:
+        """:meth:`pause` with the write in a worker thread."""
+        raise await in_thread_unsplit(self._pause_error, effect)
+
+    def finish(self, effect: Finish) -> None:
+        """Mark the durable record done, then write the chat / memory stores."""
+        cp, stores = self.parts.checkpoints, self.parts.stores
+        if cp is not None and cp.durable:
+            cp.finish(self.state)
+        if stores is not None:
+            stores.write_after(self.state.data["messages"])
+
+    async def finish_async(self, effect: Finish) -> None:
+        """:meth:`finish` in a worker thread."""
+        await in_thread_unsplit(self.finish, effect)

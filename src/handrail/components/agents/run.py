@@ -1,0 +1,140 @@
+"""One Agent run as a state machine: what ``Agent.start`` returns and a driver drives.
+
+``run.send(result)`` returns the run's next effect (:mod:`handrail.components.effects`), or None once the run
+ended; ``run.context`` executes any effect with the run's live objects (its chat generator, tools, strategies,
+hooks, stores). ``Agent.run`` is this run driven by :class:`~handrail.components.drivers.SyncDriver`,
+``run_async`` by :class:`~handrail.components.drivers.AsyncDriver`. Close a run you drive yourself (``with``,
+or :meth:`AgentRun.close`): a run resumed from a stored snapshot holds a claim on its record until then.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from handrail.components.agents._context import AgentContext
+from handrail.components.agents._machine import agent_machine
+from handrail.components.effects import Effect, Pause
+from handrail.errors import RunError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+
+    from handrail.components.agents._plan import Started
+    from handrail.components.drivers import RunObserver
+    from handrail.dataclasses.chat_message import ChatMessage
+
+__all__ = ["AgentRun"]
+
+
+class AgentRun:
+    """An Agent run: send each effect's result, get the next effect.
+
+    Made by :meth:`Agent.start <handrail.components.agents.agent.Agent.start>`, which checked every argument
+    (a bad one raised there, before any effect).
+    """
+
+    __slots__ = ("_closed", "_context", "_ended", "_last", "_machine", "_started")
+
+    def __init__(self, started: Started, observers: Sequence[RunObserver] = ()) -> None:
+        self._started = started
+        self._context = AgentContext(started.plan, started.parts, started.run, started.model, observers)
+        self._machine = agent_machine(started.plan, started.parts, started.run)
+        self._ended = False
+        self._closed = False
+        self._last: Effect | None = None
+
+    @property
+    def context(self) -> AgentContext:
+        """Executes effects of this run (one method per kind of effect, sync and async)."""
+        return self._context
+
+    @property
+    def ended(self) -> bool:
+        """True once :meth:`send` returned None."""
+        return self._ended
+
+    def send(self, result: Any = None) -> Effect | None:
+        """Give the result of the last effect (None for the first call); returns the next effect, None at the end.
+
+        Raises:
+            RunError: The run is closed, or its last effect was a ``Pause`` (a pause ends the run: resume it from
+                its snapshot).
+            Exception: What the loop's rules raise for a result (e.g. a decision for the wrong call).
+        """
+        if self._closed:
+            raise RunError("This run is closed; start a new one.")
+        if type(self._last) is Pause:
+            raise RunError("A Pause effect ends the run; resume it from its snapshot (Agent.run(snapshot=...)).")
+        if self._ended:
+            return None
+        try:
+            effect = self._machine.send(result)
+        except StopIteration:
+            self._ended = True
+            self._last = None
+            return None
+        self._last = effect
+        return effect
+
+    @property
+    def messages(self) -> list[ChatMessage]:
+        """The history so far (the run's live list)."""
+        messages: list[ChatMessage] = self._started.run.state.data["messages"]
+        return messages
+
+    @property
+    def result(self) -> dict[str, Any]:
+        """The run's result, as ``Agent.run`` returns it.
+
+        Raises:
+            RunError: The run has not ended.
+        """
+        if not self._ended:
+            raise RunError("The run has not ended: send the results of its effects until send() returns None.")
+        data = self._started.run.state.data
+        messages = data["messages"]
+        result: dict[str, Any] = {"messages": messages}
+        if messages:
+            result["last_message"] = messages[-1]
+        result.update(self._started.run.state.user_values())
+        for key in ("step_count", "token_usage", "tool_call_counts", "exit_reason"):
+            result[key] = data[key]
+        return result
+
+    def close(self) -> None:
+        """Release what the run holds (the claim on a resumed record, a store it opened); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._machine.close()
+        checkpoints = self._started.parts.checkpoints
+        if checkpoints is not None:
+            checkpoints.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close` with the store I/O in a worker thread."""
+        if self._closed:
+            return
+        if self._started.parts.checkpoints is None:
+            self.close()
+            return
+        from handrail.components.tools._execution import in_thread_unsplit
+
+        await in_thread_unsplit(self.close)
+
+    def __enter__(self) -> AgentRun:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AgentRun:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,275 @@
+"""Drivers: they execute a run's effects (:mod:`handrail.components.effects`) and hold no loop logic.
+
+A run is a state machine: ``run.send(result)`` gives the next effect (``None`` when the run is over) and
+``run.context`` executes effects with the run's live objects (its chat generator, tools, strategies, hooks and
+stores). A driver loops: take the effect, execute it (through the context, or its own way — a model call sent to
+another process, a tool call run as a job elsewhere), send the result back. :class:`SyncDriver` and
+:class:`AsyncDriver` are the drivers of ``Agent.run`` / ``run_async``; another driver implements :class:`RunDriver`.
+
+Observers (:class:`RunObserver`) see the start and end of every effect, and of each tool call of a
+``RunTools`` effect, in both drivers.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, assert_never, runtime_checkable
+
+from handrail.components.effects import (
+    AskApproval,
+    CallModel,
+    Effect,
+    Emit,
+    Finish,
+    Pause,
+    Persist,
+    RunHooks,
+    RunTools,
+    ToolInvocation,
+)
+
+__all__ = ["AsyncDriver", "Ended", "MachineRun", "Run", "RunContext", "RunDriver", "RunObserver", "SyncDriver",
+           "execute_async", "execute_sync"]  # fmt: skip
+
+
+@dataclass(slots=True)
+class Ended:
+    """How an effect (or one tool call) ended."""
+
+    duration: float
+    """Seconds from its start to its end (monotonic clock)."""
+    result: Any = None
+    """Its result, when it ended without raising."""
+    error: BaseException | None = None
+    """What it raised (a breakpoint or approval pause raises too: the run stops there)."""
+
+
+@runtime_checkable
+class RunObserver(Protocol):
+    """Told when each effect, and each tool call of a ``RunTools`` effect, starts and ends.
+
+    ``event`` is the effect itself, or the :class:`~handrail.components.effects.ToolInvocation` of one tool call
+    (every call that runs, approved or not). Calls to the same observer may come from worker threads (tools run
+    concurrently), so an observer must be thread-safe. An exception raised by an observer does not stop the run:
+    it becomes a warning naming the observer.
+    """
+
+    def started(self, event: Effect | ToolInvocation) -> None:
+        """``event`` starts."""
+
+    def ended(self, event: Effect | ToolInvocation, ended: Ended) -> None:
+        """``event`` ended (result or error, and duration)."""
+
+
+class RunContext(Protocol):
+    """Executes each kind of effect with the run's live objects; a driver calls the method of an effect's kind."""
+
+    observers: Sequence[RunObserver]
+
+    def call_model(self, effect: CallModel) -> Any: ...
+    def run_tools(self, effect: RunTools) -> Any: ...
+    def ask_approval(self, effect: AskApproval) -> Any: ...
+    def run_hooks(self, effect: RunHooks) -> Any: ...
+    def persist(self, effect: Persist) -> Any: ...
+    def pause(self, effect: Pause) -> Any: ...
+    def finish(self, effect: Finish) -> Any: ...
+    def emit(self, effect: Emit) -> Any: ...
+    async def call_model_async(self, effect: CallModel) -> Any: ...
+    async def run_tools_async(self, effect: RunTools) -> Any: ...
+    async def ask_approval_async(self, effect: AskApproval) -> Any: ...
+    async def run_hooks_async(self, effect: RunHooks) -> Any: ...
+    async def persist_async(self, effect: Persist) -> Any: ...
+    async def pause_async(self, effect: Pause) -> Any: ...
+    async def finish_async(self, effect: Finish) -> Any: ...
+    async def emit_async(self, effect: Emit) -> Any: ...
+
+
+class Run(Protocol):
+    """A run as a state machine: what a driver drives."""
+
+    @property
+    def context(self) -> RunContext:
+        """Executes effects with the run's live objects."""
+
+    def send(self, result: Any) -> Effect | None:
+        """Give the result of the last effect (None to start); returns the next effect, or None when the run ended."""
+
+    @property
+    def result(self) -> Any:
+        """The run's result, once :meth:`send` returned None."""
+
+
+class MachineRun:
+    """A :class:`Run` made of a generator that yields effects and returns the run's result, and its context."""
+
+    __slots__ = ("_context", "_machine", "_result", "ended")
+
+    def __init__(self, machine: Generator[Effect, Any, Any], context: RunContext) -> None:
+        self._machine = machine
+        self._context = context
+        self._result: Any = None
+        self.ended = False
+        """True once the machine returned."""
+
+    @property
+    def context(self) -> RunContext:
+        """Executes effects with the run's live objects."""
+        return self._context
+
+    def send(self, result: Any) -> Effect | None:
+        """Give the last effect's result (None to start); returns the next effect, or None when the run ended."""
+        try:
+            return self._machine.send(result)
+        except StopIteration as stop:
+            self._result = stop.value
+            self.ended = True
+            return None
+
+    def throw(self, error: BaseException) -> Effect | None:
+        """Raise ``error`` where the run waits for the last effect's result (the effect failed)."""
+        try:
+            return self._machine.throw(error)
+        except StopIteration as stop:
+            self._result = stop.value
+            self.ended = True
+            return None
+
+    @property
+    def result(self) -> Any:
+        """What the machine returned."""
+        return self._result
+
+
+@runtime_checkable
+class RunDriver(Protocol):
+    """Drives a run to its end and returns its result."""
+
+    def drive(self, run: Run) -> Any:
+        """Execute every effect of ``run`` until it ends."""
+
+
+def execute_sync(context: RunContext, effect: Effect) -> Any:
+    """Execute ``effect`` through ``context`` (one table over every kind of effect)."""
+    match effect:
+        case CallModel():
+            return context.call_model(effect)
+        case RunTools():
+            return context.run_tools(effect)
+        case RunHooks():
+            return context.run_hooks(effect)
+        case Emit():
+            return context.emit(effect)
+        case AskApproval():
+            return context.ask_approval(effect)
+        case Persist():
+            return context.persist(effect)
+        case Pause():
+            return context.pause(effect)
+        case Finish():
+            return context.finish(effect)
+        case _:
+            assert_never(effect)
+
+
+async def execute_async(context: RunContext, effect: Effect) -> Any:
+    """Async twin of :func:`execute_sync`."""
+    match effect:
+        case CallModel():
+            return await context.call_model_async(effect)
+        case RunTools():
+            return await context.run_tools_async(effect)
+        case RunHooks():
+            return await context.run_hooks_async(effect)
+        case Emit():
+            return await context.emit_async(effect)
+        case AskApproval():
+            return await context.ask_approval_async(effect)
+        case Persist():
+            return await context.persist_async(effect)
+        case Pause():
+            return await context.pause_async(effect)
+        case Finish():
+            return await context.finish_async(effect)
+        case _:
+            assert_never(effect)
+
+
+def notify_started(observers: Sequence[RunObserver], event: Effect | ToolInvocation) -> float:
+    """Tell every observer ``event`` starts; returns the start time (for :func:`notify_ended`)."""
+    for observer in observers:
+        try:
+            observer.started(event)
+        except Exception as exc:
+            _observer_failed(observer, "started", exc)
+    return time.monotonic()
+
+
+def notify_ended(
+    observers: Sequence[RunObserver], event: Effect | ToolInvocation, began: float, result: Any = None,
+    error: BaseException | None = None,
+) -> None:  # fmt: skip
+    """Tell every observer ``event`` ended."""
+    ended = Ended(time.monotonic() - began, result, error)
+    for observer in observers:
+        try:
+            observer.ended(event, ended)
+        except Exception as exc:
+            _observer_failed(observer, "ended", exc)
+
+
+def _observer_failed(observer: RunObserver, method: str, exc: Exception) -> None:
+    from handrail.core._secret_values import mask_secrets
+
+    warnings.warn(
+        f"Observer {type(observer).__name__}.{method} raised {type(exc).__name__}: {mask_secrets(str(exc))}; "
+        f"the run goes on.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+class SyncDriver:
+    """Executes every effect in the calling thread (tools of one step in worker threads): ``Agent.run``."""
+
+    def drive(self, run: Run) -> Any:
+        """Drive ``run`` to its end and return its result."""
+        context = run.context
+        observers = context.observers
+        result: Any = None
+        while (effect := run.send(result)) is not None:
+            if not observers:
+                result = execute_sync(context, effect)
+                continue
+            began = notify_started(observers, effect)
+            try:
+                result = execute_sync(context, effect)
+            except BaseException as exc:
+                notify_ended(observers, effect, began, error=exc)
+                raise
+            notify_ended(observers, effect, began, result)
+        return run.result
+
+
+class AsyncDriver:
+    """Executes every effect on the running event loop (blocking work in worker threads): ``Agent.run_async``."""
+
+    async def drive(self, run: Run) -> Any:
+        """Drive ``run`` to its end and return its result."""
+        context = run.context
+        observers = context.observers
+        result: Any = None
+        while (effect := run.send(result)) is not None:
+            if not observers:
+                result = await execute_async(context, effect)
+                continue
+            began = notify_started(observers, effect)
+            try:
+                result = await execute_async(context, effect)
+            except BaseException as exc:
+                notify_ended(observers, effect, began, error=exc)
+                raise
+            notify_ended(observers, effect, began, result)
+        return run.result

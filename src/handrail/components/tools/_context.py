@@ -1,0 +1,186 @@
+"""The context of a tool step: it executes ``RunTools`` and ``Emit`` effects with the step's live objects.
+
+The tool step leaves the live invocations of each ``RunTools`` effect in :attr:`ToolContext.batch`; a driver that
+hands the effect back unchanged runs those. An effect that came from elsewhere (its data sent to another process
+and back) is bound again by name: the tool from the step's tools, State-injected values from its State.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from handrail.components.effects import (
+    AskApproval,
+    CallModel,
+    Emit,
+    Finish,
+    Pause,
+    Persist,
+    RunHooks,
+    RunTools,
+    ToolInvocation,
+    ToolOutcome,
+)
+from handrail.components.tools._effects import Invocation, Outcome
+from handrail.components.tools._execution import run_calls_async, run_calls_sync
+from handrail.components.tools._results import describe_exception
+from handrail.components.tools._step import ToolStepOptions, make_invocation
+from handrail.dataclasses.chat_message import ToolCall
+from handrail.dataclasses.state import State
+from handrail.errors import RunError
+
+if TYPE_CHECKING:
+    from handrail.components.drivers import RunObserver
+    from handrail.tools.tool import Tool
+
+__all__ = ["ToolContext"]
+
+
+def _tool_outcome(inv: Invocation, outcome: Outcome) -> ToolOutcome:
+    ok, value = outcome
+    if ok:
+        return ToolOutcome(inv.call.id, True, value)
+    return ToolOutcome(inv.call.id, False, None, describe_exception(value), value)
+
+
+def _same(inv: Invocation, item: ToolInvocation) -> bool:
+    return (
+        inv.call.id == item.call_id
+        and inv.tool.name == item.tool_name
+        and inv.key == item.key
+        and (inv.arguments is item.arguments or inv.arguments == item.arguments)
+    )
+
+
+class ToolContext:
+    """Executes a tool step's effects (the ToolInvoker's run; the base of the Agent's run context).
+
+    Args:
+        tools: The step's tools by name (a callable returning them, when they change between steps).
+        state: The run's State (read for ``inputs_from_state``, given to a ``State`` parameter).
+        options: The step's options (its ``observer`` is the run's ledger, when calls are recorded).
+        observers: Told when each tool call starts and ends.
+    """
+
+    def __init__(
+        self,
+        tools: Mapping[str, Tool] | Callable[[], Mapping[str, Tool]],
+        state: State,
+        options: ToolStepOptions,
+        observers: Sequence[RunObserver] = (),
+    ) -> None:
+        self._tools = tools
+        self.state = state
+        self.options = options
+        self.observers: Sequence[RunObserver] = observers
+        self.batch: list[Invocation] = []
+        """The live invocations of the last ``RunTools`` / ``AskApproval`` effect (the step sets them)."""
+
+    def tool(self, name: str) -> Tool:
+        """The tool named ``name`` in this run.
+
+        Raises:
+            RunError: The run has no tool of that name.
+        """
+        tools = self._tools() if callable(self._tools) else self._tools
+        found = tools.get(name)
+        if found is None:
+            raise RunError(f"This run has no tool named {name!r} (its tools: {sorted(tools)}).")
+        return found
+
+    def bind(self, calls: list[ToolInvocation]) -> list[Invocation]:
+        """The live invocations of ``calls``: the step's own when they match, else bound again by name."""
+        batch = self.batch
+        if len(batch) == len(calls) and all(_same(inv, item) for inv, item in zip(batch, calls, strict=True)):
+            return batch
+        return [self._bind_one(item) for item in calls]
+
+    def _bind_one(self, item: ToolInvocation) -> Invocation:
+        tool = self.tool(item.tool_name)
+        call = ToolCall(tool_name=item.tool_name, arguments=item.arguments, id=item.call_id)
+        return make_invocation(call, tool, dict(item.arguments), self.state, self.options, item.key)
+
+    # -- the effects of a tool step ---------------------------------------------------------------
+
+    def run_tools(self, effect: RunTools) -> list[ToolOutcome]:
+        """Run the calls (in threads when there are several) and return their outcomes in order."""
+        invocations = self.bind(effect.calls)
+        outcomes = run_calls_sync(invocations, effect.max_workers, self.options.observer, self.observers, effect.calls)
+        return [_tool_outcome(inv, o) for inv, o in zip(invocations, outcomes, strict=True)]
+
+    async def run_tools_async(self, effect: RunTools) -> list[ToolOutcome]:
+        """Await the calls concurrently (sync tools in worker threads) and return their outcomes in order."""
+        invocations = self.bind(effect.calls)
+        outcomes = await run_calls_async(
+            invocations, effect.max_workers, self.options.observer, self.observers, effect.calls
+        )
+        return [_tool_outcome(inv, o) for inv, o in zip(invocations, outcomes, strict=True)]
+
+    def emit(self, effect: Emit) -> None:
+        """Send the chunk to the streaming callback."""
+        callback = self.options.streaming_callback
+        if callback is not None:
+            callback(effect.chunk)
+
+    async def emit_async(self, effect: Emit) -> None:
+        """Send the chunk to a sync or async streaming callback."""
+        callback = self.options.streaming_callback
+        if callback is not None:
+            result = callback(effect.chunk)
+            if inspect.isawaitable(result):
+                await result
+
+    # -- effects a tool step never yields ----------------------------------------------------------
+
+    def _not_here(self, effect: object) -> NoReturn:
+        raise RunError(f"A tool step does not execute {type(effect).__name__} effects.")
+
+    def call_model(self, effect: CallModel) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    def ask_approval(self, effect: AskApproval) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    def run_hooks(self, effect: RunHooks) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    def persist(self, effect: Persist) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    def pause(self, effect: Pause) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    def finish(self, effect: Finish) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    async def call_model_async(self, effect: CallModel) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    async def ask_approval_async(self, effect: AskApproval) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    async def run_hooks_async(self, effect: RunHooks) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    async def persist_async(self, effect: Persist) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    async def pause_async(self, effect: Pause) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    async def finish_async(self, effect: Finish) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
