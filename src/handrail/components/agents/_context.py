@@ -108,7 +108,7 @@ class AgentContext(ToolContext):
         self, plan: RunPlan, parts: RunParts, run: RunState, model: ModelCall, observers: Sequence[RunObserver] = ()
     ) -> None:
         super().__init__(plan.static_by_name if plan.static_tools is not None else self._step_tools, run.state,
-                         plan.step_options, observers)  # fmt: skip
+                         plan.step_options, observers, run.ledger)  # fmt: skip
         self.batch = run.batch
         self.plan = plan
         self.parts = parts

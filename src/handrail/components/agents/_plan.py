@@ -255,7 +255,6 @@ def _step_options(
         streaming_callback=callback,
         passthrough=bool(invoker.get("enable_streaming_callback_passthrough", False)),
         gate=approvals.gate if approvals is not None else None,
-        observer=ledger,
     )
     if approvals is not None:
         approvals.options = options

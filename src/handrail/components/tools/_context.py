@@ -23,7 +23,7 @@ from handrail.components.effects import (
     ToolInvocation,
     ToolOutcome,
 )
-from handrail.components.tools._effects import Invocation, Outcome
+from handrail.components.tools._effects import CallObserver, Invocation, Outcome
 from handrail.components.tools._execution import run_calls_async, run_calls_sync
 from handrail.components.tools._results import describe_exception
 from handrail.components.tools._step import ToolStepOptions, make_invocation
@@ -60,8 +60,11 @@ class ToolContext:
     Args:
         tools: The step's tools by name (a callable returning them, when they change between steps).
         state: The run's State (read for ``inputs_from_state``, given to a ``State`` parameter).
-        options: The step's options (its ``observer`` is the run's ledger, when calls are recorded).
-        observers: Told when each tool call starts and ends.
+        options: The step's options.
+        observers: The run's observers, told when each tool call starts and ends.
+        recorder: The run's ledger, when calls are recorded: the observer of each call whose record of the call's
+            start is durable before the call runs (and of its outcome before the step goes on), and whose failure
+            stops the run.
     """
 
     def __init__(
@@ -70,8 +73,10 @@ class ToolContext:
         state: State,
         options: ToolStepOptions,
         observers: Sequence[RunObserver] = (),
+        recorder: CallObserver | None = None,
     ) -> None:
         self._tools = tools
+        self.recorder = recorder
         self.state = state
         self.options = options
         self.observers: Sequence[RunObserver] = observers
@@ -107,14 +112,14 @@ class ToolContext:
     def run_tools(self, effect: RunTools) -> list[ToolOutcome]:
         """Run the calls (in threads when there are several) and return their outcomes in order."""
         invocations = self.bind(effect.calls)
-        outcomes = run_calls_sync(invocations, effect.max_workers, self.options.observer, self.observers, effect.calls)
+        outcomes = run_calls_sync(invocations, effect.max_workers, self.recorder, self.observers, effect.calls)
         return [_tool_outcome(inv, o) for inv, o in zip(invocations, outcomes, strict=True)]
 
     async def run_tools_async(self, effect: RunTools) -> list[ToolOutcome]:
         """Await the calls concurrently (sync tools in worker threads) and return their outcomes in order."""
         invocations = self.bind(effect.calls)
         outcomes = await run_calls_async(
-            invocations, effect.max_workers, self.options.observer, self.observers, effect.calls
+            invocations, effect.max_workers, self.recorder, self.observers, effect.calls
         )
         return [_tool_outcome(inv, o) for inv, o in zip(invocations, outcomes, strict=True)]
 

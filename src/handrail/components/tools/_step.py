@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from handrail.components.effects import Emit, RunTools, ToolOutcome
-from handrail.components.tools._effects import CallObserver, Invocation, Outcome
+from handrail.components.tools._effects import Invocation, Outcome
 from handrail.components.tools._results import convert_result, describe_exception, failure_message_text, merge_outputs
 from handrail.core.json_data import JSONDataError, json_problem, parse_json, problem_text, shown_text, writable_text
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall, call_id_problem
@@ -53,8 +53,6 @@ class ToolStepOptions:
     """Runs before each batch executes: returns, per invocation, the (possibly modified) invocation to
     run, the tool message that answers it instead (e.g. a rejection), or None to hold it (the step then
     stops after this batch and leaves unanswered positions None). The Agent's approval step."""
-    observer: CallObserver | None = None
-    """Told before and after each tool call runs (the Agent's durable ledger)."""
 
 
 def _own_id(call_id: object) -> str | None:
