@@ -557,7 +557,7 @@ def w4() -> dict[str, Any]:
     import shutil
     import tempfile
 
-    from handrail.core.files import atomic_write
+    from handrail.core._files import atomic_write
     from handrail.dataclasses.breakpoints import HITLBreakpointException, ToolBreakpoint
     from handrail.dataclasses.snapshot import MessageCache, decode_snapshot, encode_snapshot
     from handrail.human_in_the_loop import BreakpointConfirmationStrategy

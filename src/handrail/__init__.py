@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
 
 __version__ = "0.1.0"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from handrail.core.files import FileLock, lock_path_for
+from handrail.core._files import FileLock, lock_path_for
 from handrail.dataclasses import AgentBreakpoint, AgentSnapshot, ToolBreakpoint
 from handrail.dataclasses.breakpoints import Breakpoint
 from handrail.dataclasses.decisions import ToolExecutionDecision

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 import click
 
-from handrail.core.terminal import printable, terminal_json
+from handrail.core._terminal import printable, terminal_json
 
 __all__ = [
     "EXIT_BUSY",

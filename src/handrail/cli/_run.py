@@ -28,7 +28,7 @@ from handrail.cli._common import (
     resume_command,
 )
 from handrail.cli._stores import Where, opened, where_options
-from handrail.core.urls import url_without_password
+from handrail.core._urls import url_without_password
 from handrail.errors import HandrailError
 
 __all__ = ["resume", "run", "spec_tools"]

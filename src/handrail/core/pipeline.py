@@ -30,8 +30,8 @@ from typing import Any
 from handrail.core._pipeline_graph import Graph
 from handrail.core._pipeline_io import graph_to_dict, mermaid, read_spec, yaml_dump, yaml_load
 from handrail.core._pipeline_run import RunState, call_sync, check_include, drive_async, normalize_data
+from handrail.core._threads import FreshLockOnCopy, to_thread
 from handrail.core.component import is_component
-from handrail.core.threads import FreshLockOnCopy, to_thread
 from handrail.errors import ComponentError, ConfigurationError, ConfigurationTypeError, PipelineError
 
 __all__ = ["Pipeline"]

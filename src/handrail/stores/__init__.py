@@ -12,7 +12,7 @@ are listed, decided and resumed from any process that opens the same store
 
 import typing as _typing
 
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "ChatMessageStore": "handrail.stores.types",

@@ -6,7 +6,7 @@ pydantic is imported only when such a tool is built.
 
 import typing as _typing
 
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
 from handrail.tools.tool import Tool, ToolCallId
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NewType
 
+from handrail.core._threads import to_thread
 from handrail.core.serialization import (
     active_allowlist,
     check_file_callable,
@@ -21,7 +22,6 @@ from handrail.core.serialization import (
     reading,
     serialize_callable,
 )
-from handrail.core.threads import to_thread
 from handrail.dataclasses.state import State
 from handrail.errors import (
     ConfigurationError,

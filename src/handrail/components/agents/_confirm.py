@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from handrail.components.tools._effects import Invocation
 from handrail.components.tools._step import ToolStepOptions, make_invocation
-from handrail.core.threads import to_thread
+from handrail.core._threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.state import State

@@ -17,7 +17,7 @@ from handrail.components.agents._hook_checks import check_after_hook
 from handrail.components.agents._machine import CallModel, Effect, RunHooks
 from handrail.components.agents._pause_effects import Finish, Pause
 from handrail.components.tools._execution import drive_async, drive_sync
-from handrail.core.threads import to_thread
+from handrail.core._threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import RunError

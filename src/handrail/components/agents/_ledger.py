@@ -21,8 +21,8 @@ from handrail.components.agents._pause_effects import UnknownOutcome, check_unkn
 from handrail.components.tools._effects import Invocation, Outcome
 from handrail.components.tools._results import result_message_text
 from handrail.components.tools._step import ToolStepOptions, failed_call, failure_text, finish_call
+from handrail.core._typed_json import decode_value, encode_value
 from handrail.core.serialization import restricted_imports
-from handrail.core.typed_json import decode_value, encode_value
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import LedgerEntry

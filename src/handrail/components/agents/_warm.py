@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from handrail.components.agents._plan import RunRequest, start_run
-from handrail.core.threads import to_thread
+from handrail.core._threads import to_thread
 from handrail.tools.utils import flatten_tools
 
 __all__ = ["needs_warm_up", "start_run_off_loop", "warm_up"]

@@ -14,8 +14,8 @@ from handrail.components.agents._machine import HookTable, agent_machine
 from handrail.components.agents._plan import RunRequest, start_run
 from handrail.components.agents._prompt import check_user_prompt
 from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
+from handrail.core._threads import FreshLockOnCopy, to_thread
 from handrail.core.component import component
-from handrail.core.threads import FreshLockOnCopy, to_thread
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback

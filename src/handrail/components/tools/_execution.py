@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
-from handrail.core.threads import to_thread
+from handrail.core._threads import to_thread
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.errors import ToolInvocationError
 
