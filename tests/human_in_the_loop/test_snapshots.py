@@ -132,7 +132,7 @@ def test_the_same_decision_again_is_a_no_op() -> None:
     once = with_decision(paused_snapshot(), reject("c1", "no"), decided_by="alice")
     assert with_decision(once, reject("c1", "no"), decided_by="bob") is once
     approved = with_decision(paused_snapshot(), approve())
-    # Edited arguments equal to the proposed ones are a plain approval (DESIGN §3.9).
+    # Edited arguments equal to the proposed ones are a plain approval.
     assert with_decision(approved, approve(final_tool_params={"amount": 5})) is approved
 
 

@@ -37,7 +37,7 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 ToolCallId = NewType("ToolCallId", str)
 """Annotate a tool parameter with this type to receive the call's id (an idempotency key).
 
-The parameter is kept out of the tool's JSON Schema (DESIGN.md §3.10).
+The parameter is kept out of the tool's JSON Schema; a retried call receives the same id.
 """
 
 

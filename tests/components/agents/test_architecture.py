@@ -69,7 +69,7 @@ def test_drivers_do_not_import_the_rules(module: ModuleType) -> None:
 
 
 def test_drivers_are_short() -> None:
-    # DESIGN.md §2: thin drivers (~30 lines each); a generous ceiling catches a loop creeping in.
+    # The loop lives in the machine, drivers stay thin (~30 lines each); a generous ceiling catches a loop creeping in.
     for name in ("run_machine_sync", "run_machine_async"):
         lines = inspect.getsource(getattr(drivers, name)).splitlines()
         assert len(lines) <= 40, f"{name} has {len(lines)} lines"

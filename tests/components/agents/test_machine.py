@@ -1,4 +1,4 @@
-"""The sans-I/O step machine driven by hand, with no driver (DESIGN.md §2)."""
+"""The sans-I/O step machine driven by hand, with no driver: it yields effects and does no I/O itself."""
 
 from __future__ import annotations
 

@@ -352,7 +352,7 @@ def select_tools(configured: list[Tool | Toolset] | Toolset, runtime: Any) -> li
 
 
 def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init_prompt: str | None) -> None:
-    """Apply the system prompt rules of DESIGN.md §3.8 to ``messages`` in place.
+    """Apply the system prompt rules to ``messages`` in place: at most one system message, always first.
 
     A run-time prompt replaces a leading system message (or is prepended); otherwise a leading
     system message is kept and the init prompt is not added; otherwise the init prompt is prepended.

@@ -1,4 +1,4 @@
-"""The execution ledger of one run: what happened to each tool call, by ``tool_call_id`` (DESIGN.md §3.10).
+"""The execution ledger of one run: what happened to each tool call, by ``tool_call_id``.
 
 Statuses move ``pending`` → ``approved`` / ``rejected`` → ``running`` → ``done`` / ``failed`` (a call
 without a confirmation strategy goes straight to ``running``). A durable run writes the ledger to its

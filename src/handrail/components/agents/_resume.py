@@ -1,4 +1,4 @@
-"""Checks and preparation for breakpoints and resuming (DESIGN.md §3.10).
+"""Checks and preparation for breakpoints and resuming.
 
 Everything here runs before a run's first effect: a bad breakpoint, a snapshot in use, conflicting
 decisions or a changed agent definition raise before anything is called or written.
@@ -36,7 +36,7 @@ __all__ = ["check_break_point", "check_consistency", "check_decision_types", "ch
 
 
 def fingerprint_of(tools: list[Tool], agent: Any) -> dict[str, Any]:
-    """The parts of the agent definition a snapshot depends on (DESIGN.md §3.10).
+    """The parts of the agent definition a snapshot depends on: resuming after they change needs ``allow_drift``.
 
     Returns:
         ``{"tools": {name: {"description", "parameters"}}, "system_prompt", "user_prompt",

@@ -218,7 +218,7 @@ class Agent(FreshLockOnCopy):
             snapshot: An :class:`AgentSnapshot` to resume from (``messages`` must then be empty): the run goes on
                 exactly where it stopped, with the snapshot's history and State. Its file (when it has one) is
                 locked and read again; decisions in ``tool_execution_decisions`` answer the paused calls by id.
-            system_prompt: Replaces a leading system message for this run (DESIGN.md §3.8).
+            system_prompt: Replaces a leading system message for this run, or is prepended when there is none.
             tools: This run's tools: objects, names of configured tools, or a Toolset.
             confirmation_strategy_context: A dict passed to every confirmation strategy by identity (a lock,
                 a websocket, a queue in it); never copied or serialized.

@@ -40,7 +40,8 @@ class ToolInvoker:
         tools: Tools and Toolsets (or one Toolset); at least one tool, names unique.
         raise_on_failure: Raise on an unknown tool (ToolNotFoundException), invalid arguments or a
             tool exception (ToolInvocationError) instead of returning an error tool result.
-        convert_result_to_json_string: JSON-encode every result, strings included (DESIGN.md §3.1).
+        convert_result_to_json_string: JSON-encode every result, strings included (quoted); when False a
+            ``str`` result is kept as is and anything else becomes JSON.
         streaming_callback: Receives one chunk per result, then a chunk with finish_reason
             ``"tool_call_results"``.
         enable_streaming_callback_passthrough: Give the callback to tools that declare a
@@ -118,7 +119,7 @@ class ToolInvoker:
             tool.warm_up()
         by_name = {t.name: t for t in flat}
         # The caller owns the assistant message, so results answer the calls exactly as given (origin == call);
-        # only the Agent, which writes the history, repairs missing or repeated ids (DESIGN.md §3.5).
+        # only the Agent, which writes the history, gives a missing or repeated id a unique one.
         calls = [c for m in messages for c in m.tool_calls]
         opts = ToolStepOptions(
             raise_on_failure=self.raise_on_failure,
