@@ -118,6 +118,10 @@ class AgentSnapshot:
     read_under: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
     """The allowlist the snapshot was read under (None: built in this process); never written. A resumed run
     decodes the ledger's recorded results under it, so a value in a file cannot name a class outside it."""
+    store: Any = field(default=None, compare=False, repr=False)
+    """The SnapshotStore object to resume through (``handrail.resume`` sets it), or None; never written. A resumed
+    run claims, rewrites and pauses again through this very object (a subclass's overrides run, and the run
+    leaves it open); None: through a store opened from ``location``, closed when the run ends."""
 
     def __post_init__(self) -> None:
         if self.position not in POSITIONS:

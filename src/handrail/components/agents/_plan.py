@@ -94,7 +94,7 @@ def start_run(agent: Any, req: RunRequest) -> tuple[RunPlan, State, ModelCall]:
     try:
         plan, state, model = _build(agent, req, snapshot, store)
     except BaseException:
-        let_go(lease, store)
+        let_go(lease, None if store is snapshot.store else store)  # a store given with the snapshot stays open
         raise
     assert plan.checkpoints is not None  # a resumed run always has checkpoints
     plan.checkpoints.lease = lease
@@ -129,7 +129,7 @@ def _build(
     unknown_outcome = check_unknown_outcome(req.unknown_outcome)
     if resumed_store is not None:
         pausing_store(agent.confirmation_strategies, break_point)  # still refuses two different stores
-        store, owns_store = resumed_store, True
+        store, owns_store = resumed_store, snapshot is None or resumed_store is not snapshot.store
     else:
         store, owns_store = pausing_store(agent.confirmation_strategies, break_point)
     fingerprint = fingerprint_of(tools.flat, agent) if (snapshot or break_point or store) else {}
