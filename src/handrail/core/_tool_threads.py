@@ -26,7 +26,7 @@ import functools
 import os
 import threading
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from handrail.errors import ConfigurationError
@@ -161,13 +161,11 @@ async def to_tool_thread(function: Callable[..., T], /, *args: Any, **kwargs: An
     return await future
 
 
-async def _awaited(function: Callable[..., Coroutine[Any, Any, T]], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+async def _awaited(function: Callable[..., Awaitable[T]], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
     return await function(*args, **kwargs)
 
 
-def _run_here(
-    function: Callable[..., Coroutine[Any, Any, T]], args: tuple[Any, ...], kwargs: dict[str, Any], ctx: Any
-) -> T:
+def _run_here(function: Callable[..., Awaitable[T]], args: tuple[Any, ...], kwargs: dict[str, Any], ctx: Any) -> T:
     import asyncio
 
     # A loop factory keeps the Runner from replacing this thread's current event loop.
@@ -175,7 +173,7 @@ def _run_here(
         return runner.run(_awaited(function, args, kwargs), context=ctx)
 
 
-def run_coroutine_sync(function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any, **kwargs: Any) -> T:
+def run_coroutine_sync(function: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any) -> T:
     """Run ``function(*args, **kwargs)`` to its end on an event loop of its own and return its result.
 
     The coroutine runs under a copy of the caller's context variables, on a new loop that is closed after it

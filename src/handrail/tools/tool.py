@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NewType
 
-from handrail.core._threads import to_thread
+from handrail.core._tool_threads import to_tool_thread
 from handrail.core.serialization import (
     active_allowlist,
     check_file_callable,
@@ -336,7 +336,7 @@ class Tool:
             raise _invocation_error(self.name, kwargs, exc) from exc
 
     async def invoke_async(self, **kwargs: Any) -> Any:
-        """Await the async function, or run the sync one in a worker thread.
+        """Await the async function, or run the sync one in a thread of the loop's tool pool.
 
         Raises:
             ToolInvocationError: When the function raises (the original is the ``__cause__``).
@@ -345,7 +345,7 @@ class Tool:
             if self.async_function is not None:
                 return await self.async_function(**kwargs)
             assert self.function is not None
-            return await to_thread(self.function, **kwargs)
+            return await to_tool_thread(self.function, **kwargs)
         except Exception as exc:
             raise _invocation_error(self.name, kwargs, exc) from exc
 

@@ -33,6 +33,7 @@ from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.tools._lifecycle import warm_up_tools
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -181,7 +182,7 @@ def _build(
 def _run_tools(agent: Any, req: RunRequest) -> _Tools:
     run_tools = cfg.select_tools(agent.tools, req.tools)
     flat = flatten_tools(run_tools)
-    cfg.check_tools_for_run(flat, {"messages", *(agent.state_schema or {})}, sync_run=req.sync_run)
+    cfg.check_tools_for_run(flat, {"messages", *(agent.state_schema or {})})
     if req.sync_run:
         cfg.check_sync_hooks(agent._hook_table)
         cfg.check_sync_strategies(agent.confirmation_strategies)
@@ -191,8 +192,8 @@ def _run_tools(agent: Any, req: RunRequest) -> _Tools:
 def _warm_and_warn(agent: Any, req: RunRequest, tools: _Tools) -> None:
     if tools.flat and req.tools is not None:
         cfg.check_generator(agent.chat_generator, tools.flat)
-        for tool in tools.flat:
-            tool.warm_up()
+    if req.tools is not None:
+        warm_up_tools(tools.run_tools, {})  # a run's own tools and toolsets: every run (warm_up is idempotent)
     agent.warm_up()
     exit_tools = {c for c in agent.exit_conditions if c != "text"}
     if exit_tools - tools.names and not tools.has_toolset:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from handrail.components.tools._effects import CallObserver, Emit, Invocation, Outcome, RunCalls
-from handrail.core._threads import to_thread
+from handrail.core._tool_threads import run_coroutine_sync, to_tool_thread
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.errors import ToolInvocationError
 
@@ -24,14 +24,13 @@ T = TypeVar("T")
 
 
 def _call_sync(inv: Invocation) -> Outcome:
-    function = inv.tool.function
+    """Call the tool's sync function; an async-only tool runs on an event loop of its own."""
+    tool = inv.tool
     try:
-        if function is None:
-            raise ToolInvocationError(
-                f"Tool '{inv.tool.name}' has only an async_function; run the agent with run_async.",
-                inv.tool.name,
-            )
-        return True, function(**inv.kwargs)
+        if tool.function is None:
+            assert tool.async_function is not None
+            return True, run_coroutine_sync(tool.async_function, **inv.kwargs)
+        return True, tool.function(**inv.kwargs)
     except Exception as exc:
         return False, exc
 
@@ -42,7 +41,7 @@ async def _call_async(inv: Invocation) -> Outcome:
         if tool.async_function is not None:
             return True, await tool.async_function(**inv.kwargs)
         assert tool.function is not None
-        return await to_thread(_call_sync, inv)
+        return await to_tool_thread(_call_sync, inv)
     except Exception as exc:
         return False, exc
 
@@ -163,7 +162,7 @@ async def _detached(observer: CallObserver, inv: Invocation, deferred: _Deferred
             observer.worker_ended(inv)
 
     try:
-        return await to_thread(work, inv)
+        return await to_tool_thread(work, inv)
     except BaseException:
         with guard:
             abandoned = state[0] == "queued"
