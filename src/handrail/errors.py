@@ -9,7 +9,8 @@ below; the command reads it, see ``handrail --help``). A name in parentheses is 
 ``TypeError`` for misuse errors, and for a class that moved to its branch the base it had before, kept so that
 every ``except`` clause written before the move still catches it (``except ConfigurationError`` still catches
 SnapshotError, DecisionConflictError and CalculationError; ``except RunError`` still catches StoreError and
-SnapshotUnavailableError). A test keeps this drawing equal to the classes::
+SnapshotUnavailableError). The one new catch: ``except RunError`` now also catches CalculationError (the model's
+expression, refused while a run is under way). A test keeps this drawing equal to the classes::
 
     HandrailError                                  1  root of every exception handrail raises on purpose
     ├── ConfigurationError (ValueError)            2  bad argument or configuration, raised before anything runs
