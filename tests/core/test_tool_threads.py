@@ -77,6 +77,35 @@ async def test_eight_blocking_calls_of_a_step_run_at_once() -> None:
     assert _results(await _agent(wait_for_all, 8).run_async([ChatMessage.from_user("x")])) == ["met"] * 8
 
 
+async def test_calls_that_end_together_each_get_their_own_outcome() -> None:
+    """Outcomes reach the loop in batches: each still goes to its own call, failures included."""
+    meet = threading.Barrier(40, timeout=WAIT)
+
+    def echo_or_fail(n: int) -> str:
+        """Echo n, or fail for odd n."""
+        meet.wait()  # all forty end at about the same time
+        if n % 2:
+            raise ValueError(f"odd {n}")
+        return f"even {n}"
+
+    agent = _agent(echo_or_fail, 40, tool_concurrency_limit=40)
+    out = await agent.run_async([ChatMessage.from_user("x")])
+    results = [m.tool_call_result for m in out["messages"] if m.tool_call_result is not None]
+    assert [r.error for r in results] == [bool(n % 2) for n in range(40)]
+    assert all(f"{'odd' if n % 2 else 'even'} {n}" in r.result for n, r in enumerate(results))
+
+
+async def test_a_blocking_tool_raising_stop_iteration_fails_its_call_instead_of_hanging_the_run() -> None:
+    def exhausted(n: int) -> str:
+        """Next on an empty iterator."""
+        return str(next(iter([])))
+
+    out = await _agent(exhausted, 2).run_async([ChatMessage.from_user("x")])
+    results = [m.tool_call_result for m in out["messages"] if m.tool_call_result is not None]
+    assert [r.error for r in results] == [True, True]
+    assert all("StopIteration" in r.result for r in results)
+
+
 def _run_to_end(main: Callable[[], Any]) -> Any:
     """Run ``main`` in a daemon thread: a deadlock fails the test instead of hanging the suite."""
     out: list[Any] = []

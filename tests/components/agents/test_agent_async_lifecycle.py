@@ -130,7 +130,8 @@ def test_a_sync_tool_cancelled_before_its_thread_took_it_is_never_recorded_runni
 
     from handrail.core import _tool_threads
 
-    monkeypatch.setattr(_tool_threads, "_new_pool", lambda: OneBusyThread(1))  # blocking tools get one thread
+    # blocking tools get one thread
+    monkeypatch.setattr(_tool_threads, "_new_pool", lambda: _tool_threads._LoopPool(OneBusyThread(1)))
 
     async def cancel_while_queued() -> None:
         release = threading.Event()
