@@ -327,7 +327,8 @@ class Tool:
         """
         if self.function is None:
             raise ToolInvocationError(
-                f"Tool '{self.name}' has only an async_function; use invoke_async or run the agent with run_async.",
+                f"Tool '{self.name}' has only an async_function; use invoke_async (Agent.run runs it on a loop "
+                f"of its own).",
                 self.name,
             )
         try:
