@@ -504,7 +504,7 @@ def _w3_parts(hist: list[ChatMessage]) -> dict[str, Any]:
 
     ``history_copy_and_free``: one new list of the history, made and freed — the least any run that returns the
     history as a new list pays. ``history_input_checks``: the Agent's checks of its input (every message is a
-    ChatMessage; no system message after the first position, DESIGN.md §3.8), on a fresh copy as a run makes it.
+    ChatMessage; no system message after the first position), on a fresh copy as a run makes it.
     """
     from handrail.components.agents import _config
 
@@ -557,7 +557,7 @@ def w4() -> dict[str, Any]:
     import shutil
     import tempfile
 
-    from handrail.core.files import atomic_write
+    from handrail.core._files import atomic_write
     from handrail.dataclasses.breakpoints import HITLBreakpointException, ToolBreakpoint
     from handrail.dataclasses.snapshot import MessageCache, decode_snapshot, encode_snapshot
     from handrail.human_in_the_loop import BreakpointConfirmationStrategy

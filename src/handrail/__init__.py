@@ -4,11 +4,9 @@ The most used names are importable from here; each is loaded on first use so tha
 ``from handrail import Agent`` stays fast.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from typing import TYPE_CHECKING
-
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
 
 __version__ = "0.1.0"
 
@@ -30,6 +28,9 @@ _EXPORTS: dict[str, str] = {
     "component": "handrail.core.component",
     "Pipeline": "handrail.core.pipeline",
     "ComponentTool": "handrail.tools.component_tool",
+    "resume": "handrail.specs._resume",
+    "resume_async": "handrail.specs._resume",
+    "register_snapshot_store": "handrail.stores._snapshot_locations",
 }
 
 __all__ = [
@@ -49,10 +50,13 @@ __all__ = [
     "Toolset",
     "component",
     "create_tool_from_function",
+    "register_snapshot_store",
+    "resume",
+    "resume_async",
     "tool",
 ]
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
     from handrail.components.tools.tool_invoker import ToolInvoker
     from handrail.core.component import component
@@ -61,6 +65,8 @@ if TYPE_CHECKING:
     from handrail.dataclasses.state import State
     from handrail.dataclasses.streaming import StreamingChunk
     from handrail.errors import HandrailError
+    from handrail.specs._resume import resume, resume_async
+    from handrail.stores._snapshot_locations import register_snapshot_store
     from handrail.tools.component_tool import ComponentTool
     from handrail.tools.from_function import create_tool_from_function, tool
     from handrail.tools.tool import Tool, ToolCallId

@@ -2,43 +2,60 @@
 
 Every exception handrail raises on purpose derives from :class:`HandrailError`.
 Misuse errors (raised before any side effect) also derive from ``ValueError`` or
-``TypeError`` so code written against Haystack's exceptions keeps working::
+``TypeError`` so code written against Haystack's exceptions keeps working.
 
-    HandrailError
-    ├── ConfigurationError (ValueError)      bad argument or configuration, raised before anything runs
-    │   ├── NotSupportedYetError             a parameter whose feature is not built yet was given
-    │   ├── SchemaGenerationError            a JSON Schema could not be built from a function signature
-    │   ├── StateError                       an unknown State key or an invalid state schema
-    │   ├── CalculationError                 the calculator refused or could not evaluate an expression
-    │   ├── SerializationError               an object cannot be written to (or read from) a dict
-    │   ├── SnapshotError                    a snapshot file is truncated, invalid or of an unknown schema version
-    │   │   └── SnapshotDriftError           resuming against an agent whose definition changed (with a diff)
-    │   ├── DecisionConflictError            a different decision is already recorded for a paused call
-    │   ├── ModelFilesError                  a local model's files are missing, damaged or not GGUF
-    │   └── ComponentError                   a bad component definition, or a bad pipeline connection
-    ├── ConfigurationTypeError (TypeError)   an argument of the wrong type
-    └── RunError                             a failure while a run is under way
-        ├── ToolNotFoundException            the model called a tool that does not exist (raise mode)
-        ├── ToolInvocationError              a tool raised, or its arguments were invalid (raise mode)
-        ├── ToolOutputMergeError             a tool's outputs could not be merged into State
-        ├── StringConversionError            a tool's result could not be turned into text
-        ├── ScriptExhaustedError             a ScriptedChatGenerator was called more often than scripted
-        ├── GenerationError                  a chat model (server or embedded) failed to give a usable reply
-        ├── SnapshotUnavailableError         a snapshot is being resumed elsewhere, already resumed, or finished
-        ├── StoreError                       a store is unreachable, holds a corrupt row, or has a newer schema
-        │   └── CorruptRecordError           a stored row (message, memory, snapshot) cannot be read
-        ├── UnknownOutcomeError              a resumed call was found running: its outcome is unknown
-        ├── PipelineError                    a pipeline component failed (names the component)
-        │   └── PipelineMaxComponentRuns     a pipeline component ran more often than allowed
-        └── NoRouteSelectedException         no route of a ConditionalRouter matched
+Each class carries the exit status of the ``handrail`` command in ``exit_code`` (the number after the name
+below; the command reads it, see ``handrail --help``). A name in parentheses is a further base: ``ValueError`` and
+``TypeError`` for misuse errors, and for a class that moved to its branch the base it had before, kept so that
+every ``except`` clause written before the move still catches it (``except ConfigurationError`` still catches
+SnapshotError, DecisionConflictError and CalculationError; ``except RunError`` still catches StoreError and
+SnapshotUnavailableError). The one new catch: ``except RunError`` now also catches CalculationError (the model's
+expression, refused while a run is under way). A test keeps this drawing equal to the classes::
+
+    HandrailError                                  1  root of every exception handrail raises on purpose
+    ├── ConfigurationError (ValueError)            2  bad argument or configuration, raised before anything runs
+    │   ├── NotSupportedYetError                   2  a parameter whose feature is not built yet was given
+    │   ├── SchemaGenerationError                  2  a JSON Schema could not be built from a function signature
+    │   ├── StateError                             2  an unknown State key or an invalid state schema
+    │   ├── SerializationError                     2  an object cannot be written to (or read from) a dict
+    │   ├── ModelFilesError                        2  a local model's files are missing, damaged or not GGUF
+    │   ├── ComponentError                         2  a bad component definition, or a bad pipeline connection
+    │   └── SpecError                              2  a bad agent file: names file, line and field (handrail.specs)
+    ├── ConfigurationTypeError (TypeError)         1  an argument of the wrong type
+    ├── PersistenceError                           1  a snapshot, a recorded decision or a store cannot be used
+    │   ├── SnapshotError (ConfigurationError)     2  a snapshot is truncated, invalid or of an unknown schema
+    │   │   └── SnapshotDriftError                 2  resuming against an agent whose definition changed (a diff)
+    │   ├── DecisionConflictError (ConfigurationError)
+    │   │                                          2  a different decision is already recorded for a paused call
+    │   ├── SnapshotUnavailableError (RunError)    5  a snapshot is being resumed elsewhere, was resumed, or ended
+    │   └── StoreError (RunError)                  1  a store is unreachable, holds a corrupt row, or is newer
+    │       └── CorruptRecordError                 2  a stored row (message, memory, snapshot) cannot be read
+    └── RunError                                   1  a failure while a run is under way
+        ├── ToolNotFoundException                  1  the model called a tool that does not exist (raise mode)
+        ├── ToolInvocationError                    1  a tool raised, or its arguments were invalid (raise mode)
+        ├── ToolOutputMergeError                   1  a tool's outputs could not be merged into State
+        ├── StringConversionError                  1  a tool's result could not be turned into text
+        ├── CalculationError (ConfigurationError)  2  the calculator refused or could not evaluate an expression
+        ├── ScriptExhaustedError                   1  a ScriptedChatGenerator was called more often than scripted
+        ├── GenerationError                        1  a chat model (server or embedded) gave no usable reply
+        ├── UnknownOutcomeError                    2  a resumed call was found running: its outcome is unknown
+        ├── PipelineError                          1  a pipeline component failed (names the component)
+        │   └── PipelineMaxComponentRuns           1  a pipeline component ran more often than allowed
+        ├── NoRouteSelectedException               1  no route of a ConditionalRouter matched
+        └── RouteConditionException                1  a route's condition failed to render (components.routers)
+
+SnapshotUnavailableError exits with 5 ("try again later") while another process holds the snapshot; the
+command reports 2 when nobody does (the snapshot was resumed or its run ended): the state of the claim, not
+the class, tells the two apart.
 
 Control-flow signals (a breakpoint hit, an approval needed) are not errors and do
-not derive from :class:`RunError`.
+not derive from :class:`HandrailError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 __all__ = [
     "CalculationError",
@@ -52,6 +69,7 @@ __all__ = [
     "ModelFilesError",
     "NoRouteSelectedException",
     "NotSupportedYetError",
+    "PersistenceError",
     "PipelineError",
     "PipelineMaxComponentRuns",
     "RunError",
@@ -77,7 +95,14 @@ adds the masking of known secret values, so no message holds a key a server or a
 
 
 class HandrailError(Exception):
-    """Root of every exception handrail raises on purpose."""
+    """Root of every exception handrail raises on purpose.
+
+    Attributes:
+        exit_code: The exit status of the ``handrail`` command when it stops on this error: 1 (a failure), 2 (bad
+            usage or input) or 5 (the snapshot is in use). Each class states its own; the command reads it.
+    """
+
+    exit_code: ClassVar[int] = 1
 
     def __init__(self, *args: object) -> None:
         for apply in MESSAGE_FILTERS:
@@ -87,6 +112,8 @@ class HandrailError(Exception):
 
 class ConfigurationError(HandrailError, ValueError):
     """A bad argument or configuration; raised before any side effect."""
+
+    exit_code: ClassVar[int] = 2
 
 
 class NotSupportedYetError(ConfigurationError):
@@ -106,15 +133,6 @@ class SchemaGenerationError(ConfigurationError):
 
 class StateError(ConfigurationError):
     """An invalid state schema, or a State key that is not in the schema."""
-
-
-class CalculationError(ConfigurationError):
-    """The calculator refused an expression or could not evaluate it.
-
-    Refused: names other than the allowed constants, calls outside the allowlist, attribute
-    access, results too large, nesting too deep, text too long. Not evaluable: division by
-    zero, a math domain error (``sqrt(-1)``).
-    """
 
 
 class SerializationError(ConfigurationError):
@@ -152,6 +170,17 @@ class ConfigurationTypeError(HandrailError, TypeError):
 
 class RunError(HandrailError):
     """A failure while a run is under way."""
+
+    exit_code: ClassVar[int] = 1
+
+
+class PersistenceError(HandrailError):
+    """A snapshot, a recorded decision or a store cannot be used: unreadable, conflicting, in use, unreachable.
+
+    Catch it to handle every failure of what a run keeps (its snapshots and ledger, chat messages, memories).
+    """
+
+    exit_code: ClassVar[int] = 1
 
 
 class ToolNotFoundException(RunError):
@@ -191,6 +220,18 @@ class StringConversionError(RunError):
     """A tool's result could not be converted to text through ``outputs_to_string``."""
 
 
+class CalculationError(RunError, ConfigurationError):
+    """The calculator refused an expression or could not evaluate it.
+
+    Refused: names other than the allowed constants, calls outside the allowlist, attribute
+    access, results too large, nesting too deep, text too long. Not evaluable: division by
+    zero, a math domain error (``sqrt(-1)``). The model chose the expression while a run was under way, so it is
+    a RunError; it is still a ConfigurationError (and a ValueError), as before it moved.
+    """
+
+    exit_code: ClassVar[int] = 2
+
+
 class ScriptExhaustedError(RunError):
     """A ScriptedChatGenerator was called more times than it has scripted replies."""
 
@@ -215,11 +256,14 @@ class GenerationError(RunError):
         self.status_code = status_code
 
 
-class SnapshotError(ConfigurationError):
+class SnapshotError(PersistenceError, ConfigurationError):
     """A snapshot file (or dict) is truncated, not valid JSON, malformed, or of an unknown schema version.
 
-    The message names the file (or key) and what was wrong; nothing has run when it is raised.
+    The message names the file (or key) and what was wrong; nothing has run when it is raised. Still a
+    ConfigurationError (and a ValueError), as before it moved to the persistence branch.
     """
+
+    exit_code: ClassVar[int] = 2
 
 
 class SnapshotDriftError(SnapshotError):
@@ -229,23 +273,35 @@ class SnapshotDriftError(SnapshotError):
     """
 
 
-class DecisionConflictError(ConfigurationError):
-    """A different decision is already recorded for this tool call (the same decision again is a no-op)."""
+class DecisionConflictError(PersistenceError, ConfigurationError):
+    """A different decision is already recorded for this tool call (the same decision again is a no-op).
+
+    Still a ConfigurationError (and a ValueError), as before it moved to the persistence branch.
+    """
+
+    exit_code: ClassVar[int] = 2
 
 
-class SnapshotUnavailableError(RunError):
+class SnapshotUnavailableError(PersistenceError, RunError):
     """A snapshot cannot be resumed: another process is resuming it, it was already resumed, or its run finished.
 
-    The message names the snapshot (and the snapshot it continued in, when there is one).
+    The message names the snapshot (and the snapshot it continued in, when there is one). Still a RunError, as
+    before it moved to the persistence branch. Its exit code is 5 (try again later); the command exits with 2
+    instead when no process holds the snapshot's claim (it was resumed, or its run ended).
     """
+
+    exit_code: ClassVar[int] = 5
 
 
 class UnknownOutcomeError(RunError):
     """A call of a resumed run was found ``running``: the process died mid-call, so its outcome is unknown.
 
     Resume with ``unknown_outcome="retry"`` (run it again with the same ``ToolCallId``) or
-    ``unknown_outcome="fail"`` (record an error result "outcome unknown" and continue).
+    ``unknown_outcome="fail"`` (record an error result "outcome unknown" and continue). Exit code 2: the
+    command needs ``--unknown-outcome``.
     """
+
+    exit_code: ClassVar[int] = 2
 
     def __init__(self, message: str, tool_name: str, tool_call_id: str) -> None:
         super().__init__(message)
@@ -253,11 +309,12 @@ class UnknownOutcomeError(RunError):
         self.tool_call_id = tool_call_id
 
 
-class StoreError(RunError):
+class StoreError(PersistenceError, RunError):
     """A store (chat messages, memories, snapshots) failed.
 
     Its database is unreachable, a row is corrupt, or its schema was written by a newer handrail. The message
-    names the store and the key; nothing was half-written.
+    names the store and the key; nothing was half-written. Still a RunError, as before it moved to the
+    persistence branch.
     """
 
 
@@ -267,6 +324,8 @@ class CorruptRecordError(StoreError):
     Raised when the row is read; the store itself works, and the row is left as it is. The message names the
     store and the key. The CLI treats it like a corrupt snapshot file: bad input (exit status 2).
     """
+
+    exit_code: ClassVar[int] = 2
 
 
 class PipelineError(RunError):

@@ -1,4 +1,4 @@
-"""Shorthands of CASES.md: ``asst(text, calls=[(id, name, args)])``, ``user(...)``, result lookups."""
+"""Shorthands of CASES.md: ``asst(text, calls=[(id, name, args)])``, result lookups; ``user`` is handrail.testing's."""
 
 from __future__ import annotations
 
@@ -6,18 +6,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from handrail.dataclasses import ChatMessage, ChatRole, StreamingChunk, ToolCall, ToolCallDelta, ToolCallResult
+from handrail.testing import call, reply, user
+
+__all__ = ["asst", "requested_calls", "result_for", "streamed_call", "system_positions", "tool_results", "user"]
 
 Call = tuple[str | None, str, dict[str, Any] | str]
 
 
 def asst(text: str | None = None, calls: Sequence[Call] = (), meta: dict[str, Any] | None = None) -> ChatMessage:
     """A scripted assistant reply; ``calls`` are ``(id, tool_name, arguments)`` triples."""
-    tool_calls = [ToolCall(tool_name=name, arguments=args, id=cid) for cid, name, args in calls]
-    return ChatMessage.from_assistant(text=text, meta=meta, tool_calls=tool_calls or None)
-
-
-def user(text: str) -> ChatMessage:
-    return ChatMessage.from_user(text)
+    texts = [] if text is None else [text]
+    return reply(*texts, *(call(name, args, cid) for cid, name, args in calls), **(meta or {}))
 
 
 def streamed_call(call_id: str, name: str, fragments: Iterable[str]) -> list[StreamingChunk]:

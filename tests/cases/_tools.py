@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 from handrail.tools import tool
+from tests.common_tools import CALLS, get_weather
 
-CALLS: list[tuple[str, str]] = []
-"""Side-effect log: ``(tool name, argument)`` per call; tests clear it first."""
-
-
-@tool
-def get_weather(location: str) -> str:
-    """Get the weather for a location."""
-    CALLS.append(("get_weather", location))
-    return f"Sunny in {location}"
+__all__ = ["CALLS", "get_forecast", "get_weather"]
 
 
 @tool(name="forecast", description="Tomorrow's weather.")

@@ -1,4 +1,4 @@
-"""C01 — an empty reply is not an answer (DESIGN.md §3.6)."""
+"""C01 — an empty reply is not an answer: it does not end the run."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ def test_decorated_tool_round_trips(run_agent):
 
     assert loaded == given  # from_dict did not modify the dict it was given
     assert rebuilt.to_dict() == data
-    assert data["init_parameters"]["tools"][0]["init_parameters"]["function"] == "tests.cases._tools.get_weather"
+    assert data["init_parameters"]["tools"][0]["init_parameters"]["function"] == "tests.common_tools.get_weather"
     tool = rebuilt.tools[0]
     assert isinstance(tool, Tool)
     assert tool.name == "get_weather"

@@ -26,7 +26,7 @@ from click.testing import CliRunner, Result
 
 from handrail.cli import main
 from handrail.cli._common import printable
-from handrail.core.files import FileLock, lock_path_for
+from handrail.core._files import FileLock, lock_path_for
 from handrail.dataclasses import ChatMessage, ToolCall
 from handrail.dataclasses.snapshot import LedgerEntry, load_snapshot, write_snapshot
 from tests.human_in_the_loop.test_snapshots import paused_snapshot

@@ -13,7 +13,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from handrail.dataclasses import ChatMessage, ChatRole, StreamingChunk, ToolCall
+from handrail.testing import call as call
+from handrail.testing import reply as reply
+from handrail.testing import user as user
 from handrail.tools import Tool, create_tool_from_function
+from tests.common_tools import add as add
+from tests.common_tools import echo as echo
 
 if TYPE_CHECKING:
     from handrail.components.agents import Agent
@@ -24,11 +29,6 @@ if TYPE_CHECKING:
 def weather(city: str) -> dict[str, Any]:
     """Get the weather for a city."""
     return {"weather": "sunny", "temperature": 7, "city": city}
-
-
-def echo(text: str) -> str:
-    """Echo the text."""
-    return text
 
 
 def parrot(text: str) -> str:
@@ -48,11 +48,6 @@ def broken(x: int) -> int:
     except KeyError as exc:
         raise ValueError(f"cannot handle {x}") from exc
     return x  # pragma: no cover
-
-
-def add(a: int, b: int = 1) -> int:
-    """Add two integers."""
-    return a + b
 
 
 def upper(value: Any) -> str:
@@ -100,23 +95,13 @@ class Report:
         return {"title": self.title, "kind": "report"}
 
 
-# --------------------------------------------------------------------------- messages
-
-
-def call(tool_name: str, arguments: dict[str, Any] | str, id: str | None = None) -> ToolCall:
-    return ToolCall(tool_name=tool_name, arguments=arguments, id=id)
+# --------------------------------------------------------------------------- messages (call, reply and user are
+# handrail.testing's builders, imported above for the tests that import them from here)
 
 
 def calls_msg(*tool_calls: ToolCall, text: str | None = None, meta: dict[str, Any] | None = None) -> ChatMessage:
-    return ChatMessage.from_assistant(text=text, tool_calls=list(tool_calls), meta=meta)
-
-
-def user(text: str) -> ChatMessage:
-    return ChatMessage.from_user(text)
-
-
-def reply(text: str, **meta: Any) -> ChatMessage:
-    return ChatMessage.from_assistant(text, meta=meta or None)
+    """An assistant message holding ``tool_calls`` (and ``text`` before them)."""
+    return reply(*([] if text is None else [text]), *tool_calls, **(meta or {}))
 
 
 # --------------------------------------------------------------------------- concurrency probe

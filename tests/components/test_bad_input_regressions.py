@@ -20,7 +20,7 @@ from handrail.errors import (
     StringConversionError,
 )
 from handrail.testing import ScriptedChatGenerator
-from handrail.tools import Tool, create_tool_from_function
+from handrail.tools import Tool
 
 NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -121,18 +121,6 @@ def test_malformed_assistant_messages_are_refused() -> None:
         ChatMessage.from_assistant(tool_calls={"a": 1})  # type: ignore[arg-type]
     with pytest.raises(ConfigurationTypeError, match="origin"):
         ChatMessage.from_tool("x", None)  # type: ignore[arg-type]
-
-
-async def aecho(x: str) -> str:
-    return x
-
-
-def test_async_only_tool_in_a_sync_run_is_refused_before_any_model_call() -> None:
-    gen = ScriptedChatGenerator([ChatMessage.from_assistant("never")])
-    agent = Agent(chat_generator=gen, tools=[create_tool_from_function(aecho)])
-    with pytest.raises(ConfigurationTypeError, match="only an async_function"):
-        agent.run([ChatMessage.from_user("x")])
-    assert gen.calls == []
 
 
 def test_outputs_to_state_keys_must_exist_in_the_schema() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from handrail.core import files
-from handrail.core.files import FileLock, atomic_write, lock_path_for
+from handrail.core import _files as files
+from handrail.core._files import FileLock, atomic_write, lock_path_for
 from handrail.errors import ConfigurationError
 
 
@@ -179,7 +179,7 @@ def test_locks_exclude_other_processes(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import sys
-        from handrail.core.files import FileLock
+        from handrail.core._files import FileLock
         lock = FileLock({str(path)!r})
         assert lock.acquire()
         print("locked", flush=True)

@@ -143,7 +143,7 @@ def test_whatever_a_snapshot_can_hold_the_parser_reads_back(value: Any) -> None:
 
 
 def test_a_state_value_holding_a_lone_surrogate_is_named_when_encoded() -> None:
-    from handrail.core.typed_json import encode_value
+    from handrail.core._typed_json import encode_value
 
     with pytest.raises(SerializationError, match=r"^state\['note'\]\['k'\]: a str cannot be written .*lone surrogate"):
         encode_value({"k": "\ud800"}, "state['note']")

@@ -198,7 +198,7 @@ def test_draw_writes_a_local_file_without_touching_the_network(tmp_path: Path, m
 
 
 def test_from_dict_called_from_python_trusts_the_paths_but_loads_does_not() -> None:
-    rebuilt = Pipeline.from_dict(expected_dict())  # DESIGN.md §3.11: Python callers trust the dotted paths
+    rebuilt = Pipeline.from_dict(expected_dict())  # Python callers trust the dotted paths
     assert rebuilt.run({"value": 0}) == {"threshold": {"above": 3}}
     with pytest.raises(SerializationError, match="allowlist"):
         Pipeline.from_dict(expected_dict(), allowed_modules=())  # an explicit allowlist still applies

@@ -449,7 +449,7 @@ class TestAllowlistCannotBeSidestepped:
 
     def test_a_foreign_object_re_exported_by_an_allowed_module_is_refused(self) -> None:
         with pytest.raises(SerializationError, match="defined in 'pathlib'"):
-            import_object("handrail.core.files.Path", allowed_modules=())
+            import_object("handrail.core._files.Path", allowed_modules=())
 
     def test_python_callers_still_trust_paths(self) -> None:
         import os
@@ -487,5 +487,5 @@ def test_a_missing_name_in_an_importable_module_is_named_as_missing(restricted: 
     with contextlib.ExitStack() as stack:
         if restricted:
             stack.enter_context(restricted_imports(()))
-        with pytest.raises(SerializationError, match=r"'handrail\.core\.files' has no attribute 'nope'"):
-            import_object("handrail.core.files.nope")
+        with pytest.raises(SerializationError, match=r"'handrail\.core\._files' has no attribute 'nope'"):
+            import_object("handrail.core._files.nope")

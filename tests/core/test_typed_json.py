@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from handrail.core._typed_json import MAX_DEPTH, TYPE_KEY, check_json, decode_value, encode_value
 from handrail.core.serialization import restricted_imports
-from handrail.core.typed_json import MAX_DEPTH, TYPE_KEY, check_json, decode_value, encode_value
 from handrail.dataclasses import ChatMessage, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.errors import SerializationError, SnapshotError
@@ -111,7 +111,7 @@ def round_trip(value: Any) -> Any:
 
 
 def test_exports() -> None:
-    from handrail.core import typed_json
+    from handrail.core import _typed_json as typed_json
 
     assert all(hasattr(typed_json, name) for name in typed_json.__all__)
 

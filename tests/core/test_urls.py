@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from handrail.core.urls import url_passwords, url_without_password
+from handrail.core._urls import url_passwords, url_without_password
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.dataclasses import ChatMessage, State, ToolCall
+from handrail.dataclasses import ChatMessage, State
 from handrail.hooks import hook
 
 recorded: list[tuple[str, Any]] = []
@@ -26,10 +26,6 @@ def decorated(state: State) -> None:
 @hook
 async def decorated_async(state: State) -> None:
     state.data["stop_run"] = "decorated_async"
-
-
-def call(name: str, call_id: str, **arguments: Any) -> ToolCall:
-    return ToolCall(tool_name=name, arguments=arguments, id=call_id)
 
 
 def state_with(messages: list[ChatMessage], **data: Any) -> State:

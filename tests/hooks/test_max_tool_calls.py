@@ -8,11 +8,12 @@ from handrail.dataclasses import ChatMessage, State
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks import MaxToolCallsHook
 from handrail.hooks._messages import pending_calls
-from tests.hooks._helpers import call, state_with
+from handrail.testing import call
+from tests.hooks._helpers import state_with
 
 
 def pending(*names: str, counts: dict[str, int] | None = None, text: str | None = None) -> State:
-    calls = [call(name, f"c{i}") for i, name in enumerate(names)]
+    calls = [call(name, id=f"c{i}") for i, name in enumerate(names)]
     return state_with(
         [ChatMessage.from_user("go"), ChatMessage.from_assistant(text, tool_calls=calls)],
         tool_call_counts=dict(counts or {}),

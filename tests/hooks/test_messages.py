@@ -5,9 +5,9 @@ import pytest
 from handrail.dataclasses import ChatMessage, ChatRole
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks._messages import map_texts, pending_calls, refuse_calls, replace_result, step_results
-from tests.hooks._helpers import call
+from handrail.testing import call
 
-A, B, C = call("a", "1"), call("b", "2"), call("c", "3")
+A, B, C = call("a", id="1"), call("b", id="2"), call("c", id="3")
 
 
 def test_pending_calls_are_those_of_a_last_assistant_message() -> None:

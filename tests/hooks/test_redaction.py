@@ -7,7 +7,8 @@ import pytest
 from handrail.dataclasses import ChatMessage, ChatRole
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks import RedactionHook
-from tests.hooks._helpers import call, state_with
+from handrail.testing import call
+from tests.hooks._helpers import state_with
 
 OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0"
 GITHUB = "ghp_" + "a" * 36
@@ -76,7 +77,7 @@ def test_patterns_matching_nothing_do_not_insert_masks() -> None:
 
 
 def history() -> list[ChatMessage]:
-    c = call("fetch", "c1", url="https://x")
+    c = call("fetch", id="c1", url="https://x")
     return [
         ChatMessage.from_system(f"system {OPENAI}"),
         ChatMessage.from_user("my key is AKIAIOSFODNN7EXAMPLE", name="ana"),
@@ -125,7 +126,7 @@ def test_run_is_idempotent() -> None:
 
 
 def test_tool_call_arguments_are_not_rewritten() -> None:
-    c = call("login", "c1", token=OPENAI)
+    c = call("login", id="c1", token=OPENAI)
     state = state_with([ChatMessage.from_assistant(f"using {OPENAI}", tool_calls=[c])])
     RedactionHook().run(state)
     message = state.data["messages"][0]

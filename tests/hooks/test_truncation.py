@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from handrail.dataclasses import ChatMessage, State
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks import ToolResultTruncationHook
-from tests.hooks._helpers import call, state_with
+from handrail.testing import call
+from tests.hooks._helpers import state_with
 
 MARKER = re.compile(r"\n\[\.\.\. (\d+) characters cut \.\.\.\]\n")
 
@@ -67,7 +68,7 @@ def test_one_character_over() -> None:
 
 
 def tool_step(*results: tuple[str, bool]) -> tuple[State, list[ChatMessage]]:
-    calls = [call("read", f"c{i}") for i in range(len(results))]
+    calls = [call("read", id=f"c{i}") for i in range(len(results))]
     earlier = call("read", "old")
     history = [
         ChatMessage.from_user("x" * 500),

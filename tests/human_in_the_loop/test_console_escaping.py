@@ -1,4 +1,4 @@
-"""The console UIs never print a control character the model, a tool or a file chose (DESIGN.md §3.9).
+"""The console UIs never print a control character the model, a tool or a file chose.
 
 An argument such as ``"bob\\x1b[1A\\x1b[2K\\r  to: alice"`` printed raw moves the cursor up, clears the
 line and draws ``to: alice`` over it: the person approves other arguments than the ones that run.

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from handrail.core.files import FileLock, lock_path_for
+from handrail.core._files import FileLock, lock_path_for
 from handrail.dataclasses import AgentBreakpoint, AgentSnapshot, ToolBreakpoint
 from handrail.dataclasses.breakpoints import Breakpoint
 from handrail.dataclasses.decisions import ToolExecutionDecision
@@ -132,7 +132,7 @@ def test_the_same_decision_again_is_a_no_op() -> None:
     once = with_decision(paused_snapshot(), reject("c1", "no"), decided_by="alice")
     assert with_decision(once, reject("c1", "no"), decided_by="bob") is once
     approved = with_decision(paused_snapshot(), approve())
-    # Edited arguments equal to the proposed ones are a plain approval (DESIGN §3.9).
+    # Edited arguments equal to the proposed ones are a plain approval.
     assert with_decision(approved, approve(final_tool_params={"amount": 5})) is approved
 
 

@@ -78,8 +78,8 @@ def test_only_marked_handrail_functions_may_be_named_as_callables_in_files() -> 
     with restricted_imports(()):
         assert deserialize_callable("handrail.dataclasses.state.merge_lists") is merge_lists
         with pytest.raises(SerializationError, match="not callables a file may name"):
-            deserialize_callable("handrail.core.files.atomic_write")
-    assert callable(deserialize_callable("handrail.core.files.atomic_write"))  # Python callers are trusted
+            deserialize_callable("handrail.core._files.atomic_write")
+    assert callable(deserialize_callable("handrail.core._files.atomic_write"))  # Python callers are trusted
 
 
 def test_a_scripted_exception_must_name_an_exception_class_before_anything_is_called(tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_a_file_cannot_make_a_handrail_function_a_function_hook() -> None:
     from handrail.hooks import FunctionHook
 
     data = {"type": "handrail.hooks.function_hook.FunctionHook",
-            "init_parameters": {"function": "handrail.core.files.atomic_write"}}  # fmt: skip
+            "init_parameters": {"function": "handrail.core._files.atomic_write"}}  # fmt: skip
     with restricted_imports(()), pytest.raises(SerializationError, match="atomic_write' as a callable named in a file"):
         FunctionHook.from_dict(data)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.core.files import FileLock, lock_path_for
+from handrail.core._files import FileLock, lock_path_for
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import encode_snapshot, load_snapshot
 from handrail.errors import SnapshotError, SnapshotUnavailableError

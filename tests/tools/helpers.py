@@ -1,4 +1,7 @@
-"""Module-level functions, tools and classes used by the tools tests (importable by dotted path)."""
+"""Module-level functions, tools and classes used by the tools tests (importable by dotted path).
+
+``add`` and ``get_weather`` are the shared ones of :mod:`tests.common_tools`.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from handrail.tools import Tool, Toolset, tool
-
-
-@tool
-def get_weather(location: str) -> str:
-    """Get the weather for a location."""
-    return f"Sunny in {location}"
+from tests.common_tools import add as add
+from tests.common_tools import get_weather as get_weather
 
 
 @tool(name="weather_async", description="Async weather.")
 async def get_weather_async(location: str) -> str:
     return f"Rainy in {location}"
-
-
-def add(a: int, b: int = 1) -> int:
-    """Add two integers."""
-    return a + b
 
 
 def lookup(city: str) -> dict[str, Any]:

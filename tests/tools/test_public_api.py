@@ -15,7 +15,9 @@ def test_tools_package_exports_exactly_all() -> None:
         "Toolset",
         "create_tool_from_function",
         "flatten_tools",
+        "set_tool_thread_limit",
         "tool",
+        "tool_thread_limit",
     ]
     for name in handrail.tools.__all__:
         assert getattr(handrail.tools, name) is not None

@@ -32,7 +32,7 @@ def test_decorated_module_function_round_trips() -> None:
                 "properties": {"location": {"type": "string"}},
                 "required": ["location"],
             },
-            "function": "tests.tools.helpers.get_weather",
+            "function": "tests.common_tools.get_weather",
             "async_function": None,
             "outputs_to_string": None,
             "inputs_from_state": None,
@@ -71,7 +71,7 @@ def test_handlers_round_trip_as_dotted_paths() -> None:
     )
     data = original.to_dict()
     params = data["init_parameters"]
-    assert params["function"] == "tests.tools.helpers.add"
+    assert params["function"] == "tests.common_tools.add"
     assert params["async_function"] == "tests.tools.helpers.add_async"
     assert params["outputs_to_string"] == {"source": "value", "handler": "tests.tools.helpers.to_text"}
     assert params["outputs_to_state"] == {

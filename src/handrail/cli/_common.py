@@ -8,6 +8,7 @@ terminal, so an escape sequence in it is shown, never obeyed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import shlex
@@ -19,7 +20,7 @@ from typing import Any, NoReturn
 
 import click
 
-from handrail.core.terminal import printable, terminal_json
+from handrail.core._terminal import printable, terminal_json
 
 __all__ = [
     "EXIT_BUSY",
@@ -35,6 +36,7 @@ __all__ = [
     "drift_message",
     "echo_json",
     "error",
+    "error_table",
     "errors_as_exit_codes",
     "fail_busy",
     "fail_usage",
@@ -42,6 +44,7 @@ __all__ = [
     "printable",
     "quote",
     "recorded_agent_file",
+    "reported",
     "resume_command",
     "resume_hint",
     "running_calls",
@@ -168,63 +171,86 @@ def _permission_message(exc: PermissionError) -> str:
     )
 
 
+def _import_message(exc: ImportError) -> str:
+    hint = (
+        ""
+        if "pip install" in str(exc)
+        else ". A component needs an optional dependency: pip install 'handrail[local]' for the embedded "
+        "model, 'handrail[openai]' for OpenAI-compatible servers."
+    )
+    return f"{exc}{hint}"
+
+
+def _spec_message(exc: Exception, agent_file: Path | None) -> str:
+    named = agent_file is None or str(exc).startswith(str(agent_file))
+    return str(exc) if named else f"{agent_file}: {exc}"
+
+
+ErrorLine = Callable[[Any, Path | None], str]
+"""How an error is worded on the command's error line: ``(exception, agent file) -> text``."""
+
+
+@functools.cache
+def error_table() -> tuple[tuple[type[BaseException], int | None, ErrorLine], ...]:
+    """The one table from an exception to its error line and exit code; the first row whose type matches wins.
+
+    Each row is ``(exception type, exit code, wording)``; an exit code of None is the exception's own
+    ``exit_code`` (every handrail error carries one, see :mod:`handrail.errors`). Only the exceptions that are
+    not handrail's (an I/O error, a missing optional dependency) have their code here.
+    """
+    from handrail.errors import DecisionConflictError, HandrailError, SnapshotDriftError, UnknownOutcomeError
+    from handrail.specs import SpecError
+
+    return (
+        (SpecError, None, _spec_message),
+        (SnapshotDriftError, None, lambda exc, _: drift_message(exc)),
+        (UnknownOutcomeError, None, lambda exc, _: unknown_outcome_message(exc)),
+        (DecisionConflictError, None, lambda exc, _: f"Conflict: {exc} This decision was not recorded."),
+        (PermissionError, EXIT_USAGE, lambda exc, _: _permission_message(exc)),
+        (ImportError, EXIT_USAGE, lambda exc, _: _import_message(exc)),
+        (HandrailError, None, lambda exc, _: str(exc)),
+        (OSError, EXIT_RUN_FAILED, lambda exc, _: f"{type(exc).__name__}: {exc}"),
+    )
+
+
+def reported(exc: BaseException) -> tuple[int, ErrorLine] | None:
+    """The exit code and wording :func:`errors_as_exit_codes` gives ``exc``, from :func:`error_table`.
+
+    None when it lets ``exc`` pass (a bug, or an exception of a user's code: the caller words it).
+    """
+    for kind, code, wording in error_table():
+        if isinstance(exc, kind):
+            return (getattr(exc, "exit_code", EXIT_RUN_FAILED) if code is None else code), wording
+    return None
+
+
 @contextlib.contextmanager
 def errors_as_exit_codes(
     out: Any, agent_file: Path | None = None, busy: Callable[[], bool] | None = None
 ) -> Iterator[None]:
-    """Turn expected failures into one error line and an exit code (see ``handrail --help``).
+    """Turn expected failures into one error line and an exit code (see ``handrail --help``), by :func:`reported`.
 
     Args:
         out: The console errors go to.
         agent_file: The agent file, named in spec errors that do not name it.
-        busy: Whether another process holds the claim of the snapshot the command works on (``Where.busy``): a
-            SnapshotUnavailableError exits with :data:`EXIT_BUSY` while it does, else with :data:`EXIT_USAGE`.
-            None: always :data:`EXIT_BUSY`.
+        busy: Whether another process holds the claim of the snapshot the command works on (``Where.busy``): an
+            error whose exit code is :data:`EXIT_BUSY` (a SnapshotUnavailableError) exits with it while one does,
+            else with :data:`EXIT_USAGE` (the snapshot was resumed or its run ended). None: always
+            :data:`EXIT_BUSY`.
     """
-    from handrail.errors import (
-        ConfigurationError,
-        CorruptRecordError,
-        DecisionConflictError,
-        HandrailError,
-        SnapshotDriftError,
-        SnapshotUnavailableError,
-        UnknownOutcomeError,
-    )
-    from handrail.specs import SpecError
-
     try:
         yield
     except click.ClickException:
         raise
-    except SpecError as exc:
-        named = agent_file is None or str(exc).startswith(str(agent_file))
-        fail_usage(out, str(exc) if named else f"{agent_file}: {exc}")
-    except SnapshotDriftError as exc:
-        fail_usage(out, drift_message(exc))
-    except UnknownOutcomeError as exc:
-        fail_usage(out, unknown_outcome_message(exc))
-    except SnapshotUnavailableError as exc:
-        if busy is None or busy():
-            fail_busy(out, str(exc))
-        fail_usage(out, str(exc))
-    except DecisionConflictError as exc:
-        fail_usage(out, f"Conflict: {exc} This decision was not recorded.")
-    except (ConfigurationError, CorruptRecordError) as exc:  # a corrupt record is bad input, like a corrupt file
-        fail_usage(out, str(exc))
-    except PermissionError as exc:
-        fail_usage(out, _permission_message(exc))
-    except ImportError as exc:
-        hint = (
-            ""
-            if "pip install" in str(exc)
-            else ". A component needs an optional dependency: pip install 'handrail[local]' for the embedded "
-            "model, 'handrail[openai]' for OpenAI-compatible servers."
-        )
-        fail_usage(out, f"{exc}{hint}")
-    except (HandrailError, OSError) as exc:
-        text = f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc)
-        error(out, text)
-        sys.exit(EXIT_RUN_FAILED)
+    except Exception as exc:
+        found = reported(exc)
+        if found is None:
+            raise
+        code, wording = found
+        if code == EXIT_BUSY and busy is not None and not busy():
+            code = EXIT_USAGE
+        error(out, wording(exc, agent_file))
+        sys.exit(code)
 
 
 def running_calls(snapshot: Any) -> list[Any]:

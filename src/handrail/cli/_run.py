@@ -25,11 +25,11 @@ from handrail.cli._common import (
     fail_usage,
     printable,
     quote,
+    reported,
     resume_command,
 )
 from handrail.cli._stores import Where, opened, where_options
-from handrail.core.urls import url_without_password
-from handrail.errors import HandrailError
+from handrail.core._urls import url_without_password
 
 __all__ = ["resume", "run", "spec_tools"]
 
@@ -55,27 +55,11 @@ class ModelChoice:
 
     def generator(self) -> Any:
         """The generator to use instead of the agent file's, or None."""
-        from handrail.specs import GeneratorSpec, build_generator
+        from handrail.specs._resume import model_generator
 
         if self.model is not None and self.openai_base_url is not None:
             raise click.UsageError("--model and --openai-base-url choose different models; pass only one.")
-        if self.model is not None:
-            return build_generator(GeneratorSpec(type="llama_cpp", model=self.model))
-        if self.openai_base_url is not None:
-            import os
-
-            from handrail.components.generators.chat import OpenAIChatGenerator
-            from handrail.core.secret import Secret
-
-            key = (
-                Secret.from_env_var("OPENAI_API_KEY")
-                if os.environ.get("OPENAI_API_KEY")
-                else Secret.from_token("no-key-needed-for-local-servers")
-            )
-            return OpenAIChatGenerator(
-                api_key=key, model=self.openai_model or "default", api_base_url=self.openai_base_url
-            )
-        return None
+        return model_generator(self.model, self.openai_base_url, self.openai_model)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +192,7 @@ def _streamed(
     except BaseException as exc:
         if printer is not None:
             printer.end_text()  # an error line must not continue half a line of streamed text
-        if not isinstance(exc, Exception) or isinstance(exc, HandrailError | OSError | ImportError):
+        if not isinstance(exc, Exception) or reported(exc) is not None:
             raise  # errors_as_exit_codes reports these
         # Code the agent file names (a generator class under allowed_modules) raised: the run failed.
         error(out, f"The run failed: {type(exc).__name__}: {exc}")
@@ -310,15 +294,11 @@ def run(
 
 def _resume_models(metadata: dict[str, Any], given: ModelChoice) -> ModelChoice:
     """The command line's model choice, else the one recorded by the run that paused."""
+    from handrail.specs._resume import recorded_models
+
     if given.as_metadata():
         return given
-    recorded = metadata.get("generator")
-    if not isinstance(recorded, dict):
-        return given
-    text = {
-        k: v for k, v in recorded.items() if k in ("model", "openai_base_url", "openai_model") and isinstance(v, str)
-    }
-    return ModelChoice(**text)
+    return ModelChoice(**recorded_models(metadata))
 
 
 def _resume_agent_file(out: Any, snapshot: Any, agent: Path | None) -> Path:
@@ -410,9 +390,11 @@ def _resume(
         if undecided and not as_json:
             out.print(f"Calls without a decision ({', '.join(undecided)}) will pause the run again.",
                       style="yellow", markup=False)  # fmt: skip
+        from handrail.specs._resume import resume as resume_run
+
         result, printer = _streamed(
             out, where, as_json,
-            lambda printer: agent.run(messages=[], snapshot=snapshot, streaming_callback=printer,
-                                      allow_drift=allow_drift, unknown_outcome=unknown_outcome),
+            lambda printer: resume_run(found, store=where.store, agent=agent, streaming_callback=printer,
+                                       allow_drift=allow_drift, unknown_outcome=unknown_outcome),
         )  # fmt: skip
     _finish(out, agent, result, printer, as_json)

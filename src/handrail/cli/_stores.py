@@ -179,6 +179,16 @@ def _directory(out: Any, flag: str, given: str | os.PathLike[str], *, create: bo
     return folder
 
 
+def _based(out: Any, flag: str, given: str | os.PathLike[str], store: Any) -> SnapshotStoreBase:
+    """``store``, when it is built on SnapshotStoreBase (the commands list and check claims through its primitives)."""
+    from handrail.stores._snapshot_base import SnapshotStoreBase
+
+    if not isinstance(store, SnapshotStoreBase):
+        fail_usage(out, f"{flag} {printable(given)}: the command needs a snapshot store built on SnapshotStoreBase, "
+                        f"got {type(store).__name__}; use it from Python (handrail.resume).")  # fmt: skip
+    return store
+
+
 def open_where(
     out: Any,
     directory: Path | None,
@@ -218,18 +228,18 @@ def open_where(
     options: dict[str, Any] = {"allowed_modules": allow_modules, "lock_timeout": LOCK_TIMEOUT}
     if directory is not None:
         folder = _directory(out, "--dir", directory, create=create)
-        return Where(open_snapshot_store(str(folder), **options), "--dir", str(folder), allow_modules)
+        return Where(_based(out, "--dir", folder, open_snapshot_store(str(folder), **options)), "--dir", str(folder),
+                     allow_modules)  # fmt: skip
     assert store_url is not None
     name = flag or "--store"
     if not store_url.strip():
         fail_usage(out, f"{name} is empty; give sqlite:///PATH, postgresql://... or a directory.")
     if not is_store_url(store_url):
         folder = _directory(out, name, store_url, create=create)
-        return Where(
-            open_snapshot_store(str(folder), **options), name if flag is None else "--dir", str(folder), allow_modules
-        )
+        store = _based(out, name, store_url, open_snapshot_store(str(folder), **options))
+        return Where(store, name if flag is None else "--dir", str(folder), allow_modules)
     try:
-        store = open_snapshot_store(store_url, **options)
+        store = _based(out, name, store_url, open_snapshot_store(store_url, **options))
     except ConfigurationError as exc:
         fail_usage(out, f"{name} {printable(store_url)}: {exc}")
     path = getattr(store, "path", None)

@@ -161,7 +161,7 @@ def to_json(value: Effect | ToolOutcome | ChatMessage | ToolExecutionDecision | 
     A tool's return value is written in the typed JSON form snapshots use; a tool's exception object is not
     written (its text is).
     """
-    from handrail.core import typed_json  # the codec loads on first use: keeps `import handrail` fast
+    from handrail.core import _typed_json as typed_json  # the codec loads on first use: keeps `import handrail` fast
 
     match value:
         case None:
@@ -203,7 +203,7 @@ def from_json(data: dict[str, Any] | None) -> Any:
     Raises:
         ValueError: ``data`` names no known type.
     """
-    from handrail.core import typed_json
+    from handrail.core import _typed_json as typed_json
 
     if data is None:
         return None

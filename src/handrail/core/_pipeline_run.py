@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handrail.core._pipeline_graph import Graph, describe_type
+from handrail.core._threads import to_thread
 from handrail.core.component import InputSocket, input_sockets
-from handrail.core.threads import to_thread
 from handrail.errors import ConfigurationError, ConfigurationTypeError, PipelineError, PipelineMaxComponentRuns
 
 __all__ = [

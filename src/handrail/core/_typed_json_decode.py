@@ -1,4 +1,4 @@
-"""Reading typed JSON back into Python values (the other half of :mod:`handrail.core.typed_json`)."""
+"""Reading typed JSON back into Python values (the other half of :mod:`handrail.core._typed_json`)."""
 
 from __future__ import annotations
 

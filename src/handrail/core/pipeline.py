@@ -30,8 +30,8 @@ from typing import Any
 from handrail.core._pipeline_graph import Graph
 from handrail.core._pipeline_io import graph_to_dict, mermaid, read_spec, yaml_dump, yaml_load
 from handrail.core._pipeline_run import RunState, call_sync, check_include, drive_async, normalize_data
+from handrail.core._threads import FreshLockOnCopy, to_thread
 from handrail.core.component import is_component
-from handrail.core.threads import FreshLockOnCopy, to_thread
 from handrail.errors import ComponentError, ConfigurationError, ConfigurationTypeError, PipelineError
 
 __all__ = ["Pipeline"]
@@ -324,8 +324,8 @@ class Pipeline(FreshLockOnCopy):
     def from_dict(cls, data: dict[str, Any], *, allowed_modules: Iterable[str] | None = None) -> Pipeline:
         """Rebuild a pipeline from :meth:`to_dict`'s output (``data`` is not modified).
 
-        Called from Python, the dotted paths in ``data`` are trusted (as ``X.from_dict`` everywhere, DESIGN.md
-        §3.11). With ``allowed_modules`` every type named in ``data`` (components, and types their own
+        Called from Python, the dotted paths in ``data`` are trusted (as ``X.from_dict`` everywhere: the
+        caller is trusted). With ``allowed_modules`` every type named in ``data`` (components, and types their own
         ``from_dict`` imports) is resolved through the allowlist: ``handrail`` plus those prefixes. :meth:`loads`
         (text from a file) always uses the allowlist.
 

@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from handrail.core.typed_json import check_json
+from handrail.core._typed_json import check_json
 from handrail.dataclasses.decisions import ToolExecutionDecision, check_decided_by
 from handrail.errors import ConfigurationError
 

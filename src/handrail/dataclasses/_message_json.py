@@ -15,7 +15,7 @@ from itertools import compress
 from operator import ne
 from typing import Any, TypeVar
 
-from handrail.core.typed_json import check_json
+from handrail.core._typed_json import check_json
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
 from handrail.errors import SerializationError
 

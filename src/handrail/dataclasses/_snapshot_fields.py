@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, get_args
 
-from handrail.core.typed_json import decode_value
+from handrail.core._typed_json import decode_value
 from handrail.dataclasses._ledger import LedgerEntry, parse_datetime
 from handrail.dataclasses._snapshot_schema import check_reserved_state, check_snapshot_data
 from handrail.dataclasses.breakpoints import AgentBreakpoint

@@ -13,7 +13,7 @@ The schema is written once below as nested checkers (:func:`obj`, :func:`list_of
 raises :class:`_Mismatch` and each container on the way out adds its segment of the path, so a valid snapshot
 builds no path strings at all (a snapshot is read on every resume). Free JSON fields (``meta``, arguments,
 ``fingerprint``...) are checked for being JSON data only when the data did not come from ``json.loads``.
-State values are typed JSON (:mod:`handrail.core.typed_json`): the reserved keys are checked after decoding
+State values are typed JSON (:mod:`handrail.core._typed_json`): the reserved keys are checked after decoding
 (:func:`check_reserved_state`).
 """
 
@@ -24,7 +24,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from handrail.core.typed_json import check_json
+from handrail.core._typed_json import check_json
 from handrail.dataclasses._ledger import LEDGER_STATUSES
 from handrail.dataclasses._snapshot_quick import quick_message_ok
 from handrail.errors import SerializationError, SnapshotError

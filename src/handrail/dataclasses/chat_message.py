@@ -98,7 +98,7 @@ def call_id_from(value: object) -> str | None:
     (None, "", a list, an object, a bool, text holding a newline, an escape sequence or a non-ASCII character such
     as a variation selector, or of more than
     :data:`MAX_CALL_ID_CHARS` characters) becomes None: a missing id, which the Agent replaces with a unique one
-    (DESIGN.md §3.5). Generators read wire ids with this, so an odd id never drops a reply or stops a run, and
+    before the step runs. Generators read wire ids with this, so an odd id never drops a reply or stops a run, and
     every id shown can be typed back.
 
     Example:
@@ -175,7 +175,7 @@ class ToolCallResult:
     """The result of running a tool call, as the model will read it."""
 
     result: str
-    """The result text (see DESIGN.md §3.1 for how non-string results become text)."""
+    """The result text: a ``str`` result as is, any other result as its JSON text."""
     origin: ToolCall
     """The call this result answers."""
     error: bool

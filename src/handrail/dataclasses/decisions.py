@@ -117,7 +117,7 @@ class ConfirmationUIResult:
 
 @dataclass(frozen=True, slots=True)
 class ToolExecutionDecision:
-    """What happens to one tool call (DESIGN.md §3.9).
+    """What happens to one tool call, which it names by ``tool_call_id`` (one decision per call).
 
     ``execute=True`` with ``final_tool_params`` None (or equal to the proposed arguments)
     confirms; ``execute=True`` with other params modifies (replaces, not merges);

@@ -2,7 +2,7 @@
 
 A snapshot file is UTF-8 JSON, written atomically with mode 0o600 (:func:`write_snapshot`): every key of
 :meth:`AgentSnapshot.to_dict`, with ``"messages"`` last. State values keep their types through
-:mod:`handrail.core.typed_json`; classes named in a file are imported only from handrail and the modules
+:mod:`handrail.core._typed_json`; classes named in a file are imported only from handrail and the modules
 the reader allows (``allowed_modules``). A truncated file never loads.
 
 Example:
@@ -36,9 +36,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from handrail.core.files import atomic_write
+from handrail.core._files import atomic_write
+from handrail.core._typed_json import check_json, encode_value
 from handrail.core.serialization import restricted_imports
-from handrail.core.typed_json import check_json, encode_value
 from handrail.dataclasses._ledger import LEDGER_STATUSES, LedgerEntry, LedgerStatus, utc_now
 from handrail.dataclasses._message_json import JSON_ERRORS, MessageCache, dump_json
 from handrail.dataclasses._snapshot_fields import (
@@ -118,6 +118,10 @@ class AgentSnapshot:
     read_under: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
     """The allowlist the snapshot was read under (None: built in this process); never written. A resumed run
     decodes the ledger's recorded results under it, so a value in a file cannot name a class outside it."""
+    store: Any = field(default=None, compare=False, repr=False)
+    """The SnapshotStore object to resume through (``handrail.resume`` sets it), or None; never written. A resumed
+    run claims, rewrites and pauses again through this very object (a subclass's overrides run, and the run
+    leaves it open); None: through a store opened from ``location``, closed when the run ends."""
 
     def __post_init__(self) -> None:
         if self.position not in POSITIONS:

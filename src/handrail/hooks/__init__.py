@@ -10,7 +10,7 @@ decorated with :func:`hook`. Hooks at one point run in list order. Ready-made ho
 
 import typing as _typing
 
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "HOOK_POINTS": "handrail.hooks.types",

@@ -15,7 +15,7 @@ snapshot and raises :class:`HITLBreakpointException`; a person decides later
 
 import typing as _typing
 
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "AlwaysAskPolicy": "handrail.human_in_the_loop.policies",

@@ -3,7 +3,7 @@ r"""Text the console UIs show, made safe for a terminal.
 Tool names, descriptions, argument keys and values, and State values are chosen by the model, a tool
 or a file. Printed raw, an escape sequence in them (``\x1b[1A\x1b[2K``, ``\r``) could rewrite the
 lines above, so the person would approve other arguments than the ones that run. Every control
-character is shown as an escape instead (:mod:`handrail.core.terminal`, which the CLI uses too).
+character is shown as an escape instead (:mod:`handrail.core._terminal`, which the CLI uses too).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from handrail.core.terminal import printable, terminal_json
+from handrail.core._terminal import printable, terminal_json
 from handrail.human_in_the_loop._nested import encode_json
 
 __all__ = ["printable", "show_value"]

@@ -15,8 +15,8 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from handrail.core._threads import to_thread
 from handrail.core.serialization import init_parameters, object_from_dict, object_to_dict, qualified_name
-from handrail.core.threads import to_thread
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
 from handrail.errors import ConfigurationTypeError, SerializationError
 from handrail.human_in_the_loop._nested import copy_params

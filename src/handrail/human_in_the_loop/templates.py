@@ -1,4 +1,4 @@
-"""The texts the model reads when a person rejects or edits a tool call (DESIGN.md §3.9).
+"""The texts the model reads when a person rejects or edits a tool call.
 
 A decision keeps the person's raw feedback; these templates are rendered only when the
 decision is applied to the conversation. Templates use :meth:`str.format` placeholders:

@@ -7,12 +7,13 @@ Every backend passes the same conformance suite (:mod:`handrail.testing.store_su
 
 The Agent takes a ``chat_message_store`` and a ``memory_store``; approvals paused into a snapshot store
 are listed, decided and resumed from any process that opens the same store
-(:func:`open_snapshot_store` turns a directory, ``sqlite:///path`` or ``postgresql://...`` into one).
+(:func:`open_snapshot_store` turns a directory, ``sqlite:///path``, ``postgresql://...`` or a URL of a scheme
+added with :func:`register_snapshot_store` into one).
 """
 
 import typing as _typing
 
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "ChatMessageStore": "handrail.stores.types",
@@ -33,10 +34,17 @@ _EXPORTS = {
     "PostgresSnapshotStore": "handrail.stores.snapshot_postgres",
     "open_snapshot_store": "handrail.stores._snapshot_locations",
     "store_for_location": "handrail.stores._snapshot_locations",
+    "register_snapshot_store": "handrail.stores._snapshot_locations",
+    "SnapshotStoreFactory": "handrail.stores._snapshot_locations",
 }
 
 if _typing.TYPE_CHECKING:
-    from handrail.stores._snapshot_locations import open_snapshot_store, store_for_location
+    from handrail.stores._snapshot_locations import (
+        SnapshotStoreFactory,
+        open_snapshot_store,
+        register_snapshot_store,
+        store_for_location,
+    )
     from handrail.stores.chat_memory import InMemoryChatMessageStore
     from handrail.stores.chat_postgres import PostgresChatMessageStore
     from handrail.stores.chat_sqlite import SQLiteChatMessageStore
@@ -72,8 +80,10 @@ __all__ = [
     "SQLiteMemoryStore",
     "SQLiteSnapshotStore",
     "SnapshotStore",
+    "SnapshotStoreFactory",
     "ensure_message_id",
     "open_snapshot_store",
+    "register_snapshot_store",
     "store_for_location",
 ]
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from handrail.core._urls import url_without_password
 from handrail.core.secret import Secret, deserialize_secret
 from handrail.core.serialization import init_parameters
-from handrail.core.urls import url_without_password
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError, StoreError
 from handrail.stores._postgres_shared import SharedConnections, acquire, release
 from handrail.stores._schema_version import check_version, damaged_without_version, tables_created_by

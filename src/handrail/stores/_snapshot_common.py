@@ -1,7 +1,6 @@
 """What every snapshot store shares: reading a paused snapshot, validating and recording a decision, ids.
 
-The rules for a decision are the same in a directory of files, a SQLite file and a PostgreSQL database
-(DESIGN.md §3.9, §3.10):
+The rules for a decision are the same in a directory of files, a SQLite file and a PostgreSQL database:
 
 * the snapshot must be ``paused`` (not finished, resumed or being resumed) and taken before a tool step;
 * the decision names a call of the paused step by ``tool_call_id``, for the same tool, whose ledger entry is

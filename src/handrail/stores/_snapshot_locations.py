@@ -7,7 +7,13 @@
 ``sqlite:///relative.db``                   ``SQLiteSnapshotStore("relative.db")``
 ``sqlite:////abs/path.db``                  ``SQLiteSnapshotStore("/abs/path.db")``
 ``postgresql://...`` / ``postgres://...``   ``PostgresSnapshotStore(dsn)``
+``<scheme>://...``                          what :func:`register_snapshot_store` registered for it
 =========================================  ==========================================
+
+A value's scheme is what comes before ``://`` (or before ``:`` for a registered scheme written without
+slashes), compared in lower case; a value without one is a directory. The built-in schemes (``sqlite``,
+``postgresql``, ``postgres``) are registered like any other, and a libpq ``key=value`` string is a
+``postgresql`` one.
 
 A ``location`` (see ``SnapshotStore.locator``) is a snapshot file's absolute path, or such a URL followed by
 ``#<snapshot id>``.
@@ -17,37 +23,148 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Protocol
 
 from handrail.errors import ConfigurationError, ConfigurationTypeError
-from handrail.stores._snapshot_base import SnapshotStoreBase
 from handrail.stores._snapshot_common import check_snapshot_id
+from handrail.stores.types import SnapshotStore
 
-__all__ = ["names_a_database", "open_snapshot_store", "store_for_location"]
+__all__ = [
+    "SnapshotStoreFactory",
+    "names_a_database",
+    "open_snapshot_store",
+    "register_snapshot_store",
+    "store_for_location",
+]
 
-_POSTGRES = ("postgresql://", "postgres://")
 _SQLITE = "sqlite:///"
 _CONNINFO = re.compile(r"^\s*(host|hostaddr|dbname|user|port|service)\s*=")  # a libpq key=value string
+_SCHEME_NAME = re.compile(r"^[a-z][a-z0-9+.-]+$")
+_LEADING_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+
+
+class SnapshotStoreFactory(Protocol):
+    """Builds the snapshot store a URL names (see :func:`register_snapshot_store`)."""
+
+    def __call__(self, url: str, *, allowed_modules: tuple[str, ...], lock_timeout: float) -> SnapshotStore:
+        """The store for ``url`` (the whole URL, scheme included; a location's ``#<id>`` already removed).
+
+        Args:
+            url: E.g. ``"myapp://bucket/approvals"``.
+            allowed_modules: Module prefixes whose classes the records' state values may name, besides
+                handrail's.
+            lock_timeout: Seconds a decision waits for a claim held elsewhere.
+        """
+        ...
+
+
+def _sqlite(url: str, *, allowed_modules: tuple[str, ...], lock_timeout: float) -> SnapshotStore:
+    path = url[len(_SQLITE) :] if url.startswith(_SQLITE) else ""
+    if not path:
+        raise ConfigurationError(
+            f"A SQLite snapshot store is named sqlite:///<path> (sqlite:////abs/path.db for an absolute path), "
+            f"got {url!r}."
+        )
+    from handrail.stores.snapshot_sqlite import SQLiteSnapshotStore
+
+    return SQLiteSnapshotStore(path, allowed_modules=allowed_modules, lock_timeout=lock_timeout)
+
+
+def _postgres(url: str, *, allowed_modules: tuple[str, ...], lock_timeout: float) -> SnapshotStore:
+    from handrail.stores.snapshot_postgres import PostgresSnapshotStore
+
+    return PostgresSnapshotStore(url, allowed_modules=allowed_modules, lock_timeout=lock_timeout)
+
+
+_FACTORIES: dict[str, SnapshotStoreFactory] = {"sqlite": _sqlite, "postgresql": _postgres, "postgres": _postgres}
+_BUILT_IN = frozenset(_FACTORIES)
+_LOCK = threading.Lock()
+
+
+def register_snapshot_store(scheme: str, factory: SnapshotStoreFactory, *, replace: bool = False) -> None:
+    """Make ``<scheme>://...`` (and ``<scheme>:...``) name a snapshot store built by ``factory``.
+
+    Every place that turns a string into a snapshot store goes through this registry:
+    :func:`open_snapshot_store`, ``handrail.resume(..., store="<url>")``, a pausing strategy given a URL, and a
+    resumed run whose snapshot was passed without its store (its ``location`` is ``<url>#<id>``, as the
+    store's ``locator`` writes it).
+
+    Args:
+        scheme: The URL scheme: a letter, then letters, digits, ``+``, ``-`` or ``.`` (two characters at least,
+            so a Windows drive letter stays a path); case does not matter.
+        factory: Called as ``factory(url, allowed_modules=(...), lock_timeout=seconds)``; returns an object
+            that satisfies :class:`~handrail.stores.types.SnapshotStore`.
+        replace: Allow replacing a scheme registered before (a built-in one included); without it, registering
+            a scheme twice is refused.
+
+    Raises:
+        ConfigurationTypeError: ``scheme`` is not a str, or ``factory`` is not callable.
+        ConfigurationError: An invalid scheme, or one registered already (without ``replace=True``).
+
+    Example:
+        >>> from handrail.stores import FileSnapshotStore
+        >>> def folder(url, *, allowed_modules, lock_timeout):
+        ...     return FileSnapshotStore(url.partition("://")[2], allowed_modules=allowed_modules,
+        ...                              lock_timeout=lock_timeout)
+        >>> register_snapshot_store("myfolder", folder)
+        >>> type(open_snapshot_store("myfolder:///tmp/approvals")).__name__
+        'FileSnapshotStore'
+    """
+    if not isinstance(scheme, str):
+        raise ConfigurationTypeError(f"A snapshot store scheme is a str, got {type(scheme).__name__}.")
+    if not callable(factory):
+        raise ConfigurationTypeError(
+            f"The factory for scheme {scheme!r} must be callable, got {type(factory).__name__}."
+        )
+    name = scheme.lower()
+    if not _SCHEME_NAME.match(name):
+        raise ConfigurationError(
+            f"Invalid snapshot store scheme {scheme!r}: a letter, then letters, digits, '+', '-' or '.' (at least "
+            f"two characters), without '://'."
+        )
+    with _LOCK:
+        if name in _FACTORIES and not replace:
+            what = "a built-in scheme" if name in _BUILT_IN else "registered already"
+            raise ConfigurationError(
+                f"Snapshot store scheme {name!r} is {what}; pass replace=True to register another factory for it."
+            )
+        _FACTORIES[name] = factory
+
+
+def _scheme(text: str) -> str | None:
+    """The scheme ``text`` names a store by, or None for a directory."""
+    if _CONNINFO.match(text):
+        return "postgresql"
+    if "://" in text:
+        return text.partition("://")[0].lower()
+    found = _LEADING_SCHEME.match(text)
+    if found is not None and (found.group(1).lower() in _FACTORIES or found.group(1).lower() == "sqlite"):
+        return found.group(1).lower()
+    return None
 
 
 def open_snapshot_store(
     url_or_dir: str | os.PathLike[str], *, allowed_modules: Iterable[str] = (), lock_timeout: float = 5.0
-) -> SnapshotStoreBase:
-    """The snapshot store a CLI ``--store`` value or a directory names.
+) -> SnapshotStore:
+    """The snapshot store a CLI ``--store`` value, a URL of a registered scheme or a directory names.
 
     Args:
         url_or_dir: A directory path, ``sqlite:///<path>`` (three slashes, then the path: four for an absolute
-            one), or a ``postgresql://`` / ``postgres://`` URL (the password, if any, is better left to
-            ``PGPASSWORD`` / ``~/.pgpass``).
+            one), a ``postgresql://`` / ``postgres://`` URL (the password, if any, is better left to
+            ``PGPASSWORD`` / ``~/.pgpass``), or a URL whose scheme :func:`register_snapshot_store` registered.
         allowed_modules: Module prefixes whose classes state values in the records may name, besides handrail's.
         lock_timeout: Seconds a decision waits for a claim held elsewhere.
 
     Returns:
-        A FileSnapshotStore, SQLiteSnapshotStore or PostgresSnapshotStore (nothing is opened yet).
+        A FileSnapshotStore, SQLiteSnapshotStore or PostgresSnapshotStore (nothing is opened yet), or what a
+        registered factory built.
 
     Raises:
-        ConfigurationTypeError: ``url_or_dir`` is not a str or path.
+        ConfigurationTypeError: ``url_or_dir`` is not a str or path, or a registered factory returned something
+            that is not a SnapshotStore.
         ConfigurationError: An empty value, ``sqlite://`` without a path, or an unknown ``scheme://``.
     """
     if not isinstance(url_or_dir, str | os.PathLike):
@@ -55,38 +172,38 @@ def open_snapshot_store(
     text = os.fspath(url_or_dir)
     if not text:
         raise ConfigurationError("A snapshot store needs a directory or a URL, got ''.")
-    options = {"allowed_modules": allowed_modules, "lock_timeout": lock_timeout}
-    if text.startswith(_POSTGRES) or _CONNINFO.match(text):
-        from handrail.stores.snapshot_postgres import PostgresSnapshotStore
+    modules = tuple(allowed_modules)
+    scheme = _scheme(text)
+    if scheme is None:
+        from handrail.stores.snapshot_file import FileSnapshotStore
 
-        return PostgresSnapshotStore(text, **options)  # type: ignore[arg-type]
-    if text.startswith("sqlite:"):
-        path = text[len(_SQLITE) :] if text.startswith(_SQLITE) else ""
-        if not path:
-            raise ConfigurationError(
-                f"A SQLite snapshot store is named sqlite:///<path> (sqlite:////abs/path.db for an absolute path), "
-                f"got {text!r}."
-            )
-        from handrail.stores.snapshot_sqlite import SQLiteSnapshotStore
-
-        return SQLiteSnapshotStore(path, **options)  # type: ignore[arg-type]
-    if "://" in text:
+        return FileSnapshotStore(text, allowed_modules=modules, lock_timeout=lock_timeout)
+    factory = _FACTORIES.get(scheme)
+    if factory is None:
+        custom = sorted(_FACTORIES.keys() - _BUILT_IN)
+        also = f", or a URL of a registered scheme ({', '.join(custom)})" if custom else ""
         raise ConfigurationError(
-            f"Unknown snapshot store {text!r}: give a directory, sqlite:///<path> or postgresql://..."
+            f"Unknown snapshot store {text!r}: give a directory, sqlite:///<path> or postgresql://...{also} "
+            f"(register_snapshot_store adds a scheme)."
         )
-    from handrail.stores.snapshot_file import FileSnapshotStore
-
-    return FileSnapshotStore(text, **options)  # type: ignore[arg-type]
+    store = factory(text, allowed_modules=modules, lock_timeout=lock_timeout)
+    if not isinstance(store, SnapshotStore):
+        raise ConfigurationTypeError(
+            f"The factory registered for scheme {scheme!r} returned {type(store).__name__}, which is not a "
+            f"SnapshotStore."
+        )
+    return store
 
 
 def store_for_location(
     location: str | os.PathLike[str], *, allowed_modules: Iterable[str] = (), lock_timeout: float = 5.0
-) -> tuple[SnapshotStoreBase, str]:
+) -> tuple[SnapshotStore, str]:
     """The store and snapshot id an ``AgentSnapshot.location`` points at.
 
     Args:
         location: A snapshot file's path (``/abs/dir/<id>.json``), or ``<store URL>#<id>`` as
-            ``SQLiteSnapshotStore.locator`` / ``PostgresSnapshotStore.locator`` write it.
+            ``SQLiteSnapshotStore.locator`` / ``PostgresSnapshotStore.locator`` (or the locator of a store of a
+            registered scheme) write it.
         allowed_modules: See :func:`open_snapshot_store`.
         lock_timeout: See :func:`open_snapshot_store`.
 
@@ -99,7 +216,7 @@ def store_for_location(
     text = os.fspath(location)
     if not isinstance(text, str):
         raise ConfigurationTypeError(f"A snapshot location is a str, got {type(text).__name__}.")
-    if "://" in text:
+    if _scheme(text) is not None:
         url, hash_sign, snapshot_id = text.rpartition("#")
         if not hash_sign or not url:
             raise ConfigurationError(f"Snapshot location {text!r} names a database but no snapshot (#<id>).")
@@ -114,6 +231,7 @@ def store_for_location(
 def names_a_database(value: str) -> bool:
     """Whether ``value`` names a database store rather than a directory.
 
-    A database is named by ``scheme://...``, ``sqlite:...`` or a libpq ``key=value`` string.
+    A database is named by ``scheme://...``, ``sqlite:...``, ``<registered scheme>:...`` or a libpq
+    ``key=value`` string.
     """
-    return "://" in value or value.startswith("sqlite:") or bool(_CONNINFO.match(value))
+    return _scheme(value) is not None

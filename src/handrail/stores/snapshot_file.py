@@ -3,7 +3,7 @@
 Each file is exactly a snapshot file as :func:`~handrail.dataclasses.snapshot.write_snapshot` writes it
 (UTF-8 JSON, written atomically, mode 0o600), so a paused run's snapshot can be read, copied or decided on
 with or without the store. A claim is an exclusive ``flock`` on the sidecar lock file
-``.<id>.json.lock`` (:func:`~handrail.core.files.lock_path_for`), released when the process dies; lock
+``.<id>.json.lock`` (:func:`~handrail.core._files.lock_path_for`), released when the process dies; lock
 files stay behind on purpose (deleting one would let two holders lock two different files). Processes on
 one machine share a directory safely; a network file system whose ``flock`` is not shared between machines
 does not.
@@ -38,7 +38,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from handrail.core.files import FileLock, atomic_write, lock_path_for
+from handrail.core._files import FileLock, atomic_write, lock_path_for
 from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, decode_snapshot, encode_snapshot
 from handrail.errors import SnapshotUnavailableError
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from handrail.core.files import FileLock
+from handrail.core._files import FileLock
 from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import StoreError
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase

@@ -234,8 +234,9 @@ class SnapshotStore(Protocol):
       naming the id when already claimed; released by ``lease.release()`` or when the process dies.
     - ``create(snapshot, name) -> tuple[str, Lease]``: save under a new id derived from ``name`` and claim it.
     - ``replace(snapshot_id, snapshot, cache=None)``: rewrite the whole record atomically (the claim's holder).
-    - ``continue_in(snapshot_id, snapshot, name) -> str``: the run paused again: store ``snapshot`` under a new
-      id and leave the old record with status "resumed", ``continued_in=<new id>``, atomically; returns the id.
+    - ``continue_in(snapshot_id, snapshot, name, cache=None) -> str``: the run paused again: store ``snapshot``
+      under a new id and leave the old record with status "resumed", ``continued_in=<new id>``, atomically;
+      returns the id.
     - ``locator(snapshot_id) -> str``: what ``AgentSnapshot.location`` holds for it (files: the absolute path;
       SQLite: ``sqlite:///<abs path>#<id>``; PostgreSQL: ``postgresql://...redacted...#<id>``).
     """
@@ -291,8 +292,14 @@ class SnapshotStore(Protocol):
         """Keep changed ledger entries beside the record durably (the claim's holder, mid-step); reads fold them in."""
         ...
 
-    def continue_in(self, snapshot_id: str, snapshot: AgentSnapshot, name: str) -> str:
-        """Store ``snapshot`` under a new id and mark the old record resumed into it; returns the new id."""
+    def continue_in(
+        self, snapshot_id: str, snapshot: AgentSnapshot, name: str, cache: MessageCache | None = None
+    ) -> str:
+        """Store ``snapshot`` under a new id and mark the old record resumed into it; returns the new id.
+
+        The Agent passes its run's message cache as the fourth argument, positionally (as to :meth:`replace`
+        and :meth:`append_entries`): messages already encoded by the run are not encoded again.
+        """
         ...
 
     def locator(self, snapshot_id: str) -> str:

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Sequence
 from typing import Any, get_args
 
 from handrail.core.component import component
 from handrail.core.serialization import import_object, init_parameters, qualified_name
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.dataclasses.streaming import (
-    ChunkAssembler,
-    FinishReason,
-    StreamingCallback,
-    StreamingChunk,
-    is_async_callback,
-)
+from handrail.dataclasses.streaming import FinishReason, StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError, ScriptExhaustedError, SerializationError
+from handrail.testing._replies import deliver, deliver_async
 
 __all__ = ["ScriptedChatGenerator", "ScriptItem"]
 
@@ -120,15 +114,8 @@ class ScriptedChatGenerator:
         if streaming_callback is not None and is_async_callback(streaming_callback):
             raise ConfigurationTypeError("ScriptedChatGenerator.run needs a sync streaming callback.")
         item = self._next(messages, tools, generation_kwargs)
-        if isinstance(item, ChatMessage):
-            return {"replies": [item]}
-        assert isinstance(item, list)
-        assembler = ChunkAssembler()
-        for chunk in item:
-            if streaming_callback is not None:
-                streaming_callback(chunk)
-            assembler.add(chunk)
-        return {"replies": [assembler.message()]}
+        assert not isinstance(item, BaseException)
+        return deliver(item, streaming_callback)
 
     async def run_async(
         self,
@@ -139,17 +126,8 @@ class ScriptedChatGenerator:
     ) -> dict[str, list[ChatMessage]]:
         """Async twin of :meth:`run`; the callback may be sync or async."""
         item = self._next(messages, tools, generation_kwargs)
-        if isinstance(item, ChatMessage):
-            return {"replies": [item]}
-        assert isinstance(item, list)
-        assembler = ChunkAssembler()
-        for chunk in item:
-            if streaming_callback is not None:
-                result = streaming_callback(chunk)
-                if inspect.isawaitable(result):
-                    await result
-            assembler.add(chunk)
-        return {"replies": [assembler.message()]}
+        assert not isinstance(item, BaseException)
+        return await deliver_async(item, streaming_callback)
 
     def assert_complete(self) -> None:
         """Raise AssertionError when some scripted replies were never used."""

@@ -6,7 +6,8 @@ pydantic is imported only when such a tool is built.
 
 import typing as _typing
 
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
+from handrail.core._tool_threads import set_tool_thread_limit, tool_thread_limit
 from handrail.tools.tool import Tool, ToolCallId
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -20,5 +21,15 @@ _EXPORTS = {"ComponentTool": "handrail.tools.component_tool"}  # loads on first 
 if _typing.TYPE_CHECKING:
     from handrail.tools.component_tool import ComponentTool
 
-__all__ = ["ComponentTool", "Tool", "ToolCallId", "Toolset", "create_tool_from_function", "flatten_tools", "tool"]
+__all__ = [
+    "ComponentTool",
+    "Tool",
+    "ToolCallId",
+    "Toolset",
+    "create_tool_from_function",
+    "flatten_tools",
+    "set_tool_thread_limit",
+    "tool",
+    "tool_thread_limit",
+]
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NewType
 
+from handrail.core._tool_threads import to_tool_thread
 from handrail.core.serialization import (
     active_allowlist,
     check_file_callable,
@@ -21,7 +22,6 @@ from handrail.core.serialization import (
     reading,
     serialize_callable,
 )
-from handrail.core.threads import to_thread
 from handrail.dataclasses.state import State
 from handrail.errors import (
     ConfigurationError,
@@ -37,7 +37,7 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 ToolCallId = NewType("ToolCallId", str)
 """Annotate a tool parameter with this type to receive the call's id (an idempotency key).
 
-The parameter is kept out of the tool's JSON Schema (DESIGN.md §3.10).
+The parameter is kept out of the tool's JSON Schema; a retried call receives the same id.
 """
 
 
@@ -327,7 +327,8 @@ class Tool:
         """
         if self.function is None:
             raise ToolInvocationError(
-                f"Tool '{self.name}' has only an async_function; use invoke_async or run the agent with run_async.",
+                f"Tool '{self.name}' has only an async_function; use invoke_async (Agent.run runs it on a loop "
+                f"of its own).",
                 self.name,
             )
         try:
@@ -336,7 +337,7 @@ class Tool:
             raise _invocation_error(self.name, kwargs, exc) from exc
 
     async def invoke_async(self, **kwargs: Any) -> Any:
-        """Await the async function, or run the sync one in a worker thread.
+        """Await the async function, or run the sync one in a thread of the loop's tool pool.
 
         Raises:
             ToolInvocationError: When the function raises (the original is the ``__cause__``).
@@ -345,7 +346,7 @@ class Tool:
             if self.async_function is not None:
                 return await self.async_function(**kwargs)
             assert self.function is not None
-            return await to_thread(self.function, **kwargs)
+            return await to_tool_thread(self.function, **kwargs)
         except Exception as exc:
             raise _invocation_error(self.name, kwargs, exc) from exc
 

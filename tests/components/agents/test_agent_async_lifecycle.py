@@ -99,7 +99,9 @@ def test_a_resume_cancelled_while_it_claims_the_snapshot_releases_the_claim(
     assert ran == ["5"]
 
 
-def test_a_sync_tool_cancelled_before_its_thread_took_it_is_never_recorded_running(tmp_path: Path) -> None:
+def test_a_sync_tool_cancelled_before_its_thread_took_it_is_never_recorded_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ran: list[str] = []
 
     def work(x: str) -> str:
@@ -126,12 +128,15 @@ def test_a_sync_tool_cancelled_before_its_thread_took_it_is_never_recorded_runni
                 queued.set()  # the tool's call waits behind the blocked thread
             return future
 
+    from handrail.core import _tool_threads
+
+    # blocking tools get one thread
+    monkeypatch.setattr(_tool_threads, "_new_pool", lambda: _tool_threads._LoopPool(OneBusyThread(1)))
+
     async def cancel_while_queued() -> None:
-        loop = asyncio.get_running_loop()
-        executor = OneBusyThread(1)
-        loop.set_default_executor(executor)
         release = threading.Event()
-        blocker = loop.run_in_executor(None, release.wait, WAIT)  # the only thread is busy from now on
+        blocker = asyncio.ensure_future(_tool_threads.to_tool_thread(release.wait, WAIT))
+        await asyncio.sleep(0)  # the only thread is busy from now on
         busy.set()
         task = asyncio.create_task(agent.run_async([ChatMessage.from_user("go")]))
         await until(queued.is_set)

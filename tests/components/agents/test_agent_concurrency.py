@@ -1,4 +1,7 @@
-"""One Agent instance run concurrently from threads and asyncio tasks keeps every run separate (DESIGN.md §3.7)."""
+"""One Agent instance run concurrently from threads and asyncio tasks keeps every run separate.
+
+An Agent holds no per-run state on itself.
+"""
 
 from __future__ import annotations
 

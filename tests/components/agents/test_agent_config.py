@@ -1,4 +1,4 @@
-"""Agent construction, public attributes, not-yet-supported parameters and serialization (DESIGN.md §4)."""
+"""Agent construction, public attributes, not-yet-supported parameters and serialization."""
 
 from __future__ import annotations
 

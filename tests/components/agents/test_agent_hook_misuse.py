@@ -14,11 +14,7 @@ from handrail.errors import ConfigurationError, ConfigurationTypeError, RunError
 from handrail.human_in_the_loop import AlwaysAskPolicy, BlockingConfirmationStrategy
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
-
-
-def echo(text: str) -> str:
-    return text
-
+from tests.common_tools import echo
 
 ECHO = create_tool_from_function(echo)
 

@@ -1,4 +1,4 @@
-"""Agent.run: the loop, exit conditions, counters, system prompts and state arguments (DESIGN.md §3.6, §3.8, §4)."""
+"""Agent.run: the loop, exit conditions, counters, system prompts and state arguments."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A step of many calls shares its durable writes (group commit) without weakening the ledger rule.
 
-The rule (DESIGN.md §3.10): a call is ``running`` in the store before it starts, and its result is in the store
+The rule: a call is ``running`` in the store before it starts, and its result is in the store
 before the next model call. Resuming a step of n approved calls used to rewrite the whole record twice per call
 (2n writes, each encoding every entry: quadratic); the writes of calls that start or end together are now one.
 """

@@ -20,7 +20,7 @@ import pytest
 from handrail.components.agents import Agent
 from handrail.components.tools._results import result_to_text
 from handrail.core import Secret
-from handrail.core.typed_json import encode_value
+from handrail.core._typed_json import encode_value
 from handrail.dataclasses import ChatMessage
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision

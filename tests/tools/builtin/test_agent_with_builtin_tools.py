@@ -6,12 +6,8 @@ from typing import Any
 
 from handrail.components.agents import Agent
 from handrail.dataclasses import ChatMessage, ChatRole, ToolCall
-from handrail.testing import ScriptedChatGenerator
+from handrail.testing import ScriptedChatGenerator, call, reply
 from handrail.tools.builtin import calculator, search
-
-
-def call(tool_name: str, arguments: dict[str, Any], id: str) -> ChatMessage:
-    return ChatMessage.from_assistant(tool_calls=[ToolCall(tool_name=tool_name, arguments=arguments, id=id)])
 
 
 def tool_results(out: dict[str, Any]) -> list[Any]:
@@ -21,8 +17,8 @@ def tool_results(out: dict[str, Any]) -> list[Any]:
 def test_search_then_calculate() -> None:
     gen = ScriptedChatGenerator(
         [
-            call("search", {"query": "Maplebrook population area"}, "c1"),
-            call("calculator", {"expression": "48213 / 12.7"}, "c2"),
+            reply(call("search", {"query": "Maplebrook population area"}, "c1")),
+            reply(call("calculator", {"expression": "48213 / 12.7"}, "c2")),
             ChatMessage.from_assistant("Maplebrook has about 3796 residents per square kilometre."),
         ]
     )
@@ -43,9 +39,9 @@ def test_search_then_calculate() -> None:
 def test_a_refused_expression_goes_back_to_the_model_as_an_error() -> None:
     gen = ScriptedChatGenerator(
         [
-            call("calculator", {"expression": "__import__('os').system('echo hi')"}, "c1"),
-            call("calculator", {"expression": "9 ** 9 ** 9"}, "c2"),
-            call("calculator", {"expression": "48,213 / 12.7"}, "c3"),
+            reply(call("calculator", {"expression": "__import__('os').system('echo hi')"}, "c1")),
+            reply(call("calculator", {"expression": "9 ** 9 ** 9"}, "c2")),
+            reply(call("calculator", {"expression": "48,213 / 12.7"}, "c3")),
             ChatMessage.from_assistant("I cannot compute that."),
         ]
     )
@@ -60,8 +56,8 @@ def test_a_refused_expression_goes_back_to_the_model_as_an_error() -> None:
 def test_invalid_arguments_never_reach_the_tools() -> None:
     gen = ScriptedChatGenerator(
         [
-            call("search", {"q": "Haystack"}, "c1"),
-            call("calculator", {"expression": 5}, "c2"),
+            reply(call("search", {"q": "Haystack"}, "c1")),
+            reply(call("calculator", {"expression": 5}, "c2")),
             ChatMessage.from_assistant("done"),
         ]
     )

@@ -25,7 +25,7 @@ from handrail.components.agents._ledger import Ledger
 from handrail.components.agents._run_state import RunState, StepStart
 from handrail.components.agents._resume import let_go
 from handrail.components.effects import Position
-from handrail.core.typed_json import decode_value, encode_value
+from handrail.core._typed_json import decode_value, encode_value
 from handrail.dataclasses.breakpoints import (
     AgentBreakpoint,
     BreakpointException,

@@ -67,17 +67,17 @@ def _read_params(function: Any) -> frozenset[str] | None:
     return frozenset(params)
 
 
-def check_tools_for_run(tools: list[Tool], state_keys: set[str], *, sync_run: bool | None) -> None:
-    """Check tools against the run: State keys they write exist; a sync run has sync functions.
+def check_tools_for_run(tools: list[Tool], state_keys: set[str]) -> None:
+    """Check tools against the run: State keys they write exist.
+
+    (A tool with only an ``async_function`` is fine in a sync run too: it runs on an event loop of its own.)
 
     Args:
         tools: The flattened tools.
         state_keys: Keys of the State schema (``messages`` included).
-        sync_run: True for ``run``, False for ``run_async``, None at construction (no sync check).
 
     Raises:
         StateError: A tool's ``outputs_to_state`` names a key the state schema does not have.
-        ConfigurationTypeError: A sync run with a tool that has only an ``async_function``.
     """
     for tool in tools:
         unknown = sorted(set(tool.outputs_to_state or ()) - state_keys)
@@ -85,13 +85,6 @@ def check_tools_for_run(tools: list[Tool], state_keys: set[str], *, sync_run: bo
             raise StateError(
                 f"Tool '{tool.name}' writes State keys {unknown} (outputs_to_state) that the Agent's state_schema "
                 f"does not define. Schema keys: {sorted(state_keys)}."
-            )
-    if sync_run:
-        async_only = [t.name for t in tools if t.function is None]
-        if async_only:
-            raise ConfigurationTypeError(
-                f"Tools {async_only} have only an async_function; run the agent with run_async, or give them a "
-                f"sync function."
             )
 
 
@@ -352,7 +345,7 @@ def select_tools(configured: list[Tool | Toolset] | Toolset, runtime: Any) -> li
 
 
 def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init_prompt: str | None) -> None:
-    """Apply the system prompt rules of DESIGN.md §3.8 to ``messages`` in place.
+    """Apply the system prompt rules to ``messages`` in place: at most one system message, always first.
 
     A run-time prompt replaces a leading system message (or is prepended); otherwise a leading
     system message is kept and the init prompt is not added; otherwise the init prompt is prepended.

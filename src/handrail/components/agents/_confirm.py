@@ -1,10 +1,11 @@
-"""Human-in-the-loop approval inside the step machine (DESIGN.md §3.3, §3.9).
+"""Human-in-the-loop approval inside the step machine: after a call's arguments pass its schema, before it runs.
 
 The Agent's tool step calls :meth:`Approvals.gate` before each batch of calls runs. For every
 call whose tool has a confirmation strategy it yields one ``AskApproval`` effect (the
 drivers run the strategies, sync or async), checks the decisions, and returns per call
 either the invocation to run (possibly with edited arguments) or the rejection result.
-:func:`rewrite_step` then lays out the step's history as DESIGN.md §3.9 prescribes.
+:func:`rewrite_step` then lays out the step's history: rejection pairs, explanation messages, one assistant
+message with the surviving calls, and their results in call order.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from handrail.components.effects import AskApproval, Persist
 from handrail.components.tools._effects import Invocation
 from handrail.components.tools._step import ToolStepOptions, make_invocation
-from handrail.core.threads import to_thread
+from handrail.core._threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.state import State
@@ -284,7 +285,7 @@ def _without_calls(message: ChatMessage, calls: list[ToolCall], keep_text: bool)
 def rewrite_step(
     replies: list[ChatMessage], results: list[ChatMessage], applied: Mapping[str, Applied]
 ) -> list[ChatMessage]:
-    """Lay out a step whose calls were rejected or modified (DESIGN.md §3.9).
+    """Lay out a step whose calls were rejected or modified, so the model reads what a person decided.
 
     Returns:
         The messages that replace ``replies + results``: rejection pairs (the call alone, then

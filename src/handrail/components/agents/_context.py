@@ -21,7 +21,7 @@ from handrail.components.agents._run_state import RunState
 from handrail.components.effects import AskApproval, CallModel, Finish, Pause, Persist, RunHooks
 from handrail.components.tools._context import ToolContext
 from handrail.components.tools._execution import in_thread_unsplit
-from handrail.core.threads import to_thread
+from handrail.core._threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import RunError

@@ -145,7 +145,7 @@ def agent_to_dict(agent: Any) -> dict[str, Any]:
             "required_variables": agent.required_variables,
         },
     }
-    from handrail.core.typed_json import check_json  # on first use: keeps `import handrail` fast
+    from handrail.core._typed_json import check_json  # on first use: keeps `import handrail` fast
 
     check_json(data, "Agent.to_dict()")  # e.g. an object in tool_invoker_kwargs: named here, not by json.dumps
     return data

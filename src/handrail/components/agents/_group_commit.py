@@ -1,7 +1,8 @@
 """Group commit for the durable ledger: one store write covers every change made before it began.
 
-A durable run must write a call's ``running`` entry before the call starts and its result before the step ends
-(DESIGN.md §3.10). Written one change at a time, a step of n calls costs 2n writes of the whole record. Here a
+A durable run must write a call's ``running`` entry before the call starts and its result before the step ends,
+so that a resumed run never runs a call twice.
+Written one change at a time, a step of n calls costs 2n writes of the whole record. Here a
 change gets a ticket (a version number); waiting for a ticket either finds it covered by a write that already
 ended, or waits for the write under way and then writes everything recorded meanwhile in one go. Calls that
 start or finish together (the threads of a sync step, the tasks of an async one) thus share their writes.

@@ -1,4 +1,4 @@
-"""The execution ledger of one run: what happened to each tool call, by ``tool_call_id`` (DESIGN.md §3.10).
+"""The execution ledger of one run: what happened to each tool call, by ``tool_call_id``.
 
 Statuses move ``pending`` → ``approved`` / ``rejected`` → ``running`` → ``done`` / ``failed`` (a call
 without a confirmation strategy goes straight to ``running``). A durable run writes the ledger to its
@@ -21,8 +21,8 @@ from handrail.components.agents._unknown_outcome import UnknownOutcome, check_un
 from handrail.components.tools._effects import Invocation, Outcome
 from handrail.components.tools._results import result_message_text
 from handrail.components.tools._step import ToolStepOptions, failed_call, failure_text, finish_call
+from handrail.core._typed_json import decode_value, encode_value
 from handrail.core.serialization import restricted_imports
-from handrail.core.typed_json import decode_value, encode_value
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import LedgerEntry

@@ -35,6 +35,7 @@ from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.tools._lifecycle import warm_up_tools
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -107,7 +108,7 @@ def start_run(agent: Any, req: RunRequest) -> Started:
     try:
         started = _build(agent, req, snapshot, store)
     except BaseException:
-        let_go(lease, store)
+        let_go(lease, None if store is snapshot.store else store)  # a store given with the snapshot stays open
         raise
     assert started.parts.checkpoints is not None  # a resumed run always has checkpoints
     started.parts.checkpoints.lease = lease
@@ -141,7 +142,7 @@ def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None, resumed_
     unknown_outcome = check_unknown_outcome(req.unknown_outcome)
     if resumed_store is not None:
         pausing_store(agent.confirmation_strategies, break_point)  # still refuses two different stores
-        store, owns_store = resumed_store, True
+        store, owns_store = resumed_store, snapshot is None or resumed_store is not snapshot.store
     else:
         store, owns_store = pausing_store(agent.confirmation_strategies, break_point)
     fingerprint = fingerprint_of(tools.flat, agent) if (snapshot or break_point or store) else {}
@@ -200,7 +201,7 @@ def _run_state(state: State, snapshot: AgentSnapshot | None, ledger: Ledger | No
 def _run_tools(agent: Any, req: RunRequest) -> _Tools:
     run_tools = cfg.select_tools(agent.tools, req.tools)
     flat = flatten_tools(run_tools)
-    cfg.check_tools_for_run(flat, {"messages", *(agent.state_schema or {})}, sync_run=req.sync_run)
+    cfg.check_tools_for_run(flat, {"messages", *(agent.state_schema or {})})
     if req.sync_run:
         cfg.check_sync_hooks(agent._hook_table)
         cfg.check_sync_strategies(agent.confirmation_strategies)
@@ -210,8 +211,8 @@ def _run_tools(agent: Any, req: RunRequest) -> _Tools:
 def _warm_and_warn(agent: Any, req: RunRequest, tools: _Tools) -> None:
     if tools.flat and req.tools is not None:
         cfg.check_generator(agent.chat_generator, tools.flat)
-        for tool in tools.flat:
-            tool.warm_up()
+    if req.tools is not None:
+        warm_up_tools(tools.run_tools, {})  # a run's own tools and toolsets: every run (warm_up is idempotent)
     agent.warm_up()
     exit_tools = {c for c in agent.exit_conditions if c != "text"}
     if exit_tools - tools.names and not tools.has_toolset:

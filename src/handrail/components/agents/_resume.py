@@ -1,4 +1,4 @@
-"""Checks and preparation for breakpoints and resuming (DESIGN.md §3.10).
+"""Checks and preparation for breakpoints and resuming.
 
 Everything here runs before a run's first effect: a bad breakpoint, a snapshot in use, conflicting
 decisions or a changed agent definition raise before anything is called or written.
@@ -36,7 +36,7 @@ __all__ = ["check_break_point", "check_consistency", "check_decision_types", "ch
 
 
 def fingerprint_of(tools: list[Tool], agent: Any) -> dict[str, Any]:
-    """The parts of the agent definition a snapshot depends on (DESIGN.md §3.10).
+    """The parts of the agent definition a snapshot depends on: resuming after they change needs ``allow_drift``.
 
     Returns:
         ``{"tools": {name: {"description", "parameters"}}, "system_prompt", "user_prompt",
@@ -174,7 +174,9 @@ def claim_snapshot(
 ) -> tuple[AgentSnapshot, Any, Lease | None]:
     """Claim a snapshot's record for this run and read it again (the store, not the object, is the truth).
 
-    The caller's ``tool_execution_decisions`` are added to those recorded in the store.
+    The record is reached through ``snapshot.store`` when it is set (the very object: its overrides run), else
+    through a store opened from ``snapshot.location`` (any registered scheme). The caller's
+    ``tool_execution_decisions`` are added to those recorded in the store.
 
     Returns:
         ``(the snapshot to resume, its store, the claim held until the run ends)``; ``(snapshot, None, None)``
@@ -186,9 +188,13 @@ def claim_snapshot(
     """
     if snapshot.location is None:
         return snapshot, None, None
-    from handrail.stores._snapshot_locations import store_for_location
+    if snapshot.store is not None:
+        store, snapshot_id = snapshot.store, snapshot.snapshot_id or ""
+    else:
+        from handrail.stores._snapshot_locations import store_for_location
 
-    store, snapshot_id = store_for_location(snapshot.location, allowed_modules=trusted_modules(snapshot, extra_modules))
+        store, snapshot_id = store_for_location(snapshot.location,
+                                                allowed_modules=trusted_modules(snapshot, extra_modules))  # fmt: skip
     name = f"'{snapshot_id}' ({snapshot.location})"
     lease = store.claim(snapshot_id)
     try:
@@ -204,9 +210,9 @@ def claim_snapshot(
             )
         given = _unspent(stored, snapshot.tool_execution_decisions)
         decisions = merge_decisions(_unspent(stored, stored.tool_execution_decisions), given, name)
-        return dataclasses.replace(stored, tool_execution_decisions=decisions), store, lease
+        return dataclasses.replace(stored, tool_execution_decisions=decisions, store=snapshot.store), store, lease
     except BaseException:
-        let_go(lease, store)
+        let_go(lease, None if store is snapshot.store else store)
         raise
 
 

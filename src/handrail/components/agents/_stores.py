@@ -1,4 +1,4 @@
-"""The Agent's chat message store and memory store (DESIGN.md §3.8, stores issue).
+"""The Agent's chat message store and memory store; memories join the one system message, never a second.
 
 Before the loop: the stored history of ``chat_history_id`` (its last ``last_k`` rounds) goes before the
 input, and memories found for the run's ids go into a delimited section of the one system message.

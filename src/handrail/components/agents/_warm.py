@@ -9,40 +9,42 @@ from __future__ import annotations
 from typing import Any
 
 from handrail.components.agents._plan import RunRequest, Started, start_run
-from handrail.core.threads import to_thread
-from handrail.tools.utils import flatten_tools
+from handrail.core._threads import to_thread
+from handrail.tools._lifecycle import tools_need_warm_up, warm_up_tools
 
 __all__ = ["needs_warm_up", "start_run_off_loop", "warm_up"]
 
 
-def _targets(agent: Any) -> list[object]:
-    table = agent._hook_table
-    hooks = [h for point in table.__slots__ for h in getattr(table, point)]
-    return [agent.chat_generator, *flatten_tools(agent.tools), *hooks]
-
-
 def needs_warm_up(agent: Any) -> bool:
-    """Whether the Agent's generator, tools or hooks hold an object not warmed yet."""
+    """Whether the Agent's generator, toolsets, tools or hooks hold an object not warmed yet."""
     warmed = agent._warmed
-    return any(id(obj) not in warmed for obj in _targets(agent))
+    others = [agent.chat_generator, *agent._hooks()]
+    return any(id(obj) not in warmed for obj in others) or tools_need_warm_up(agent.tools, warmed)
 
 
 def warm_up(agent: Any) -> None:
     """Call ``warm_up()`` once on every object of the Agent that has one, under the Agent's lock.
 
-    Threads that start runs together wait for the one warming; an object that raised is tried again by
+    The order is the generator, each toolset (its own ``warm_up``, before its tools are listed) and tool, then the
+    hooks. Threads that start runs together wait for the one warming; an object that raised is tried again by
     the next run.
     """
     if not needs_warm_up(agent):
         return
     with agent._warm_lock:
-        for obj in _targets(agent):
-            if id(obj) in agent._warmed:
-                continue
-            warm = getattr(obj, "warm_up", None)
-            if callable(warm):
-                warm()
-            agent._warmed[id(obj)] = obj  # the reference keeps the id from being reused by another object
+        _warm_once(agent.chat_generator, agent._warmed)
+        warm_up_tools(agent.tools, agent._warmed)
+        for hook in agent._hooks():
+            _warm_once(hook, agent._warmed)
+
+
+def _warm_once(obj: object, warmed: dict[int, object]) -> None:
+    if id(obj) in warmed:
+        return
+    warm = getattr(obj, "warm_up", None)
+    if callable(warm):
+        warm()
+    warmed[id(obj)] = obj  # the reference keeps the id from being reused by another object
 
 
 async def start_run_off_loop(agent: Any, req: RunRequest) -> Started:

@@ -15,10 +15,11 @@ from handrail.components.agents.run import AgentRun
 from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver
 from handrail.components.agents._prompt import check_user_prompt
 from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
+from handrail.core._threads import FreshLockOnCopy, to_thread
 from handrail.core.component import component
-from handrail.core.threads import FreshLockOnCopy
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback
+from handrail.tools._lifecycle import aclose_tools, close_tools
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -161,7 +162,7 @@ class Agent(FreshLockOnCopy):
         cfg.check_types(self)
         cfg.check_generator(self.chat_generator, self.tools)
         cfg.check_schema(self.state_schema)
-        cfg.check_tools_for_run(flatten_tools(self.tools), {"messages", *(self.state_schema or {})}, sync_run=None)
+        cfg.check_tools_for_run(flatten_tools(self.tools), {"messages", *(self.state_schema or {})})
         cfg.check_exit_conditions(self.exit_conditions)
         cfg.check_agent_numbers(self.max_agent_steps, self.tool_concurrency_limit, self.tool_invoker_kwargs)
         cfg.check_callback(self.streaming_callback, sync_run=False, where="init")
@@ -172,20 +173,28 @@ class Agent(FreshLockOnCopy):
         )
 
     def close(self) -> None:
-        """Close the chat generator and hooks that have a ``close()`` (each object once)."""
+        """Close the chat generator, the hooks, the toolsets and the tools that have a ``close()``.
+
+        Each object is closed once (a toolset's tools too, listed before it is closed); every object is closed
+        even when one raises, and the first error is raised afterwards. Tools and toolsets passed to a single
+        run are not the Agent's: whoever made them closes them.
+        """
+        close_tools(self.tools, (self.chat_generator, *self._hooks()))
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`: awaits ``aclose()`` where an object has one, else calls ``close()``."""
+        await aclose_tools(self.tools, (self.chat_generator, *self._hooks()))
+
+    def _hooks(self) -> list[object]:
         table = self._hook_table
-        seen: set[int] = set()
-        for obj in (self.chat_generator, *(h for p in table.__slots__ for h in getattr(table, p))):
-            close = getattr(obj, "close", None)
-            if id(obj) not in seen and callable(close):
-                close()
-            seen.add(id(obj))
+        return [h for point in table.__slots__ for h in getattr(table, point)]
 
     def warm_up(self) -> None:
-        """Warm up the chat generator and the tools (idempotent; runs do it automatically).
+        """Warm up the chat generator, the toolsets, the tools and the hooks (idempotent; runs do it automatically).
 
-        Each object is warmed once, also when several threads start runs at once; objects assigned to
-        ``chat_generator`` or ``tools`` later are warmed on the next run.
+        Each object is warmed once, also when several threads start runs at once: a Toolset's own ``warm_up()``
+        runs before its tools are listed (the base Toolset warms its tools). Objects assigned to
+        ``chat_generator`` or ``tools`` later, and tools a toolset gained, are warmed on the next run.
         """
         _warm.warm_up(self)
 
@@ -252,7 +261,7 @@ class Agent(FreshLockOnCopy):
             snapshot: An :class:`AgentSnapshot` to resume from (``messages`` must then be empty): the run goes on
                 exactly where it stopped, with the snapshot's history and State. Its file (when it has one) is
                 locked and read again; decisions in ``tool_execution_decisions`` answer the paused calls by id.
-            system_prompt: Replaces a leading system message for this run (DESIGN.md §3.8).
+            system_prompt: Replaces a leading system message for this run, or is prepended when there is none.
             tools: This run's tools: objects, names of configured tools, or a Toolset.
             confirmation_strategy_context: A dict passed to every confirmation strategy by identity (a lock,
                 a websocket, a queue in it); never copied or serialized.
@@ -316,10 +325,10 @@ class Agent(FreshLockOnCopy):
 
         Claiming a snapshot, loading history and memories from the stores and the first warm-up run in a worker
         thread, so the event loop is not blocked by their I/O; a run cancelled meanwhile releases its claim.
-        Sync tools run in asyncio's default executor (``min(32, CPUs + 4)`` threads for the whole loop), so
-        fewer than ``tool_concurrency_limit`` blocking calls may overlap; give the loop a larger executor
-        (``loop.set_default_executor``) when they must. A sync tool still running when the run is cancelled
-        finishes in its thread (Python cannot stop a thread); ``asyncio.run`` waits for it before returning.
+        Sync tools run in handrail's own thread pool of the event loop (256 threads by default, shared by the
+        loop's runs; :func:`handrail.tools.set_tool_thread_limit`), at most ``tool_concurrency_limit`` of a step at
+        once. A sync tool still running when the run is cancelled finishes in its thread (Python cannot stop a
+        thread) and records its outcome; a durable run keeps its claim on the snapshot until then.
         """
         request, every = _request(self, False, dict(locals()))
         if (

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.components.effects import ToolInvocation
 from handrail.components.tools._effects import CallObserver, Invocation, Outcome
-from handrail.core.threads import to_thread
+from handrail.core._threads import to_thread
 from handrail.core._tool_threads import run_coroutine_sync, to_tool_thread
 from handrail.errors import ToolInvocationError
 

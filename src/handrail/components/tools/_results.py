@@ -1,4 +1,4 @@
-"""Turning tool results into text and State updates (DESIGN.md §3.1, §3.2)."""
+"""Turning tool results into text (a ``str`` as is, anything else as JSON) and State updates."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _json_default(value: Any) -> Any:
 
 
 def result_to_text(value: Any, json_strings: bool = False) -> str:
-    """Convert a tool result to the text the model reads (DESIGN.md §3.1).
+    """Convert a tool result to the text the model reads: a ``str`` as is, anything else as JSON.
 
     Args:
         value: What the tool returned.

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from handrail.components.drivers import AsyncDriver, MachineRun, SyncDriver
 from handrail.components.tools._context import ToolContext
 from handrail.components.tools._step import ToolStepOptions, tool_step
+from handrail.core._threads import FreshLockOnCopy
 from handrail.core.component import component
 from handrail.core.serialization import deserialize_callable, init_parameters, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback, is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.tools._lifecycle import aclose_tools, close_tools, tools_need_warm_up, warm_up_tools
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
@@ -40,22 +43,22 @@ def check_max_workers(value: Any, name: str = "max_workers") -> int:
 
 
 @component
-class ToolInvoker:
+class ToolInvoker(FreshLockOnCopy):
     """Runs the tool calls found in assistant messages and returns one tool message per call.
 
     Args:
         tools: Tools and Toolsets (or one Toolset); at least one tool, names unique.
         raise_on_failure: Raise on an unknown tool (ToolNotFoundException), invalid arguments or a
             tool exception (ToolInvocationError) instead of returning an error tool result.
-        convert_result_to_json_string: JSON-encode every result, strings included (DESIGN.md §3.1).
+        convert_result_to_json_string: JSON-encode every result, strings included (quoted); when False a
+            ``str`` result is kept as is and anything else becomes JSON.
         streaming_callback: Receives one chunk per result, then a chunk with finish_reason
             ``"tool_call_results"``.
         enable_streaming_callback_passthrough: Give the callback to tools that declare a
             ``streaming_callback`` parameter.
         max_workers: At most this many tools run at once (threads in ``run``, a semaphore in ``run_async``).
-            Under ``run_async`` a sync tool runs in asyncio's default executor, which has ``min(32, CPUs + 4)``
-            threads shared by the whole event loop; give the loop a larger one
-            (``loop.set_default_executor(ThreadPoolExecutor(n))``) when more blocking tools must overlap.
+            Under ``run_async`` a sync tool runs in handrail's own thread pool of the event loop (256 threads by
+            default, shared by the loop's runs; :func:`handrail.tools.set_tool_thread_limit`).
 
     Raises:
         ConfigurationError: No tools, duplicate names, or ``max_workers`` < 1.
@@ -100,11 +103,27 @@ class ToolInvoker:
         self.streaming_callback = streaming_callback
         self.enable_streaming_callback_passthrough = enable_streaming_callback_passthrough
         self.max_workers = check_max_workers(max_workers)
+        self._warmed: dict[int, object] = {}
+        self._warm_lock = threading.Lock()
 
     def warm_up(self) -> None:
-        """Warm up every tool (idempotent)."""
-        for tool in flatten_tools(self.tools):
-            tool.warm_up()
+        """Warm up each toolset (its own ``warm_up()``, before its tools are listed) and each tool, once.
+
+        Idempotent, also when several threads run at once; runs do it automatically. Tools a toolset gained
+        since, and tools assigned to ``tools`` later, are warmed by the next call.
+        """
+        if not tools_need_warm_up(self.tools, self._warmed):
+            return
+        with self._warm_lock:
+            warm_up_tools(self.tools, self._warmed)
+
+    def close(self) -> None:
+        """Close the toolsets and tools that have a ``close()``, each once (see :meth:`Agent.close`)."""
+        close_tools(self.tools)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`: awaits ``aclose()`` where an object has one, else calls ``close()``."""
+        await aclose_tools(self.tools)
 
     def _prepare(
         self,
@@ -120,12 +139,14 @@ class ToolInvoker:
         callback = streaming_callback or self.streaming_callback
         if callback is not None and not is_async and is_async_callback(callback):
             raise ConfigurationTypeError("ToolInvoker.run needs a sync streaming callback; use run_async for async.")
+        if tools is None:
+            self.warm_up()
+        else:
+            warm_up_tools(tools, {})  # this run's own tools: every run (warm_up is idempotent)
         flat = flatten_tools(tools if tools is not None else self.tools)
-        for tool in flat:
-            tool.warm_up()
         by_name = {t.name: t for t in flat}
         # The caller owns the assistant message, so results answer the calls exactly as given (origin == call);
-        # only the Agent, which writes the history, repairs missing or repeated ids (DESIGN.md §3.5).
+        # only the Agent, which writes the history, gives a missing or repeated id a unique one.
         calls = [c for m in messages for c in m.tool_calls]
         opts = ToolStepOptions(
             raise_on_failure=self.raise_on_failure,

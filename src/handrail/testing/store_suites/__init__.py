@@ -21,7 +21,7 @@ Example::
 
 import typing as _typing
 
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "ChatMessageStoreSuite": "handrail.testing.store_suites.chat",

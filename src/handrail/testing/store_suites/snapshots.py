@@ -14,7 +14,7 @@ import pytest
 from handrail.dataclasses.breakpoints import AgentBreakpoint, ToolBreakpoint
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
-from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry
+from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache
 from handrail.errors import (
     ConfigurationError,
     ConfigurationTypeError,
@@ -526,9 +526,10 @@ class SnapshotStoreSuite(CorruptSnapshotCases):
         """continue_in stores the new pause and leaves the old record resumed, pointing at it."""
         old = store.save(make_paused_snapshot())
         lease = store.claim(old)
-        store.replace(old, make_paused_snapshot(status="running"))
+        cache = MessageCache()  # one cache for the run's writes, passed positionally, as the Agent does
+        store.replace(old, make_paused_snapshot(status="running"), cache)
         pause = make_paused_snapshot(timestamp=T0 + dt.timedelta(hours=1), metadata={"pause": 2})
-        new = store.continue_in(old, pause, "payer_tool_invoker_1_next.json")
+        new = store.continue_in(old, pause, "payer_tool_invoker_1_next.json", cache)
         assert new == "payer_tool_invoker_1_next"
         tombstone = store.load(old)
         assert (tombstone.status, tombstone.continued_in) == ("resumed", new)
@@ -546,9 +547,9 @@ class SnapshotStoreSuite(CorruptSnapshotCases):
         lease = store.claim(old)
         before = store.load(old).to_dict()
         with pytest.raises(SnapshotUnavailableError, match="already exists"):
-            store.continue_in(old, make_paused_snapshot(metadata={"n": 2}), taken)
+            store.continue_in(old, make_paused_snapshot(metadata={"n": 2}), taken, MessageCache())
         with pytest.raises(SnapshotError, match="missing"):
-            store.continue_in("missing", make_paused_snapshot(), "fresh_name")
+            store.continue_in("missing", make_paused_snapshot(), "fresh_name", MessageCache())
         assert store.load(old).to_dict() == before
         assert store.load(taken).metadata == {"n": 1}
         with pytest.raises(SnapshotError):

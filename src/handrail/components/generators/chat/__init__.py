@@ -4,11 +4,9 @@ Each generator is imported on first use, so its optional dependency (``xllamacpp
 ``openai``) is only needed when it is used.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from typing import TYPE_CHECKING
-
-from handrail.core.lazy import lazy_exports as _lazy_exports
+from handrail.core._lazy import lazy_exports as _lazy_exports
 
 __all__ = ["LlamaCppChatGenerator", "OpenAIChatGenerator"]
 
@@ -17,7 +15,7 @@ _EXPORTS = {
     "OpenAIChatGenerator": "handrail.components.generators.chat.openai",
 }
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from handrail.components.generators.chat.llama_cpp import LlamaCppChatGenerator
     from handrail.components.generators.chat.openai import OpenAIChatGenerator
 

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NoReturn
 
+from handrail.core._urls import url_without_password
 from handrail.core.secret import holds_secret, mask_secrets
-from handrail.core.urls import url_without_password
 from handrail.errors import GenerationError
 
 __all__ = ["Exchange", "MalformedReply", "decoding", "server_errors"]

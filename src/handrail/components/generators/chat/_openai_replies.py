@@ -120,7 +120,7 @@ def tool_arguments(value: Any) -> dict[str, Any] | str:
     Returns:
         A dict for a JSON object or text holding one (``{}`` for None or blank text); otherwise
         the text as sent, or the JSON text of the value, which the tool step answers with an
-        error result (DESIGN.md §3.4): the call is never dropped.
+        error result: the call is never dropped.
     """
     if isinstance(value, Mapping):
         return {str(key): item for key, item in value.items()}

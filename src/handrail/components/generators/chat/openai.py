@@ -27,10 +27,10 @@ from handrail.components.generators.chat._openai_wire import (
     messages_to_wire,
     tool_to_wire,
 )
+from handrail.core._urls import register_url_passwords
 from handrail.core.component import component
 from handrail.core.secret import Secret, deserialize_secret
 from handrail.core.serialization import check_scalar_types, deserialize_callable, qualified_name, serialize_callable
-from handrail.core.urls import register_url_passwords
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback, is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError

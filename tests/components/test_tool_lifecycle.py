@@ -1,0 +1,217 @@
+"""Tool lifecycle: a Toolset's own warm_up (once) and close/aclose, called by the Agent and the ToolInvoker;
+async-only tools under the sync run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import sys
+import threading
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handrail import Agent, ChatMessage, Tool, ToolCall, ToolInvoker, Toolset
+from handrail.testing import ScriptedChatGenerator
+from handrail.tools import create_tool_from_function
+
+NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class CountingTool(Tool):
+    """A tool that counts its warm-ups and closes."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name=name, description="", parameters=NO_ARGS, function=lambda: name)
+        self.warm_ups = 0
+        self.closes = 0
+
+    def warm_up(self) -> None:
+        self.warm_ups += 1
+
+    def close(self) -> None:
+        self.closes += 1
+
+
+class Connected(Toolset):
+    """Like a toolset of a server's tools: they appear in warm_up; close and aclose are counted."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.warm_ups = 0
+        self.closes = 0
+        self.acloses = 0
+        self.tool = CountingTool("remote")
+
+    def warm_up(self) -> None:
+        self.warm_ups += 1
+        if not self.tools:
+            self.tools = [self.tool]
+        super().warm_up()
+
+    def close(self) -> None:
+        self.closes += 1
+
+    async def aclose(self) -> None:
+        self.acloses += 1
+
+
+def calls(*names: str) -> ChatMessage:
+    return ChatMessage.from_assistant(
+        tool_calls=[ToolCall(tool_name=n, arguments={}, id=f"c{i}") for i, n in enumerate(names)]
+    )
+
+
+def results(out: dict[str, Any]) -> list[str]:
+    return [m.tool_call_result.result for m in out["messages"] if m.tool_call_result is not None]
+
+
+def test_the_agent_warms_a_toolset_once_before_listing_its_tools_over_runs_and_warm_ups() -> None:
+    toolset, alone = Connected(), CountingTool("alone")
+    replies = [calls("remote", "alone"), ChatMessage.from_assistant("a"), ChatMessage.from_assistant("b")]
+    agent = Agent(chat_generator=ScriptedChatGenerator(replies), tools=[toolset, alone])
+    agent.warm_up()
+    agent.warm_up()
+    assert results(agent.run([ChatMessage.from_user("x")])) == ["remote", "alone"]  # its tool exists after warm_up
+    asyncio.run(agent.run_async([ChatMessage.from_user("y")]))
+    assert toolset.warm_ups == 1
+    assert (toolset.tool.warm_ups, alone.warm_ups) == (1, 1)  # warmed by the toolset, not again by the Agent
+
+
+def test_a_tool_added_to_a_warmed_toolset_is_warmed_by_the_next_run() -> None:
+    toolset = Connected()
+    agent = Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("a")] * 2), tools=toolset)
+    agent.run([ChatMessage.from_user("x")])
+    late = CountingTool("late")
+    toolset.add(late)
+    agent.run([ChatMessage.from_user("x")])
+    assert (toolset.warm_ups, late.warm_ups) == (1, 1)
+
+
+def test_agent_close_and_aclose_close_the_toolsets_and_the_tools_each_once() -> None:
+    toolset, alone = Connected(), CountingTool("alone")
+    agent = Agent(chat_generator=ScriptedChatGenerator([]), tools=[toolset, alone, toolset.tool])
+    agent.warm_up()
+    agent.close()
+    assert (toolset.closes, toolset.acloses, toolset.tool.closes, alone.closes) == (1, 0, 1, 1)
+    asyncio.run(agent.aclose())
+    assert (toolset.closes, toolset.acloses, toolset.tool.closes, alone.closes) == (1, 1, 2, 2)
+
+
+def test_close_goes_on_after_an_object_failed_and_raises_its_error_afterwards() -> None:
+    class Failing(CountingTool):
+        def close(self) -> None:
+            super().close()
+            raise OSError("socket already gone")
+
+    first, last = Failing("first"), CountingTool("last")
+    agent = Agent(chat_generator=ScriptedChatGenerator([]), tools=[first, last])
+    with pytest.raises(OSError, match="already gone"):
+        agent.close()
+    assert (first.closes, last.closes) == (1, 1)
+
+
+def test_the_tool_invoker_warms_a_toolset_once_and_closes_it() -> None:
+    toolset, alone = Connected(), CountingTool("alone")
+    toolset.warm_up()  # a ToolInvoker needs at least one tool when it is made
+    toolset.warm_ups = 0
+    invoker = ToolInvoker(tools=[toolset, alone])
+    for _ in range(3):
+        invoker.warm_up()
+        assert results({"messages": invoker.run([calls("remote", "alone")])["tool_messages"]}) == ["remote", "alone"]
+    asyncio.run(invoker.run_async([calls("remote")]))
+    assert (toolset.warm_ups, alone.warm_ups) == (1, 1)
+    invoker.close()
+    asyncio.run(invoker.aclose())
+    assert (toolset.closes, toolset.acloses, alone.closes) == (1, 1, 2)
+
+
+def test_a_toolset_passed_to_one_run_is_warmed_by_it_and_left_open() -> None:
+    toolset = Connected()
+    agent = Agent(chat_generator=ScriptedChatGenerator([calls("remote"), ChatMessage.from_assistant("ok")]))
+    assert results(agent.run([ChatMessage.from_user("x")], tools=toolset)) == ["remote"]
+    agent.close()
+    assert (toolset.warm_ups, toolset.closes) == (1, 0)
+
+
+ASKED: contextvars.ContextVar[str] = contextvars.ContextVar("asked", default="unset")
+
+
+async def shout(text: str) -> str:
+    """Shout.
+
+    Args:
+        text: What to shout.
+    """
+    await asyncio.sleep(0)
+    return f"{text.upper()} ({ASKED.get()}, {threading.current_thread().name})"
+
+
+def _shout_agent(count: int) -> Agent:
+    step = ChatMessage.from_assistant(
+        tool_calls=[ToolCall(tool_name="shout", arguments={"text": f"t{i}"}, id=f"c{i}") for i in range(count)]
+    )
+    generator = ScriptedChatGenerator([step, ChatMessage.from_assistant("done")])
+    return Agent(chat_generator=generator, tools=[create_tool_from_function(shout)])
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_an_async_only_tool_runs_under_the_sync_agent_run_with_the_callers_context(count: int) -> None:
+    token = ASKED.set("caller")
+    try:
+        out = _shout_agent(count).run([ChatMessage.from_user("x")])
+    finally:
+        ASKED.reset(token)
+    assert [r.split(",")[0] for r in results(out)] == [f"T{i} (caller" for i in range(count)]
+    assert out["last_message"].text == "done"
+
+
+def test_an_async_only_tool_runs_under_a_sync_run_called_from_a_thread_that_runs_a_loop() -> None:
+    async def inside_a_loop() -> dict[str, Any]:
+        ASKED.set("in the loop")
+        return _shout_agent(1).run([ChatMessage.from_user("x")])  # a sync call: this loop is blocked meanwhile
+
+    [result] = results(asyncio.run(inside_a_loop()))
+    assert result.startswith("T0 (in the loop, handrail-async-tool")
+
+
+def test_an_async_only_tool_runs_under_the_sync_tool_invoker_run() -> None:
+    invoker = ToolInvoker(tools=[create_tool_from_function(shout)])
+    message = ChatMessage.from_assistant(tool_calls=[ToolCall(tool_name="shout", arguments={"text": "hi"}, id="1")])
+    [out] = invoker.run([message])["tool_messages"]
+    assert out.tool_call_result is not None
+    assert out.tool_call_result.result.startswith("HI (unset")
+    assert out.tool_call_result.error is False
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "tools-lifecycle-and-threads.md"
+
+
+def _python_blocks() -> list[tuple[int, str]]:
+    lines = DOCS.read_text(encoding="utf-8").splitlines()
+    blocks, start = [], None
+    for number, line in enumerate(lines, 1):
+        if line.strip() == "```python":
+            start = number
+        elif line.strip() == "```" and start is not None:
+            blocks.append((start, "\n".join(lines[start : number - 1])))
+            start = None
+    return blocks
+
+
+@pytest.mark.parametrize(("line", "code"), _python_blocks())
+def test_docs_examples_run(line: int, code: str) -> None:
+    """Each python block of docs/tools-lifecycle-and-threads.md runs as it stands."""
+    name = f"_handrail_docs_tools_line{line}"
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    try:
+        exec(compile(code, f"{DOCS}:{line}", "exec"), module.__dict__)
+    finally:
+        del sys.modules[name]
+
+
+def test_docs_have_their_examples() -> None:
+    assert len(_python_blocks()) == 3
