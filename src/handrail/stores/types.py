@@ -13,14 +13,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.decisions import ToolExecutionDecision
-from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache
 from handrail.errors import ConfigurationTypeError
+
+if TYPE_CHECKING:  # annotations only: the Agent imports this module, and these are slow to import
+    from datetime import datetime
+
+    from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache
 
 __all__ = [
     "MESSAGE_ID_KEY",

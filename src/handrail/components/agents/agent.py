@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from handrail.components.agents import _config as cfg
 from handrail.components.agents import _warm
@@ -15,10 +15,15 @@ from handrail.components.agents.run import AgentRun
 from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver
 from handrail.components.agents._prompt import check_user_prompt
 from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
+from handrail.components.generators.types import ChatGenerator
 from handrail.core._threads import FreshLockOnCopy, to_thread
 from handrail.core.component import component
+from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback
+from handrail.hooks.types import Hook
+from handrail.human_in_the_loop.types import ConfirmationStrategy
+from handrail.stores.types import ChatMessageStore, MemoryStore
 from handrail.tools._lifecycle import aclose_tools, close_tools
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
@@ -27,7 +32,7 @@ from handrail.tools.utils import flatten_tools
 __all__ = ["Agent"]
 
 
-def _hook_table(hooks: Any) -> HookTable:
+def _hook_table(hooks: Mapping[str, Sequence[Hook]] | None) -> HookTable:
     """Validate the ``hooks`` mapping and freeze it into a per-point table."""
     if not hooks:
         return HookTable()
@@ -62,8 +67,9 @@ class Agent(FreshLockOnCopy):
     so concurrent runs of one instance are safe.
 
     Args:
-        chat_generator: Any object with ``run(messages, tools=None, streaming_callback=None,
-            generation_kwargs=None) -> {"replies": [ChatMessage]}`` (``run_async`` optional).
+        chat_generator: A :class:`~handrail.components.generators.ChatGenerator`: an object with ``run(messages,
+            tools=None, streaming_callback=None, generation_kwargs=None) -> {"replies": [ChatMessage]}``
+            (``run_async`` optional, see :class:`~handrail.components.generators.AsyncChatGenerator`).
         tools: Tools and Toolsets (or one Toolset). Toolsets are re-flattened each step.
         system_prompt: Prepended as the system message unless the input starts with one.
         exit_conditions: ``"text"`` and/or tool names (default ``["text"]``); a tool name ends the
@@ -107,7 +113,7 @@ class Agent(FreshLockOnCopy):
     def __init__(
         self,
         *,
-        chat_generator: Any,
+        chat_generator: ChatGenerator,
         tools: list[Tool | Toolset] | Toolset | None = None,
         system_prompt: str | None = None,
         exit_conditions: list[str] | None = None,
@@ -115,14 +121,14 @@ class Agent(FreshLockOnCopy):
         max_agent_steps: int = 100,
         streaming_callback: StreamingCallback | None = None,
         raise_on_tool_invocation_failure: bool = False,
-        confirmation_strategies: Any = None,
+        confirmation_strategies: Mapping[Any, ConfirmationStrategy] | None = None,
         tool_invoker_kwargs: dict[str, Any] | None = None,
         tool_concurrency_limit: int = 8,
-        chat_message_store: Any = None,
-        memory_store: Any = None,
-        hooks: Any = None,
-        user_prompt: Any = None,
-        required_variables: Any = None,
+        chat_message_store: ChatMessageStore | None = None,
+        memory_store: MemoryStore | None = None,
+        hooks: Mapping[str, Sequence[Hook]] | None = None,
+        user_prompt: str | None = None,
+        required_variables: list[str] | Literal["*"] | None = None,
         observers: Sequence[RunObserver] | None = None,
     ) -> None:
         self.chat_generator = chat_generator
@@ -147,7 +153,7 @@ class Agent(FreshLockOnCopy):
         self._check()
         refresh_sockets(self)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         # None keeps meaning "the default" when an init parameter is reassigned after construction.
         if name == "tools" and value is None:
             value = []
@@ -236,7 +242,7 @@ class Agent(FreshLockOnCopy):
         streaming_callback: StreamingCallback | None = None,
         *,
         generation_kwargs: dict[str, Any] | None = None,
-        break_point: Any = None,
+        break_point: AgentBreakpoint | Breakpoint | None = None,
         snapshot: Any = None,
         system_prompt: str | None = None,
         tools: list[Tool | Toolset | str] | Toolset | None = None,
@@ -309,7 +315,7 @@ class Agent(FreshLockOnCopy):
         streaming_callback: StreamingCallback | None = None,
         *,
         generation_kwargs: dict[str, Any] | None = None,
-        break_point: Any = None,
+        break_point: AgentBreakpoint | Breakpoint | None = None,
         snapshot: Any = None,
         system_prompt: str | None = None,
         tools: list[Tool | Toolset | str] | Toolset | None = None,

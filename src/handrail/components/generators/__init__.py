@@ -1,3 +1,21 @@
-"""Chat generators (model backends)."""
+"""Chat generators (model backends) and the protocols a model backend satisfies.
 
-__all__: list[str] = []  # the built-in generators are in handrail.components.generators.chat
+:class:`ChatGenerator` is what ``Agent(chat_generator=...)`` takes; :class:`AsyncChatGenerator` adds the
+``run_async`` that async runs prefer. The built-in generators live in :mod:`handrail.components.generators.chat`.
+"""
+
+import typing as _typing
+
+from handrail.core._lazy import lazy_exports as _lazy_exports
+
+__all__ = ["AsyncChatGenerator", "ChatGenerator"]
+
+_EXPORTS = {
+    "AsyncChatGenerator": "handrail.components.generators.types",
+    "ChatGenerator": "handrail.components.generators.types",
+}
+
+if _typing.TYPE_CHECKING:
+    from handrail.components.generators.types import AsyncChatGenerator, ChatGenerator
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

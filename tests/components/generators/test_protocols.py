@@ -1,0 +1,124 @@
+"""The ChatGenerator / AsyncChatGenerator protocols, the Agent's typed signature, and docs/chat-generators.md."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import handrail.components.generators as generators
+from handrail import Agent, ChatMessage
+from handrail.components.generators import AsyncChatGenerator, ChatGenerator
+from handrail.components.generators import types as generator_types
+from handrail.components.generators.chat.llama_cpp import LlamaCppChatGenerator
+from handrail.components.generators.chat.openai import OpenAIChatGenerator
+from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint
+from handrail.errors import ConfigurationTypeError, SerializationError
+from handrail.hooks import Hook
+from handrail.human_in_the_loop import ConfirmationStrategy
+from handrail.stores import ChatMessageStore, MemoryStore
+from handrail.testing import ScriptedChatGenerator
+
+
+class SyncOnly:
+    def run(self, messages: list[ChatMessage], **kwargs: Any) -> dict[str, list[ChatMessage]]:
+        return {"replies": [ChatMessage.from_assistant("sync")]}
+
+
+class WithAsync(SyncOnly):
+    async def run_async(self, messages: list[ChatMessage], **kwargs: Any) -> dict[str, list[ChatMessage]]:
+        return {"replies": [ChatMessage.from_assistant("async")]}
+
+
+def test_the_package_exports_the_two_protocols() -> None:
+    assert sorted(generators.__all__) == ["AsyncChatGenerator", "ChatGenerator"]
+    assert generators.ChatGenerator is generator_types.ChatGenerator
+    assert generators.AsyncChatGenerator is generator_types.AsyncChatGenerator
+
+
+@pytest.mark.parametrize("cls", [OpenAIChatGenerator, LlamaCppChatGenerator, ScriptedChatGenerator, WithAsync])
+def test_generators_with_run_async_are_async_chat_generators(cls: type) -> None:
+    assert issubclass(cls, ChatGenerator)
+    assert issubclass(cls, AsyncChatGenerator)
+
+
+def test_a_generator_with_only_run_is_a_chat_generator_but_not_an_async_one() -> None:
+    assert isinstance(SyncOnly(), ChatGenerator)
+    assert not isinstance(SyncOnly(), AsyncChatGenerator)
+
+
+@pytest.mark.parametrize("value", [object(), "gpt-4o", 42])
+def test_objects_without_a_run_method_are_not_chat_generators(value: object) -> None:
+    assert not isinstance(value, ChatGenerator)
+
+
+@pytest.mark.parametrize("value", [object(), "gpt-4o", 42])
+def test_the_agent_refuses_a_non_generator_with_the_same_message_as_before(value: object) -> None:
+    with pytest.raises(ConfigurationTypeError, match=r"chat_generator must have a run\(messages, \.\.\.\) method; got"):
+        Agent(chat_generator=value)  # type: ignore[arg-type]
+
+
+def test_run_async_awaits_run_async_when_the_generator_has_it() -> None:
+    import asyncio
+
+    async def both() -> tuple[str | None, str | None]:
+        with_async = await Agent(chat_generator=WithAsync()).run_async([ChatMessage.from_user("hi")])
+        sync_only = await Agent(chat_generator=SyncOnly()).run_async([ChatMessage.from_user("hi")])
+        return with_async["last_message"].text, sync_only["last_message"].text
+
+    assert asyncio.run(both()) == ("async", "sync")
+
+
+def test_agent_init_and_run_are_typed_with_the_protocols() -> None:
+    init = typing.get_type_hints(Agent.__init__)
+    assert init["chat_generator"] is ChatGenerator
+    assert init["chat_message_store"] == ChatMessageStore | None
+    assert init["memory_store"] == MemoryStore | None
+    assert init["confirmation_strategies"] == Mapping[Any, ConfirmationStrategy] | None
+    assert init["hooks"] == Mapping[str, Sequence[Hook]] | None
+    assert init["user_prompt"] == str | None
+    for method in (Agent.run, Agent.run_async):
+        assert typing.get_type_hints(method)["break_point"] == AgentBreakpoint | Breakpoint | None
+
+
+def test_a_user_prompt_that_is_not_a_string_is_refused_by_from_dict_naming_the_field() -> None:
+    data = Agent(chat_generator=ScriptedChatGenerator([])).to_dict()
+    data["init_parameters"]["user_prompt"] = 5
+    with pytest.raises(SerializationError, match="'user_prompt': expected a string or null"):
+        Agent.from_dict(data)
+
+
+# ----------------------------------------------------------------------------- docs/chat-generators.md
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "chat-generators.md"
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+
+
+def _python_blocks() -> list[tuple[int, str]]:
+    source = DOCS.read_text(encoding="utf-8")
+    return [
+        (source.count("\n", 0, m.start()) + 2, m.group(2)) for m in _FENCE.finditer(source) if m.group(1) == "python"
+    ]
+
+
+def test_the_docs_page_has_its_examples() -> None:
+    assert len(_python_blocks()) == 2
+
+
+@pytest.mark.parametrize(("line", "code"), [pytest.param(*b, id=f"line{b[0]}") for b in _python_blocks()])
+def test_docs_examples_run(line: int, code: str) -> None:
+    """Run each python block of docs/chat-generators.md as its own module, as if it were a script."""
+    name = f"_handrail_docs_chat_generators_line{line}"
+    module = types.ModuleType(name)
+    module.__file__ = str(DOCS)
+    sys.modules[name] = module
+    try:
+        exec(compile(code, f"{DOCS}:{line}", "exec"), module.__dict__)
+    finally:
+        del sys.modules[name]
