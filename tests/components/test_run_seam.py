@@ -33,18 +33,17 @@ from handrail.components.effects import (
     Pause,
     Persist,
     RunHooks,
-    RunTools,
     ToolInvocation,
     ToolOutcome,
     from_json,
     to_json,
 )
 from handrail.dataclasses import ChatMessage, State, ToolCall
-from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint, BreakpointException, HITLBreakpointException
+from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.snapshot import load_snapshot
 from handrail.hooks import hook
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
-from handrail.dataclasses.snapshot import load_snapshot
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 
@@ -296,9 +295,11 @@ def test_an_observer_sees_the_pause_as_an_error_and_a_failing_observer_does_not_
         confirmation_strategies={"charge": BreakpointConfirmationStrategy(str(tmp_path))},
         observers=[Broken(), observer],
     )
-    with pytest.warns(RuntimeWarning, match=r"Broken.started raised ValueError: observer bug"):
-        with pytest.raises(HITLBreakpointException):
-            agent.run([ChatMessage.from_user("go")])
+    with (
+        pytest.warns(RuntimeWarning, match=r"Broken.started raised ValueError: observer bug"),
+        pytest.raises(HITLBreakpointException),
+    ):
+        agent.run([ChatMessage.from_user("go")])
     pause, ended = observer.ended_events[-1]
     assert isinstance(pause, Pause) and pause.held == ["c1"]
     assert isinstance(ended.error, HITLBreakpointException)

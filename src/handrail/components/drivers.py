@@ -68,23 +68,55 @@ class RunContext(Protocol):
     """Executes each kind of effect with the run's live objects; a driver calls the method of an effect's kind."""
 
     observers: Sequence[RunObserver]
+    """Told when each effect and each tool call starts and ends."""
 
-    def call_model(self, effect: CallModel) -> Any: ...
-    def run_tools(self, effect: RunTools) -> Any: ...
-    def ask_approval(self, effect: AskApproval) -> Any: ...
-    def run_hooks(self, effect: RunHooks) -> Any: ...
-    def persist(self, effect: Persist) -> Any: ...
-    def pause(self, effect: Pause) -> Any: ...
-    def finish(self, effect: Finish) -> Any: ...
-    def emit(self, effect: Emit) -> Any: ...
-    async def call_model_async(self, effect: CallModel) -> Any: ...
-    async def run_tools_async(self, effect: RunTools) -> Any: ...
-    async def ask_approval_async(self, effect: AskApproval) -> Any: ...
-    async def run_hooks_async(self, effect: RunHooks) -> Any: ...
-    async def persist_async(self, effect: Persist) -> Any: ...
-    async def pause_async(self, effect: Pause) -> Any: ...
-    async def finish_async(self, effect: Finish) -> Any: ...
-    async def emit_async(self, effect: Emit) -> Any: ...
+    def call_model(self, effect: CallModel) -> Any:
+        """Call the chat generator; returns its replies."""
+
+    def run_tools(self, effect: RunTools) -> Any:
+        """Run the tool calls; returns one ToolOutcome per call."""
+
+    def ask_approval(self, effect: AskApproval) -> Any:
+        """Ask the calls' strategies; returns one ToolExecutionDecision per call."""
+
+    def run_hooks(self, effect: RunHooks) -> Any:
+        """Run the hooks of the point."""
+
+    def persist(self, effect: Persist) -> Any:
+        """Make the run's record durable as it is now."""
+
+    def pause(self, effect: Pause) -> Any:
+        """Write the pause snapshot and raise the breakpoint exception."""
+
+    def finish(self, effect: Finish) -> Any:
+        """Mark the record done and write the chat / memory stores."""
+
+    def emit(self, effect: Emit) -> Any:
+        """Send the chunk to the streaming callback."""
+
+    async def call_model_async(self, effect: CallModel) -> Any:
+        """Async twin of :meth:`call_model`."""
+
+    async def run_tools_async(self, effect: RunTools) -> Any:
+        """Async twin of :meth:`run_tools`."""
+
+    async def ask_approval_async(self, effect: AskApproval) -> Any:
+        """Async twin of :meth:`ask_approval`."""
+
+    async def run_hooks_async(self, effect: RunHooks) -> Any:
+        """Async twin of :meth:`run_hooks`."""
+
+    async def persist_async(self, effect: Persist) -> Any:
+        """Async twin of :meth:`persist`."""
+
+    async def pause_async(self, effect: Pause) -> Any:
+        """Async twin of :meth:`pause`."""
+
+    async def finish_async(self, effect: Finish) -> Any:
+        """Async twin of :meth:`finish`."""
+
+    async def emit_async(self, effect: Emit) -> Any:
+        """Async twin of :meth:`emit`."""
 
 
 class Run(Protocol):

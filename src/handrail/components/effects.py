@@ -182,6 +182,13 @@ def to_json(value: Effect | ToolOutcome | ChatMessage | ToolExecutionDecision | 
             return {"type": "finish"}
         case Emit(chunk=chunk):
             return {"type": "emit", "chunk": typed_json.encode_value(chunk, "chunk")}
+    return _result_json(value)
+
+
+def _result_json(value: object) -> dict[str, Any]:
+    from handrail.core import _typed_json as typed_json
+
+    match value:
         case ToolOutcome():
             value_json = typed_json.encode_value(value.value, "tool result") if value.ok else None
             return {"type": "tool_outcome", "call_id": value.call_id, "ok": value.ok, "value": value_json,

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from handrail.components.agents._ledger import Ledger
-from handrail.components.agents._run_state import RunState, StepStart
 from handrail.components.agents._resume import let_go
+from handrail.components.agents._run_state import RunState, StepStart
 from handrail.components.effects import Position
 from handrail.core._typed_json import decode_value, encode_value
 from handrail.dataclasses.breakpoints import (
@@ -32,7 +32,7 @@ from handrail.dataclasses.breakpoints import (
     HITLBreakpointException,
     ToolBreakpoint,
 )
-from handrail.dataclasses.chat_message import ChatMessage, ToolCall
+from handrail.dataclasses.chat_message import ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache, snapshot_file_name
 from handrail.dataclasses.state import State
@@ -98,7 +98,11 @@ class Checkpoints:
     def breaks_at_model(self) -> bool:
         """True when the breakpoint targets the chat generator at the current visit."""
         bp = self.break_point.break_point if self.break_point else None
-        return bp is not None and not isinstance(bp, ToolBreakpoint) and bp.visit_count == self.run.visits["chat_generator"]
+        return (
+            bp is not None
+            and not isinstance(bp, ToolBreakpoint)
+            and bp.visit_count == self.run.visits["chat_generator"]
+        )
 
     def breaks_at_tools(self, calls: list[ToolCall]) -> bool:
         """True when the breakpoint targets this tool step (for its tool, or any) at the current visit."""
@@ -110,7 +114,6 @@ class Checkpoints:
         if all(c.tool_name != bp.tool_name for c in calls):
             return False
         return bp.visit_count == self.run.tool_visits.get(bp.tool_name, 0)
-
 
     # -- snapshots (pure) ------------------------------------------------------------------------
 

@@ -136,9 +136,7 @@ def confirm_sync(requests: list[ConfirmRequest], context: dict[str, Any] | None)
     return [_checked(r.strategy.run(**_strategy_kwargs(r, context, "run")), r) for r in requests]
 
 
-async def confirm_async(
-    requests: list[ConfirmRequest], context: dict[str, Any] | None
-) -> list[ToolExecutionDecision]:
+async def confirm_async(requests: list[ConfirmRequest], context: dict[str, Any] | None) -> list[ToolExecutionDecision]:
     """Run the strategies' ``run_async`` (or ``run`` in a worker thread), one after another."""
     decisions = []
     for req in requests:

@@ -15,7 +15,6 @@ from handrail.components.agents import _config as cfg
 from handrail.components.agents._confirm import Approvals
 from handrail.components.agents._context import ModelCall
 from handrail.components.agents._machine import RunParts, RunPlan
-from handrail.components.agents._unknown_outcome import check_unknown_outcome
 from handrail.components.agents._prompt import render_user_prompt, template_variables
 from handrail.components.agents._resume import (
     check_break_point,
@@ -30,6 +29,7 @@ from handrail.components.agents._resume import (
 )
 from handrail.components.agents._run_state import RunState
 from handrail.components.agents._stores import StoreUse, add_memory_section, check_store_kwargs, with_ids
+from handrail.components.agents._unknown_outcome import check_unknown_outcome
 from handrail.components.tools._step import ToolStepOptions
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State

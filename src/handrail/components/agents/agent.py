@@ -11,12 +11,12 @@ from handrail.components.agents import _warm
 from handrail.components.agents._dicts import agent_init_parameters, agent_to_dict
 from handrail.components.agents._machine import HookTable
 from handrail.components.agents._plan import RunRequest, start_run
-from handrail.components.agents.run import AgentRun
-from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver
 from handrail.components.agents._prompt import check_user_prompt
 from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
+from handrail.components.agents.run import AgentRun
+from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver
 from handrail.components.generators.types import ChatGenerator
-from handrail.core._threads import FreshLockOnCopy, to_thread
+from handrail.core._threads import FreshLockOnCopy
 from handrail.core.component import component
 from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint
 from handrail.dataclasses.chat_message import ChatMessage
@@ -284,6 +284,8 @@ class Agent(FreshLockOnCopy):
             unknown_outcome: For a resumed call found ``running`` (its process died mid-call): None raises
                 UnknownOutcomeError, ``"retry"`` runs it again with the same ``ToolCallId``, ``"fail"`` records an
                 error result "outcome unknown" and goes on.
+            observers: Told when each effect of this run and each tool call starts and ends (after the Agent's own
+                ``observers``); see :class:`~handrail.components.drivers.RunObserver`.
             **kwargs: Initial values of state-schema keys and values of ``user_prompt`` variables; None
                 means "not given" for both (a Pipeline passes None for unconnected optional inputs).
 

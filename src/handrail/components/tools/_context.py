@@ -118,9 +118,7 @@ class ToolContext:
     async def run_tools_async(self, effect: RunTools) -> list[ToolOutcome]:
         """Await the calls concurrently (sync tools in worker threads) and return their outcomes in order."""
         invocations = self.bind(effect.calls)
-        outcomes = await run_calls_async(
-            invocations, effect.max_workers, self.recorder, self.observers, effect.calls
-        )
+        outcomes = await run_calls_async(invocations, effect.max_workers, self.recorder, self.observers, effect.calls)
         return [_tool_outcome(inv, o) for inv, o in zip(invocations, outcomes, strict=True)]
 
     def emit(self, effect: Emit) -> None:

@@ -8,7 +8,6 @@ outcomes come back in call order whatever order the tools finish in.
 from __future__ import annotations
 
 import contextvars
-import inspect
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -69,7 +68,7 @@ class _Deferred:
             self._left -= 1
 
     def ended(self, ticket: Any) -> Any:
-        """A call's outcome is noted (``ticket``): returns the ticket to write now, or None when a later start writes it."""
+        """A call's outcome is noted (``ticket``): returns the ticket to write now, or None (a later start writes it)."""
         with self._lock:
             if self._left > 0:
                 self._tickets.append(ticket)
@@ -175,7 +174,7 @@ async def in_thread_unsplit(function: Callable[..., Any], /, *args: Any) -> Any:
                 await asyncio.shield(task)
             except asyncio.CancelledError:
                 continue
-            except Exception:  # noqa: S110 - the cancellation is what the caller gets
+            except Exception:
                 break
         raise
 
