@@ -68,7 +68,7 @@ class _Deferred:
             self._left -= 1
 
     def ended(self, ticket: Any) -> Any:
-        """A call's outcome is noted (``ticket``): returns the ticket to write now, or None (a later start writes it)."""
+        """A call's outcome is noted (``ticket``): the ticket to write now, or None (a later start writes it)."""
         with self._lock:
             if self._left > 0:
                 self._tickets.append(ticket)
