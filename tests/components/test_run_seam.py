@@ -44,6 +44,7 @@ from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import load_snapshot
 from handrail.hooks import hook
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
+from handrail.stores import InMemoryChatMessageStore
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 
@@ -234,9 +235,16 @@ def test_every_effect_and_result_round_trips_through_json(tmp_path: Path) -> Non
     resumed = _durable_agent(tmp_path / "crash", [ChatMessage.from_assistant("gave up")], observer)
     resumed.run([], snapshot=running, unknown_outcome="fail")
 
+    # ... and a run that loads a chat history (LoadStores) and writes it after (Finish).
+    chats = InMemoryChatMessageStore()
+    remembering = Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("hi")] * 2),
+                        chat_message_store=chats, observers=[observer])  # fmt: skip
+    for _ in range(2):
+        remembering.run([ChatMessage.from_user("hello")], chat_message_store_kwargs={"chat_history_id": "c"})
+
     kinds = _check_round_trips(observer)
-    assert kinds >= {"CallModel", "RunTools", "AskApproval", "RunHooks", "Persist", "Pause", "Finish", "Emit",
-                     "ToolInvocation"}  # fmt: skip
+    assert kinds >= {"CallModel", "RunTools", "AskApproval", "RunHooks", "LoadStores", "Persist", "Pause", "Finish",
+                     "Emit", "ToolInvocation"}  # fmt: skip
     assert chunks  # the Emit effects reached the callback
 
 

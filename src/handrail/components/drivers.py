@@ -24,6 +24,7 @@ from handrail.components.effects import (
     Effect,
     Emit,
     Finish,
+    LoadStores,
     Pause,
     Persist,
     RunHooks,
@@ -82,6 +83,9 @@ class RunContext(Protocol):
     def run_hooks(self, effect: RunHooks) -> Any:
         """Run the hooks of the point."""
 
+    def load_stores(self, effect: LoadStores) -> Any:
+        """Load the chat history and memories into the run's input."""
+
     def persist(self, effect: Persist) -> Any:
         """Make the run's record durable as it is now."""
 
@@ -105,6 +109,9 @@ class RunContext(Protocol):
 
     async def run_hooks_async(self, effect: RunHooks) -> Any:
         """Async twin of :meth:`run_hooks`."""
+
+    async def load_stores_async(self, effect: LoadStores) -> Any:
+        """Async twin of :meth:`load_stores`."""
 
     async def persist_async(self, effect: Persist) -> Any:
         """Async twin of :meth:`persist`."""
@@ -196,6 +203,8 @@ def execute_sync(context: RunContext, effect: Effect) -> Any:
             return context.emit(effect)
         case AskApproval():
             return context.ask_approval(effect)
+        case LoadStores():
+            return context.load_stores(effect)
         case Persist():
             return context.persist(effect)
         case Pause():
@@ -219,6 +228,8 @@ async def execute_async(context: RunContext, effect: Effect) -> Any:
             return await context.emit_async(effect)
         case AskApproval():
             return await context.ask_approval_async(effect)
+        case LoadStores():
+            return await context.load_stores_async(effect)
         case Persist():
             return await context.persist_async(effect)
         case Pause():

@@ -15,6 +15,7 @@ effect             asks the driver to                                  result
 ``RunTools``       run these tool calls (at most ``max_workers`` at     ``list[ToolOutcome]``, in order
                    once)
 ``AskApproval``    ask each call's confirmation strategy                ``list[ToolExecutionDecision]``
+``LoadStores``     load the chat history and memories into the input    ``None``
 ``RunHooks``       run the hooks of ``point`` on the run's State        ``None``
 ``Persist``        make the run's record durable as it is now           ``None``
 ``Pause``          write the pause snapshot and stop the run            (raises the breakpoint exception)
@@ -39,6 +40,7 @@ __all__ = [
     "Effect",
     "Emit",
     "Finish",
+    "LoadStores",
     "Pause",
     "Persist",
     "RunHooks",
@@ -108,6 +110,11 @@ class AskApproval:
 
 
 @dataclass(slots=True)
+class LoadStores:
+    """Put the chat store's history and the memories found into the run's input (a fresh run); answer with None."""
+
+
+@dataclass(slots=True)
 class RunHooks:
     """Run the run's hooks of ``point``, in order, on its State; answer with None."""
 
@@ -140,10 +147,11 @@ class Emit:
     chunk: StreamingChunk
 
 
-Effect = CallModel | RunTools | AskApproval | RunHooks | Persist | Pause | Finish | Emit
+Effect = CallModel | RunTools | AskApproval | RunHooks | LoadStores | Persist | Pause | Finish | Emit
 """Every effect a run can yield."""
 
 _PLAIN: dict[str, type[Any]] = {
+    "load_stores": LoadStores,
     "run_hooks": RunHooks,
     "persist": Persist,
     "pause": Pause,
@@ -178,6 +186,8 @@ def to_json(value: Effect | ToolOutcome | ChatMessage | ToolExecutionDecision | 
             return {"type": "pause", "position": position, "held": list(held)}
         case Persist():
             return {"type": "persist"}
+        case LoadStores():
+            return {"type": "load_stores"}
         case Finish():
             return {"type": "finish"}
         case Emit(chunk=chunk):

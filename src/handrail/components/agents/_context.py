@@ -18,7 +18,7 @@ from handrail.components.agents._confirm import ConfirmRequest, confirm_async, c
 from handrail.components.agents._hook_checks import check_after_hook
 from handrail.components.agents._machine import RunParts, RunPlan
 from handrail.components.agents._run_state import RunState
-from handrail.components.effects import AskApproval, CallModel, Finish, Pause, Persist, RunHooks
+from handrail.components.effects import AskApproval, CallModel, Finish, LoadStores, Pause, Persist, RunHooks
 from handrail.components.tools._context import ToolContext
 from handrail.components.tools._execution import in_thread_unsplit
 from handrail.core._threads import to_thread
@@ -194,6 +194,22 @@ class AgentContext(ToolContext):
             else:
                 hook.run(state)
             check_after_hook(hook, effect.point, state.data)
+
+    # -- chat and memory stores -------------------------------------------------------------------------
+
+    def load_stores(self, effect: LoadStores) -> None:
+        """Insert the stored chat history and the memories found into the run's input."""
+        stores, cp = self.parts.stores, self.parts.checkpoints
+        if stores is None:
+            return
+        stores.load_into(self.state.data["messages"])
+        if cp is not None:
+            cp.metadata["run"] = stores.to_metadata()  # where the run's own messages start
+
+    async def load_stores_async(self, effect: LoadStores) -> None:
+        """:meth:`load_stores` in a worker thread."""
+        if self.parts.stores is not None:
+            await in_thread_unsplit(self.load_stores, effect)
 
     # -- the durable record --------------------------------------------------------------------------
 

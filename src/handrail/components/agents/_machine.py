@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from handrail.components.agents._confirm import Approvals, rewrite_step
 from handrail.components.agents._reply_secrets import masked
 from handrail.components.agents._run_state import RunState
-from handrail.components.effects import CallModel, Effect, Finish, HookPoint, Pause, Position, RunHooks
+from handrail.components.effects import CallModel, Effect, Finish, HookPoint, LoadStores, Pause, Position, RunHooks
 from handrail.components.tools._step import ToolStepOptions, repair_calls, tool_step
 from handrail.core.json_data import text_problem, writable_text
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
@@ -334,7 +334,8 @@ def _run_hooks(plan: RunPlan, point: HookPoint) -> Generator[Effect, Any, bool]:
 def agent_machine(plan: RunPlan, parts: RunParts, run: RunState) -> Generator[Effect, Any, None]:
     """Run the agent loop on ``run`` until an exit condition holds.
 
-    One step is one model call plus the tool calls it requested:
+    A fresh run with chat or memory stores first loads them into its input (``LoadStores``). One step is one
+    model call plus the tool calls it requested:
 
     1. ``before_run`` hooks run once (a ``stop_run`` there ends the run before any step). Each step
        starts with ``stop_run`` / ``continue_run`` reset.
@@ -365,6 +366,8 @@ def agent_machine(plan: RunPlan, parts: RunParts, run: RunState) -> Generator[Ef
     if run.enter is not None:
         run.seen.update(c.id for m in data["messages"] for c in m.tool_calls if c.id)
     reason: str | None = None
+    if run.enter is None and parts.stores is not None:
+        yield LoadStores()
     if run.enter is None and (yield from _run_hooks(plan, "before_run")) and data["stop_run"]:
         reason = data["exit_reason"] = str(data["stop_run"])
     while reason is None and (data["step_count"] < plan.max_agent_steps or run.enter is not None):

@@ -28,7 +28,7 @@ from handrail.components.agents._resume import (
     pausing_store,
 )
 from handrail.components.agents._run_state import RunState
-from handrail.components.agents._stores import StoreUse, add_memory_section, check_store_kwargs, with_ids
+from handrail.components.agents._stores import StoreUse, check_store_kwargs, with_ids
 from handrail.components.agents._unknown_outcome import check_unknown_outcome
 from handrail.components.tools._step import ToolStepOptions
 from handrail.dataclasses.chat_message import ChatMessage
@@ -153,8 +153,6 @@ def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None, resumed_
     _warm_and_warn(agent, req, tools)
     if snapshot is None:
         cfg.with_system_prompt(history, req.system_prompt, agent.system_prompt)
-        if stores.active:
-            _load_from_stores(stores, history)
     state = _initial_state(agent, history, kwargs, tools.names, snapshot)
     ledger = None
     if snapshot is not None or store is not None:
@@ -321,20 +319,6 @@ def _store_use(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> S
         if kwargs is not None and store is None:
             raise ConfigurationError(f"The paused run wrote to a {name}; give the Agent one to resume it.")
     return use
-
-
-def _load_from_stores(stores: StoreUse, history: list[ChatMessage]) -> None:
-    """Insert the stored history after the system message, add the memory section, note where the run starts."""
-    at = 1 if history and history[0].role.value == "system" else 0
-    loaded = stores.load_history()
-    history[at:at] = loaded
-    stores.new_from = at + len(loaded)
-    section = stores.memory_text(history)
-    if section is not None:
-        had_system = at == 1
-        add_memory_section(history, section)
-        if not had_system:
-            stores.new_from += 1
 
 
 def _snapshot_metadata(agent: Any, snapshot: AgentSnapshot | None, stores: StoreUse) -> dict[str, Any]:

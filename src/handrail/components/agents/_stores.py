@@ -124,6 +124,18 @@ class StoreUse:
             return None
         return "\n".join([MEMORY_START, _MEMORY_INTRO, *lines, MEMORY_END])
 
+    def load_into(self, history: list[ChatMessage]) -> None:
+        """Insert the stored history after the system message, add the memory section, note where the run starts."""
+        at = 1 if history and history[0].role is ChatRole.SYSTEM else 0
+        loaded = self.load_history()
+        history[at:at] = loaded
+        self.new_from = at + len(loaded)
+        section = self.memory_text(history)
+        if section is not None:
+            add_memory_section(history, section)
+            if at == 0:
+                self.new_from += 1
+
     def write_after(self, messages: list[ChatMessage]) -> None:
         """Write the completed run's new exchange to the chat store and the memory store."""
         new = [m for m in messages[self.new_from :] if m.role is not ChatRole.SYSTEM]

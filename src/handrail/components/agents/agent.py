@@ -331,20 +331,16 @@ class Agent(FreshLockOnCopy):
     ) -> dict[str, Any]:
         """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async.
 
-        Claiming a snapshot, loading history and memories from the stores and the first warm-up run in a worker
-        thread, so the event loop is not blocked by their I/O; a run cancelled meanwhile releases its claim.
+        Claiming a snapshot, the first warm-up and every call to a store (loading history and memories, the
+        snapshot writes) run in worker threads, so the event loop is not blocked by their I/O; a run cancelled
+        meanwhile releases its claim.
         Sync tools run in handrail's own thread pool of the event loop (256 threads by default, shared by the
         loop's runs; :func:`handrail.tools.set_tool_thread_limit`), at most ``tool_concurrency_limit`` of a step at
         once. A sync tool still running when the run is cancelled finishes in its thread (Python cannot stop a
         thread) and records its outcome; a durable run keeps its claim on the snapshot until then.
         """
         request, every = _request(self, False, dict(locals()))
-        if (
-            snapshot is not None
-            or chat_message_store_kwargs is not None
-            or memory_store_kwargs is not None
-            or _warm.needs_warm_up(self)
-        ):
+        if snapshot is not None or _warm.needs_warm_up(self):  # a claim, a warm-up: blocking I/O
             started = await _warm.start_run_off_loop(self, request)
         else:
             started = start_run(self, request)

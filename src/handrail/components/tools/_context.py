@@ -16,6 +16,7 @@ from handrail.components.effects import (
     CallModel,
     Emit,
     Finish,
+    LoadStores,
     Pause,
     Persist,
     RunHooks,
@@ -156,6 +157,10 @@ class ToolContext:
         """Not part of a tool step."""
         self._not_here(effect)
 
+    def load_stores(self, effect: LoadStores) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
     def pause(self, effect: Pause) -> Any:
         """Not part of a tool step."""
         self._not_here(effect)
@@ -177,6 +182,10 @@ class ToolContext:
         self._not_here(effect)
 
     async def persist_async(self, effect: Persist) -> Any:
+        """Not part of a tool step."""
+        self._not_here(effect)
+
+    async def load_stores_async(self, effect: LoadStores) -> Any:
         """Not part of a tool step."""
         self._not_here(effect)
 
