@@ -34,7 +34,7 @@ def _state_types(state_schema: Any) -> dict[str, Any]:
     }
 
 
-def _prompt_variables(user_prompt: Any, required_variables: Any) -> dict[str, bool]:
+def _prompt_variables(user_prompt: object, required_variables: object) -> dict[str, bool]:
     """Map each template variable to whether it is required; {} for no (or an invalid) template."""
     if not isinstance(user_prompt, str):
         return {}
