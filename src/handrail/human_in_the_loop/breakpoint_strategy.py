@@ -30,7 +30,8 @@ __all__ = ["BreakpointConfirmationStrategy"]
 class BreakpointConfirmationStrategy:
     """Pause the run for an asynchronous decision instead of asking now.
 
-    The Agent recognises pausing strategies by the class attribute :attr:`pauses_run`: it runs the
+    The Agent recognises pausing strategies by the :class:`~handrail.human_in_the_loop.types.PausingStrategy`
+    protocol (its attributes, and :attr:`pauses_run` True): it runs the
     calls of the step that need no approval, writes a snapshot file into :attr:`snapshot_file_path`
     (a directory, created on the first write) and raises ``HITLBreakpointException`` with the
     file's full path and the ids of every paused call. Called directly, :meth:`run` raises the

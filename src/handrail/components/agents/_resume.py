@@ -24,10 +24,12 @@ from handrail.errors import (
     SnapshotError,
     SnapshotUnavailableError,
 )
+from handrail.human_in_the_loop.types import is_pausing_strategy
 from handrail.tools.tool import Tool
 
 if TYPE_CHECKING:
     from handrail.dataclasses.breakpoints import AgentBreakpoint
+    from handrail.dataclasses.chat_message import ToolCall
     from handrail.dataclasses.snapshot import AgentSnapshot
     from handrail.stores.types import Lease
 
@@ -115,9 +117,9 @@ def pausing_store(strategies: Mapping[Any, Any] | None, break_point: AgentBreakp
     """
     found: dict[str, tuple[str, Any]] = {}
     for key, strategy in (strategies or {}).items():
-        if not getattr(strategy, "pauses_run", False):
+        if not is_pausing_strategy(strategy):
             continue
-        store = getattr(strategy, "snapshot_store", None)
+        store = strategy.snapshot_store
         if store is not None and not isinstance(store, str):
             found.setdefault(f"object {id(store)}", (f"the strategy for {key!r}", store))
         else:
@@ -209,7 +211,8 @@ def claim_snapshot(
                 f"Snapshot {name} was already resumed; its run continued in snapshot '{stored.continued_in}'."
             )
         given = _unspent(stored, snapshot.tool_execution_decisions)
-        decisions = merge_decisions(_unspent(stored, stored.tool_execution_decisions), given, name)
+        recorded = _unspent(stored, stored.tool_execution_decisions)
+        decisions = merge_decisions(recorded, given, name, stored.pending_tool_calls)
         return dataclasses.replace(stored, tool_execution_decisions=decisions, store=snapshot.store), store, lease
     except BaseException:
         let_go(lease, None if store is snapshot.store else store)
@@ -232,7 +235,8 @@ def _unspent(stored: AgentSnapshot, decisions: list[ToolExecutionDecision]) -> l
             decision.tool_call_id not in paused
             and entry is not None
             and entry.status in ("done", "failed", "rejected")
-            and entry.decision == decision
+            and entry.decision is not None
+            and decision.same_as(entry.decision)
         )
         if not spent:
             kept.append(decision)
@@ -249,13 +253,23 @@ def let_go(lease: Lease | None, store: Any) -> None:
 
 
 def merge_decisions(
-    recorded: list[ToolExecutionDecision], given: list[ToolExecutionDecision], name: str
+    recorded: list[ToolExecutionDecision],
+    given: list[ToolExecutionDecision],
+    name: str,
+    calls: list[ToolCall] | None = None,
 ) -> list[ToolExecutionDecision]:
-    """``recorded`` plus the ``given`` decisions not already there.
+    """``recorded`` plus the ``given`` decisions not already there (:meth:`ToolExecutionDecision.same_as`).
+
+    Args:
+        recorded: The decisions the store holds.
+        given: The caller's decisions.
+        name: The snapshot, for messages.
+        calls: The paused step's calls (their proposed arguments equal an approval without edited ones).
 
     Raises:
         DecisionConflictError: A given decision differs from the recorded one for the same call.
     """
+    proposed = {c.id: c.arguments for c in calls or () if isinstance(c.arguments, dict)}
     by_id = {d.tool_call_id: d for d in recorded if d.tool_call_id is not None}
     out = list(recorded)
     for decision in given:
@@ -263,18 +277,12 @@ def merge_decisions(
         if old is None:
             if decision not in out:
                 out.append(decision)
-        elif _differs(old, decision):
+        elif not decision.same_as(old, proposed.get(decision.tool_call_id)):
             raise DecisionConflictError(
                 f"Snapshot {name} already records a different decision for call '{decision.tool_call_id}': "
                 f"{old.to_dict()} (given: {decision.to_dict()})."
             )
     return out
-
-
-def _differs(a: ToolExecutionDecision, b: ToolExecutionDecision) -> bool:
-    return (a.execute, a.final_tool_params, a.feedback, a.tool_name) != (
-        b.execute, b.final_tool_params, b.feedback, b.tool_name
-    )  # fmt: skip
 
 
 def check_decisions(snapshot: AgentSnapshot) -> None:
@@ -311,12 +319,33 @@ def check_decisions(snapshot: AgentSnapshot) -> None:
         if d.tool_call_id in seen:
             raise ConfigurationError(f"Two decisions were given for call '{d.tool_call_id}'; give exactly one.")
         seen.add(d.tool_call_id)
-        entry = snapshot.ledger.get(d.tool_call_id)
-        if entry is not None and entry.status in ("running", "done", "failed") and entry.decision != d:
-            raise ConfigurationError(
-                f"Call '{d.tool_call_id}' to '{d.tool_name}' already ran or started (ledger status "
-                f"'{entry.status}'); a decision can only answer a call that waits for one."
-            )
+        _check_against_ledger(snapshot, d, call)
+
+
+def _check_against_ledger(snapshot: AgentSnapshot, given: ToolExecutionDecision, call: ToolCall) -> None:
+    """A given decision must be the call's recorded decision (:meth:`ToolExecutionDecision.same_as`), if any.
+
+    Raises:
+        ConfigurationError: The call already ran or started, without that decision.
+        DecisionConflictError: The ledger records a different decision for the call (the record wins:
+            :meth:`ToolExecutionDecision.find`).
+    """
+    entry = snapshot.ledger.get(given.tool_call_id or "")
+    if entry is None:
+        return
+    proposed = call.arguments if isinstance(call.arguments, dict) else None
+    same = entry.decision is not None and given.same_as(entry.decision, proposed)
+    if entry.status in ("running", "done", "failed") and not same:
+        raise ConfigurationError(
+            f"Call '{given.tool_call_id}' to '{given.tool_name}' already ran or started (ledger status "
+            f"'{entry.status}'); a decision can only answer a call that waits for one."
+        )
+    if entry.decision is not None and not same:
+        name = snapshot.snapshot_id or "in memory"
+        raise DecisionConflictError(
+            f"Snapshot '{name}' records a different decision for call '{given.tool_call_id}' in its ledger: "
+            f"{entry.decision.to_dict()} (given: {given.to_dict()})."
+        )
 
 
 def check_decision_types(decisions: Any) -> None:
