@@ -176,7 +176,7 @@ def resume(
             paused from Python records none, and is refused.
         decisions: Decisions for the paused calls, by ``tool_call_id``, added to those recorded in the store (a
             decision differing from a recorded one is refused: see
-            :meth:`~handrail.dataclasses.ToolExecutionDecision.find`).
+            :meth:`~handrail.dataclasses.decisions.ToolExecutionDecision.find`).
         unknown_outcome: For a call found ``running`` (its process died mid-call): None refuses
             (UnknownOutcomeError), ``"retry"`` runs it again with the same call id, ``"fail"`` records it failed.
         allow_drift: Resume although the agent's definition changed since the pause.
