@@ -109,7 +109,7 @@ def _agent_from_file(snapshot: AgentSnapshot, store: SnapshotStore) -> Agent:
 
 
 @contextlib.contextmanager
-def _the_store(store: Any) -> Iterator[SnapshotStore]:
+def _the_store(store: object) -> Iterator[SnapshotStore]:
     """``store`` itself (left open), or the store a URL or directory names (closed at the end)."""
     from handrail.stores._snapshot_locations import open_snapshot_store
     from handrail.stores.types import SnapshotStore
@@ -130,9 +130,11 @@ def _the_store(store: Any) -> Iterator[SnapshotStore]:
     yield store
 
 
-def _prepared(snapshot_id: Any, store: SnapshotStore, agent: Any, decisions: Any) -> tuple[AgentSnapshot, Agent]:
+def _prepared(
+    snapshot_id: object, store: SnapshotStore, agent: object, decisions: object
+) -> tuple[AgentSnapshot, Agent]:
     """The snapshot to resume (read from ``store``, carrying the store and the decisions) and the Agent to run."""
-    from handrail.components.agents._resume import check_decision_types
+    from handrail.components.agents._decision_checks import check_decision_types
     from handrail.components.agents.agent import Agent
 
     if not isinstance(snapshot_id, str):
