@@ -29,6 +29,7 @@ def test_package_exports_exactly_all() -> None:
         "HITLBreakpointException",
         "HumanInTheLoopStrategy",
         "NeverAskPolicy",
+        "PausingStrategy",
         "PendingApproval",
         "RichConsoleUI",
         "SimpleConsoleUI",

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from handrail.errors import ConfigurationError, ConfigurationTypeError
+
+if TYPE_CHECKING:
+    from handrail.dataclasses.chat_message import ToolCall
 
 __all__ = ["ConfirmationAction", "ConfirmationUIResult", "ToolExecutionDecision", "MAX_DECIDED_BY_CHARS",
            "check_decided_by", "decided_by_problem"]  # fmt: skip
@@ -164,3 +168,73 @@ class ToolExecutionDecision:
     def from_dict(cls, data: dict[str, Any]) -> ToolExecutionDecision:
         """Rebuild from :meth:`to_dict` output (unknown keys are refused)."""
         return cls(**data)
+
+    def same_as(self, other: ToolExecutionDecision, proposed: Mapping[str, Any] | None = None) -> bool:
+        """Whether this decision does to a call what ``other`` does: the one rule for "the same decision".
+
+        The ledger, the snapshot stores and the Agent all decide with it whether a decision given again, or given
+        beside a recorded one, is the recorded decision (nothing to do) or a different one (a conflict). Two
+        decisions are the same when they:
+
+        * name the same tool, and not two different calls (a ``tool_call_id`` of None matches any);
+        * both run the call or both reject it;
+        * when they run it, run it with the same arguments: ``final_tool_params`` None (as proposed) equals
+          the ``proposed`` arguments, when given (a reject's ``final_tool_params`` are ignored: nothing runs);
+        * carry the same feedback, an empty text being none.
+
+        Who decided (``decided_by``) is not compared: the same decision recorded by somebody else is the same.
+
+        Example:
+            >>> approve = ToolExecutionDecision("transfer", True, "c1", decided_by="ana")
+            >>> approve.same_as(ToolExecutionDecision("transfer", True, "c1", final_tool_params={"amount": 5}),
+            ...                 proposed={"amount": 5})
+            True
+            >>> approve.same_as(ToolExecutionDecision("transfer", False, "c1"))
+            False
+        """
+        if self.tool_call_id is not None and other.tool_call_id is not None and self.tool_call_id != other.tool_call_id:
+            return False
+        return _effect(self, proposed) == _effect(other, proposed)
+
+    @staticmethod
+    def find(
+        call: ToolCall,
+        *,
+        recorded: ToolExecutionDecision | None,
+        given: Iterable[ToolExecutionDecision] = (),
+        step_calls: Sequence[ToolCall] = (),
+    ) -> ToolExecutionDecision | None:
+        """The decision that answers ``call``: the one lookup order of recorded and given decisions.
+
+        1. ``recorded``: the decision in the call's ledger entry;
+        2. else the ``given`` decision (``AgentSnapshot.tool_execution_decisions``, ``handrail.resume(decisions=)``)
+           whose ``tool_call_id`` is the call's id;
+        3. else a given decision without ``tool_call_id`` for the call's tool, when the call is the only call of
+           that tool among ``step_calls`` (decisions are matched by id, never by position).
+
+        The record comes first because it is what the call was decided with: a store writes it atomically,
+        first decision wins, and the run executes (or refuses) the call with it. A given decision can only answer
+        a call the record leaves undecided; one that is not :meth:`same_as` the recorded decision is refused as a
+        conflict where a run merges and checks the given decisions, so it never silently replaces the record, nor
+        does a listing show a decision the run would not apply. The ledger (``Ledger.decision_for``), the stores
+        (``recorded_decision``, ``awaiting_decision``) and the Agent's resume checks all look decisions up here.
+        """
+        if recorded is not None:
+            return recorded
+        unnamed: ToolExecutionDecision | None = None
+        for decision in given:
+            if decision.tool_call_id == call.id and decision.tool_call_id is not None:
+                return decision
+            if unnamed is None and decision.tool_call_id is None and decision.tool_name == call.tool_name:
+                unnamed = decision
+        if unnamed is not None and sum(c.tool_name == call.tool_name for c in step_calls) == 1:
+            return unnamed
+        return None
+
+
+def _effect(decision: ToolExecutionDecision, proposed: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """What a decision does to a call, for :meth:`ToolExecutionDecision.same_as`."""
+    params = decision.final_tool_params if decision.execute else None
+    if params is not None and proposed is not None and params == dict(proposed):
+        params = None
+    return decision.tool_name, decision.execute, params, decision.feedback or None

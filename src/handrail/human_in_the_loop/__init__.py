@@ -7,8 +7,8 @@ The split follows Haystack 2.x: a *policy* decides whether to ask
 :data:`HumanInTheLoopStrategy`). The Agent applies decisions and renders the strategy's
 templates (:mod:`handrail.human_in_the_loop.templates`).
 
-:class:`BreakpointConfirmationStrategy` pauses the run instead of asking: the Agent writes a
-snapshot and raises :class:`HITLBreakpointException`; a person decides later
+:class:`BreakpointConfirmationStrategy` (a :class:`PausingStrategy`) pauses the run instead of asking: the
+Agent writes a snapshot and raises :class:`HITLBreakpointException`; a person decides later
 (:func:`list_pending`, :func:`record_decision`, :func:`with_decision`,
 :func:`get_tool_calls_and_descriptions_from_snapshot`) and the run resumes from the snapshot.
 """
@@ -33,6 +33,7 @@ _EXPORTS = {
     "ConfirmationPolicy": "handrail.human_in_the_loop.types",
     "ConfirmationStrategy": "handrail.human_in_the_loop.types",
     "ConfirmationUI": "handrail.human_in_the_loop.types",
+    "PausingStrategy": "handrail.human_in_the_loop.types",
     "RichConsoleUI": "handrail.human_in_the_loop.user_interfaces",
     "SimpleConsoleUI": "handrail.human_in_the_loop.user_interfaces",
     "ConfirmationUIResult": "handrail.dataclasses.decisions",
@@ -52,7 +53,12 @@ if _typing.TYPE_CHECKING:
         with_decision,
     )
     from handrail.human_in_the_loop.strategies import BlockingConfirmationStrategy, HumanInTheLoopStrategy
-    from handrail.human_in_the_loop.types import ConfirmationPolicy, ConfirmationStrategy, ConfirmationUI
+    from handrail.human_in_the_loop.types import (
+        ConfirmationPolicy,
+        ConfirmationStrategy,
+        ConfirmationUI,
+        PausingStrategy,
+    )
     from handrail.human_in_the_loop.user_interfaces import RichConsoleUI, SimpleConsoleUI
 
 
@@ -68,6 +74,7 @@ __all__ = [
     "HITLBreakpointException",
     "HumanInTheLoopStrategy",
     "NeverAskPolicy",
+    "PausingStrategy",
     "PendingApproval",
     "RichConsoleUI",
     "SimpleConsoleUI",

@@ -13,12 +13,16 @@ import copy
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from handrail.core.serialization import qualified_name
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
+from handrail.stores.types import SnapshotStore
+
+if TYPE_CHECKING:
+    from handrail.human_in_the_loop.strategies import ParamsValidator
 
 __all__ = ["BreakpointConfirmationStrategy"]
 
@@ -26,7 +30,8 @@ __all__ = ["BreakpointConfirmationStrategy"]
 class BreakpointConfirmationStrategy:
     """Pause the run for an asynchronous decision instead of asking now.
 
-    The Agent recognises pausing strategies by the class attribute :attr:`pauses_run`: it runs the
+    The Agent recognises pausing strategies by the :class:`~handrail.human_in_the_loop.types.PausingStrategy`
+    protocol (its attributes, and :attr:`pauses_run` True): it runs the
     calls of the step that need no approval, writes a snapshot file into :attr:`snapshot_file_path`
     (a directory, created on the first write) and raises ``HITLBreakpointException`` with the
     file's full path and the ids of every paused call. Called directly, :meth:`run` raises the
@@ -64,7 +69,7 @@ class BreakpointConfirmationStrategy:
         self,
         snapshot_file_path: str | os.PathLike[str] | None = None,
         *,
-        snapshot_store: Any = None,
+        snapshot_store: SnapshotStore | str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> None:
         if (snapshot_file_path is None) == (snapshot_store is None):
@@ -104,7 +109,7 @@ class BreakpointConfirmationStrategy:
             raise ConfigurationError(f"metadata must be JSON-compatible (it is written to snapshots): {exc}") from exc
         self.snapshot_file_path: str | None = path
         """The directory snapshot files are written into (None when a snapshot_store is given)."""
-        self.snapshot_store: Any = snapshot_store
+        self.snapshot_store: SnapshotStore | str | None = snapshot_store
         """The SnapshotStore (or store URL) snapshots are written into, or None for a directory."""
         self.metadata: dict[str, Any] = copy.deepcopy(metadata) if metadata is not None else {}
         """Free JSON data copied into each snapshot's ``metadata``."""
@@ -118,7 +123,7 @@ class BreakpointConfirmationStrategy:
         tool_call_id: str | None = None,
         confirmation_strategy_context: dict[str, Any] | None = None,
         injected_params: dict[str, Any] | None = None,
-        validate_params: Any = None,
+        validate_params: ParamsValidator | None = None,
     ) -> ToolExecutionDecision:
         """Always raise: the call waits for a decision made later.
 
@@ -156,7 +161,7 @@ class BreakpointConfirmationStrategy:
         tool_call_id: str | None = None,
         confirmation_strategy_context: dict[str, Any] | None = None,
         injected_params: dict[str, Any] | None = None,
-        validate_params: Any = None,
+        validate_params: ParamsValidator | None = None,
     ) -> ToolExecutionDecision:
         """Async twin of :meth:`run`: always raises ``HITLBreakpointException``.
 
@@ -190,9 +195,10 @@ class BreakpointConfirmationStrategy:
         """
         store = self.snapshot_store
         if store is not None and not isinstance(store, str):
-            if not callable(getattr(store, "to_dict", None)):
+            to_dict = getattr(store, "to_dict", None)  # not part of the SnapshotStore protocol
+            if not callable(to_dict):
                 raise SerializationError(f"The snapshot_store {type(store).__name__} has no to_dict().")
-            store = store.to_dict()
+            store = to_dict()
         params: dict[str, Any] = {"snapshot_file_path": self.snapshot_file_path}
         if store is not None:
             params["snapshot_store"] = store

@@ -6,11 +6,11 @@ split follows Haystack 2.x.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
 
-__all__ = ["ConfirmationPolicy", "ConfirmationStrategy", "ConfirmationUI"]
+__all__ = ["ConfirmationPolicy", "ConfirmationStrategy", "ConfirmationUI", "PausingStrategy", "is_pausing_strategy"]
 
 
 @runtime_checkable
@@ -89,3 +89,29 @@ class ConfirmationStrategy(Protocol):
     def to_dict(self) -> dict[str, Any]:
         """Serialize to the ``{type, init_parameters}`` envelope."""
         ...
+
+
+@runtime_checkable
+class PausingStrategy(Protocol):
+    """A confirmation strategy that pauses the run instead of deciding (``BreakpointConfirmationStrategy``).
+
+    The Agent does not call it: it holds the calls the strategy answers, runs the step's other calls, writes a
+    snapshot into :attr:`snapshot_store` (or a directory, :attr:`snapshot_file_path`) with :attr:`metadata`, and
+    raises ``HITLBreakpointException``; somebody decides later, and ``handrail.resume`` continues the run.
+    A strategy is one when it has these attributes and :attr:`pauses_run` is True
+    (:func:`is_pausing_strategy`).
+    """
+
+    pauses_run: bool
+    """True: the run pauses for this strategy's calls (a class attribute, typically)."""
+    snapshot_file_path: str | None
+    """The directory snapshots are written into, or None when :attr:`snapshot_store` names the store."""
+    snapshot_store: Any
+    """The SnapshotStore object or store URL snapshots are written into, or None for the directory."""
+    metadata: dict[str, Any]
+    """JSON data copied into the metadata of every snapshot this strategy causes."""
+
+
+def is_pausing_strategy(strategy: object) -> TypeGuard[PausingStrategy]:
+    """Whether the Agent pauses the run for ``strategy``'s calls (a :class:`PausingStrategy`, ``pauses_run`` True)."""
+    return isinstance(strategy, PausingStrategy) and strategy.pauses_run is True

@@ -109,7 +109,7 @@ def _agent_from_file(snapshot: AgentSnapshot, store: SnapshotStore) -> Agent:
 
 
 @contextlib.contextmanager
-def _the_store(store: Any) -> Iterator[SnapshotStore]:
+def _the_store(store: object) -> Iterator[SnapshotStore]:
     """``store`` itself (left open), or the store a URL or directory names (closed at the end)."""
     from handrail.stores._snapshot_locations import open_snapshot_store
     from handrail.stores.types import SnapshotStore
@@ -130,9 +130,11 @@ def _the_store(store: Any) -> Iterator[SnapshotStore]:
     yield store
 
 
-def _prepared(snapshot_id: Any, store: SnapshotStore, agent: Any, decisions: Any) -> tuple[AgentSnapshot, Agent]:
+def _prepared(
+    snapshot_id: object, store: SnapshotStore, agent: object, decisions: object
+) -> tuple[AgentSnapshot, Agent]:
     """The snapshot to resume (read from ``store``, carrying the store and the decisions) and the Agent to run."""
-    from handrail.components.agents._resume import check_decision_types
+    from handrail.components.agents._decision_checks import check_decision_types
     from handrail.components.agents.agent import Agent
 
     if not isinstance(snapshot_id, str):
@@ -176,7 +178,7 @@ def resume(
             paused from Python records none, and is refused.
         decisions: Decisions for the paused calls, by ``tool_call_id``, added to those recorded in the store (a
             decision differing from a recorded one is refused: see
-            :meth:`~handrail.dataclasses.ToolExecutionDecision.find`).
+            :meth:`~handrail.dataclasses.decisions.ToolExecutionDecision.find`).
         unknown_outcome: For a call found ``running`` (its process died mid-call): None refuses
             (UnknownOutcomeError), ``"retry"`` runs it again with the same call id, ``"fail"`` records it failed.
         allow_drift: Resume although the agent's definition changed since the pause.

@@ -38,6 +38,8 @@ from handrail.specs._yaml_lines import line_of
 
 if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
+    from handrail.components.generators.types import ChatGenerator
+    from handrail.human_in_the_loop.types import ConfirmationUI
     from handrail.stores.types import SnapshotStore
     from handrail.tools.tool import Tool
 
@@ -191,7 +193,7 @@ def needs_a_person(spec: AgentSpec) -> bool:
 
 
 def _strategies(
-    spec: AgentSpec, tool_names: list[str], approve: Approve, ui: Any, pause: _Pause | None
+    spec: AgentSpec, tool_names: list[str], approve: Approve, ui: ConfirmationUI | None, pause: _Pause | None
 ) -> dict[str, Any] | None:
     unknown = sorted(k for k in spec.confirmation if k != "*" and k not in tool_names)
     if unknown:
@@ -267,9 +269,9 @@ def build_agent(
     *,
     base_dir: str | Path = ".",
     allowed_modules: Iterable[str] = (),
-    generator: Any = None,
+    generator: ChatGenerator | None = None,
     approve: Approve = "ask",
-    confirmation_ui: Any = None,
+    confirmation_ui: ConfirmationUI | None = None,
     snapshot_dir: str | Path | None = None,
     snapshot_store: SnapshotStore | str | None = None,
     snapshot_metadata: dict[str, Any] | None = None,
@@ -327,7 +329,9 @@ def build_agent(
         raise SpecError(f"{spec.where(*exc.location)}{exc}", exc.location) from exc.__cause__
 
 
-def _parts(spec: AgentSpec, base_dir: Path, allowed: tuple[str, ...], generator: Any) -> tuple[list[Tool], Any]:
+def _parts(
+    spec: AgentSpec, base_dir: Path, allowed: tuple[str, ...], generator: ChatGenerator | None
+) -> tuple[list[Tool], ChatGenerator]:
     """Build the spec's tools and (unless one is given) its generator; refuse two tools of one name."""
     tools: list[Tool] = []
     for i, entry in enumerate(spec.tools):

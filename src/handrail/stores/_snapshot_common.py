@@ -115,9 +115,9 @@ def _name(snapshot: AgentSnapshot) -> str:
 def awaiting_decision(agent_snapshot: AgentSnapshot) -> list[ToolCall]:
     """The paused step's calls that still wait for a decision, in call order.
 
-    A call waits when its ledger entry is ``pending`` (or it has none yet) and no decision for its
-    id is in ``tool_execution_decisions``. Calls that ran before the pause (``done``/``failed``)
-    and decided calls do not wait.
+    A call waits when its ledger entry is ``pending`` (or it has none yet) and no decision answers it
+    (:func:`recorded_decision`). Calls that ran before the pause (``done``/``failed``) and decided calls
+    do not wait.
 
     Args:
         agent_snapshot: Any snapshot (one paused before the model call has no calls: ``[]``).
@@ -129,11 +129,10 @@ def awaiting_decision(agent_snapshot: AgentSnapshot) -> list[ToolCall]:
         ConfigurationTypeError: When ``agent_snapshot`` is not an AgentSnapshot.
     """
     snapshot = check_snapshot(agent_snapshot)
-    decided = {d.tool_call_id for d in snapshot.tool_execution_decisions}
     waiting = []
     for call in snapshot.pending_tool_calls:
         entry = snapshot.ledger.get(call.id or "")
-        if call.id not in decided and (entry is None or entry.status == "pending"):
+        if (entry is None or entry.status == "pending") and recorded_decision(snapshot, call.id) is None:
             waiting.append(call)
     return waiting
 
@@ -208,16 +207,6 @@ def _schema_problem(schema: Any, arguments: dict[str, Any]) -> str | None:
     return f"{error.message} (at '{where}')" if where else str(error.message)
 
 
-def _same(a: ToolExecutionDecision, b: ToolExecutionDecision, call: ToolCall) -> bool:
-    """Equal in what they do: who decided does not matter, and an edit to the proposed arguments is a confirm."""
-
-    def effect(d: ToolExecutionDecision) -> tuple[Any, ...]:
-        params = None if d.final_tool_params == call.arguments else d.final_tool_params
-        return (d.tool_name, d.execute, params if d.execute else None, d.feedback or None)
-
-    return effect(a) == effect(b)
-
-
 def _describe(decision: ToolExecutionDecision) -> str:
     if not decision.execute:
         return "reject" + (f" ({decision.feedback!r})" if decision.feedback else "")
@@ -251,20 +240,30 @@ def _target_call(snapshot: AgentSnapshot, decision: ToolExecutionDecision) -> To
 
 
 def recorded_decision(snapshot: AgentSnapshot, call_id: str | None) -> ToolExecutionDecision | None:
-    """The decision known for a call of the paused step: given for the step, else recorded in the ledger.
+    """The decision known for a call of the paused step: recorded in the ledger, else given for the step.
+
+    Looked up as the run looks it up (:meth:`ToolExecutionDecision.find`): the ledger entry's decision first,
+    then a decision of ``tool_execution_decisions`` for the call's id, then one without an id for the call's
+    tool when the call is the step's only call of that tool.
 
     Args:
         snapshot: The snapshot.
         call_id: The call's id.
 
     Returns:
-        The decision, or None when the call has none.
+        The decision, or None when the call has none (or ``call_id`` names no call of the paused step and the
+        ledger records no decision for it).
     """
-    found = next((d for d in snapshot.tool_execution_decisions if d.tool_call_id == call_id), None)
-    if found is None:
-        entry = snapshot.ledger.get(call_id or "")
-        found = entry.decision if entry is not None else None
-    return found
+    entry = snapshot.ledger.get(call_id or "")
+    recorded = entry.decision if entry is not None else None
+    calls = snapshot.pending_tool_calls
+    call = next((c for c in calls if c.id == call_id), None)
+    if call is None:
+        given = (d for d in snapshot.tool_execution_decisions if d.tool_call_id == call_id and call_id is not None)
+        return recorded if recorded is not None else next(given, None)
+    return ToolExecutionDecision.find(
+        call, recorded=recorded, given=snapshot.tool_execution_decisions, step_calls=calls
+    )
 
 
 def _check_edit(snapshot: AgentSnapshot, call: ToolCall, decision: ToolExecutionDecision) -> None:
@@ -336,7 +335,7 @@ def with_decision(
     assert call_id is not None  # checked by _target_call
     previous = recorded_decision(snapshot, call_id)
     if previous is not None:
-        if _same(previous, decision, call):
+        if decision.same_as(previous, call.arguments if isinstance(call.arguments, dict) else None):
             return snapshot
         raise DecisionConflictError(
             f"Call '{call_id}' to '{call.tool_name}' in snapshot {_name(snapshot)} was already decided "

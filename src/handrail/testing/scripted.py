@@ -12,6 +12,8 @@ from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import FinishReason, StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError, ScriptExhaustedError, SerializationError
 from handrail.testing._replies import deliver, deliver_async
+from handrail.tools.tool import Tool
+from handrail.tools.toolset import Toolset
 
 __all__ = ["ScriptedChatGenerator", "ScriptItem"]
 
@@ -52,7 +54,7 @@ class ScriptedChatGenerator:
         >>> gen.assert_complete()
     """
 
-    def __init__(self, replies: Sequence[ScriptItem], tools: Any = None) -> None:
+    def __init__(self, replies: Sequence[ScriptItem], tools: Sequence[Tool | Toolset] | Toolset | None = None) -> None:
         if not isinstance(replies, list | tuple):
             raise ConfigurationTypeError(
                 f"ScriptedChatGenerator needs a list of replies, got {type(replies).__name__}; wrap one reply in [...]."
@@ -66,7 +68,12 @@ class ScriptedChatGenerator:
         self.calls: list[dict[str, Any]] = []
         """One dict per call with keys "messages", "tools", "generation_kwargs" (copies)."""
 
-    def _next(self, messages: list[ChatMessage], tools: Any, generation_kwargs: dict[str, Any] | None) -> ScriptItem:
+    def _next(
+        self,
+        messages: list[ChatMessage],
+        tools: Sequence[Tool | Toolset] | Toolset | None,
+        generation_kwargs: dict[str, Any] | None,
+    ) -> ScriptItem:
         tools = tools if tools is not None else self.tools
         try:
             recorded = copy.deepcopy(list(messages))
@@ -94,7 +101,7 @@ class ScriptedChatGenerator:
     def run(
         self,
         messages: list[ChatMessage],
-        tools: Any = None,
+        tools: Sequence[Tool | Toolset] | Toolset | None = None,
         streaming_callback: StreamingCallback | None = None,
         generation_kwargs: dict[str, Any] | None = None,
     ) -> dict[str, list[ChatMessage]]:
@@ -120,7 +127,7 @@ class ScriptedChatGenerator:
     async def run_async(
         self,
         messages: list[ChatMessage],
-        tools: Any = None,
+        tools: Sequence[Tool | Toolset] | Toolset | None = None,
         streaming_callback: StreamingCallback | None = None,
         generation_kwargs: dict[str, Any] | None = None,
     ) -> dict[str, list[ChatMessage]]:

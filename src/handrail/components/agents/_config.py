@@ -6,8 +6,8 @@ import inspect
 import itertools
 import operator
 import warnings
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from handrail.components.tools.tool_invoker import check_max_workers
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
@@ -16,7 +16,13 @@ from handrail.dataclasses.streaming import is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError, StateError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
-from handrail.tools.utils import flatten_tools
+from handrail.tools.utils import ToolsType, flatten_tools
+
+if TYPE_CHECKING:
+    from handrail.components.agents.agent import Agent
+    from handrail.components.generators.types import ChatGenerator
+    from handrail.human_in_the_loop.types import ConfirmationStrategy
+    from handrail.stores.types import ChatMessageStore, MemoryStore
 
 __all__ = [
     "TOOL_INVOKER_KEYS",
@@ -37,7 +43,7 @@ TOOL_INVOKER_KEYS = frozenset({"convert_result_to_json_string", "enable_streamin
 _ROLE = operator.attrgetter("role")
 
 
-def generator_params(generator: Any) -> frozenset[str] | None:
+def generator_params(generator: ChatGenerator) -> frozenset[str] | None:
     """Names of the parameters of ``generator.run``; None when it takes ``**kwargs`` (accepts all).
 
     Read once per class when ``run`` is the class's own method (a run-time check of every run otherwise).
@@ -57,7 +63,7 @@ _PARAMS: dict[Any, frozenset[str] | None] = {}
 """``generator_params`` per class ``run`` function."""
 
 
-def _read_params(function: Any) -> frozenset[str] | None:
+def _read_params(function: Callable[..., object]) -> frozenset[str] | None:
     try:
         params = inspect.signature(function).parameters
     except (TypeError, ValueError):
@@ -103,7 +109,7 @@ def check_sync_hooks(table: Any) -> None:
                 )
 
 
-def check_sync_strategies(strategies: Mapping[Any, Any] | None) -> None:
+def check_sync_strategies(strategies: Mapping[Any, ConfirmationStrategy] | None) -> None:
     """Refuse, in a sync run, a strategy whose confirmation UI can only answer asynchronously.
 
     Raises:
@@ -121,7 +127,7 @@ def check_sync_strategies(strategies: Mapping[Any, Any] | None) -> None:
             )
 
 
-def check_types(agent: Any) -> None:
+def check_types(agent: Agent) -> None:
     """Check the types of the Agent's plain settings.
 
     Raises:
@@ -141,7 +147,7 @@ def check_types(agent: Any) -> None:
         )
 
 
-def check_generator(generator: Any, tools: Any) -> None:
+def check_generator(generator: ChatGenerator, tools: ToolsType | None) -> None:
     """Check the chat generator has a ``run`` and, when tools are given, accepts ``tools``.
 
     Raises:
@@ -160,7 +166,7 @@ def check_generator(generator: Any, tools: Any) -> None:
         )
 
 
-def check_exit_conditions(value: Any) -> list[str]:
+def check_exit_conditions(value: object) -> list[str]:
     """Return the exit conditions (default ``["text"]``).
 
     Raises:
@@ -176,7 +182,7 @@ def check_exit_conditions(value: Any) -> list[str]:
     return list(value)
 
 
-def check_callback(callback: Any, *, sync_run: bool, where: str) -> None:
+def check_callback(callback: object, *, sync_run: bool, where: str) -> None:
     """Check a streaming callback.
 
     Raises:
@@ -193,7 +199,7 @@ def check_callback(callback: Any, *, sync_run: bool, where: str) -> None:
         )
 
 
-def check_agent_numbers(max_agent_steps: Any, tool_concurrency_limit: Any, invoker_kwargs: Any) -> int:
+def check_agent_numbers(max_agent_steps: object, tool_concurrency_limit: object, invoker_kwargs: object) -> int:
     """Check numeric settings; return the tool concurrency limit to use.
 
     Raises:
@@ -223,13 +229,13 @@ def check_agent_numbers(max_agent_steps: Any, tool_concurrency_limit: Any, invok
     return limit
 
 
-def check_schema(state_schema: Any) -> None:
+def check_schema(state_schema: Mapping[str, Any] | None) -> None:
     """Validate the user state schema (see ``validate_state_schema``)."""
     if state_schema is not None:
         validate_state_schema(state_schema)
 
 
-def check_strategies(strategies: Any) -> None:
+def check_strategies(strategies: Mapping[Any, ConfirmationStrategy] | None) -> None:
     """Check ``confirmation_strategies``: ``{name | (name, ...) | "*": strategy}``.
 
     Raises:
@@ -261,7 +267,7 @@ def check_strategies(strategies: Any) -> None:
             )
 
 
-def warn_unmatched_strategies(strategies: Mapping[Any, Any], tool_names: set[str]) -> None:
+def warn_unmatched_strategies(strategies: Mapping[Any, ConfirmationStrategy], tool_names: set[str]) -> None:
     """Warn about strategy keys that match no tool of the run: a typo there silently gates nothing."""
     unmatched = [
         key
@@ -276,7 +282,7 @@ def warn_unmatched_strategies(strategies: Mapping[Any, Any], tool_names: set[str
         )
 
 
-def check_messages(messages: Any) -> list[ChatMessage]:
+def check_messages(messages: object) -> list[ChatMessage]:
     """Return ``messages`` as a new list.
 
     Raises:
@@ -300,7 +306,7 @@ def first_non_message(messages: list[Any] | tuple[Any, ...]) -> int | None:
     return next((i for i, m in enumerate(messages) if not isinstance(m, ChatMessage)), None)
 
 
-def select_tools(configured: list[Tool | Toolset] | Toolset, runtime: Any) -> list[Tool | Toolset]:
+def select_tools(configured: list[Tool | Toolset] | Toolset, runtime: object) -> list[Tool | Toolset]:
     """Resolve the run-time ``tools`` argument.
 
     Args:
@@ -369,7 +375,7 @@ def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init
         )
 
 
-def check_stores(chat_message_store: Any, memory_store: Any) -> None:
+def check_stores(chat_message_store: ChatMessageStore | None, memory_store: MemoryStore | None) -> None:
     """The stores must have the methods the Agent calls (duck typing, like chat generators).
 
     Raises:

@@ -25,6 +25,7 @@ from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.human_in_the_loop.templates import render_modify, render_reject
+from handrail.human_in_the_loop.types import is_pausing_strategy
 
 if TYPE_CHECKING:
     from handrail.components.agents._ledger import Ledger
@@ -205,7 +206,7 @@ class Approvals:
             elif decision is not None:
                 applied = self._apply(ConfirmRequest(strategy, inv), decision, state)
                 out[i] = self._recorded(applied, state) if type(applied) is Invocation else applied
-            elif getattr(strategy, "pauses_run", False):
+            elif is_pausing_strategy(strategy):
                 ledger.hold(inv.call, ConfirmRequest(strategy, inv).tool_params)
                 run.held.append(inv.call)
                 out[i] = None
@@ -271,7 +272,10 @@ class Approvals:
         if ledger is None:
             return
         entry = ledger.entries.get(call.id or "")
-        if entry is None or (entry.status in ("pending", "approved", "rejected") and entry.decision != decision):
+        if entry is None or (
+            entry.status in ("pending", "approved", "rejected")
+            and (entry.decision is None or not decision.same_as(entry.decision))
+        ):
             ledger.decided(call, arguments, decision)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from handrail.core.serialization import (
     deserialize_callable,
@@ -22,6 +22,13 @@ from handrail.core.serialization import (
 )
 from handrail.errors import SerializationError
 from handrail.tools.utils import deserialize_tools, serialize_tools
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from handrail.components.agents.agent import Agent
+    from handrail.hooks.types import Hook
+    from handrail.human_in_the_loop.types import ConfirmationStrategy
 
 __all__ = ["agent_init_parameters", "agent_to_dict", "deserialize_strategies", "serialize_strategies"]
 
@@ -40,7 +47,7 @@ def named_part(where: str, make: Callable[[Any], _T], value: Any) -> _T:
         raise SerializationError(f"Agent.to_dict(): {where}: {exc}") from exc
 
 
-def serialize_strategies(strategies: Mapping[Any, Any] | None) -> dict[str, Any] | None:
+def serialize_strategies(strategies: Mapping[Any, ConfirmationStrategy] | None) -> dict[str, Any] | None:
     """Serialize strategies; tuple keys become JSON-array strings (``'["a", "b"]'``)."""
     if strategies is None:
         return None
@@ -92,7 +99,7 @@ def _state_schema(schema: Any) -> dict[str, Any]:
     return read
 
 
-def serialize_hooks(hooks: Any) -> Any:
+def serialize_hooks(hooks: Mapping[str, Sequence[Hook]] | None) -> dict[str, list[dict[str, Any]]] | None:
     """Serialize the hooks mapping (None stays None)."""
     if not hooks:
         return None
@@ -110,7 +117,7 @@ def deserialize_hooks(data: Any) -> Any:
     return deserialize(data)
 
 
-def agent_to_dict(agent: Any) -> dict[str, Any]:
+def agent_to_dict(agent: Agent) -> dict[str, Any]:
     """The ``{"type", "init_parameters"}`` envelope of ``agent`` (see ``Agent.to_dict``)."""
     part = named_part
     schema = None

@@ -8,10 +8,13 @@ far from the hook, with an error that names neither the hook nor the point (or n
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents._config import first_non_message
 from handrail.errors import RunError
+
+if TYPE_CHECKING:
+    from handrail.hooks.types import Hook
 
 __all__ = ["check_after_hook"]
 
@@ -48,7 +51,7 @@ _RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 _DEFAULT_REPR: Any = object.__repr__
 
 
-def _hook_label(hook: Any) -> str:
+def _hook_label(hook: Hook) -> str:
     """The hook's own ``repr`` (ready-made and function hooks show their settings), else its class name."""
     own: Any = type(hook).__repr__
     if own is _DEFAULT_REPR:
@@ -56,7 +59,7 @@ def _hook_label(hook: Any) -> str:
     return f"{hook!r:.120}"
 
 
-def check_after_hook(hook: Any, point: str, data: dict[str, Any]) -> None:
+def check_after_hook(hook: Hook, point: str, data: dict[str, Any]) -> None:
     """Check the reserved State keys after ``hook`` ran at ``point``.
 
     Args:
@@ -81,7 +84,7 @@ def check_after_hook(hook: Any, point: str, data: dict[str, Any]) -> None:
             _fail(hook, point, key, "", value, rule)
 
 
-def _fail(hook: Any, point: str, key: str, where: str, value: Any, rule: str) -> None:
+def _fail(hook: Hook, point: str, key: str, where: str, value: object, rule: str) -> None:
     ran = f"After the {point} hook {_hook_label(hook)} ran, state.data[{key!r}]"
     if value is _ABSENT:
         raise RunError(

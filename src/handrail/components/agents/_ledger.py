@@ -87,23 +87,14 @@ class Ledger:
     # -- decisions -------------------------------------------------------------------------------
 
     def decision_for(self, call: ToolCall, pending: list[ToolCall]) -> ToolExecutionDecision | None:
-        """The decision already known for ``call``: recorded in the ledger, or given for the paused step.
+        """The decision already known for ``call``: recorded in the ledger, else given for the paused step.
 
-        A given decision without ``tool_call_id`` answers the call only when it is the one pending call
-        of that tool (decisions are matched by id, never by position).
+        Looked up by :meth:`ToolExecutionDecision.find` (a given decision without ``tool_call_id`` answers the
+        call only when it is the one pending call of that tool).
         """
         entry = self.entries.get(call.id or "")
-        if entry is not None and entry.decision is not None:
-            return entry.decision
-        for decision in self.decisions:
-            if decision.tool_call_id == call.id:
-                return decision
-        same_tool = [c for c in pending if c.tool_name == call.tool_name]
-        if len(same_tool) == 1:
-            for decision in self.decisions:
-                if decision.tool_call_id is None and decision.tool_name == call.tool_name:
-                    return decision
-        return None
+        recorded = entry.decision if entry is not None else None
+        return ToolExecutionDecision.find(call, recorded=recorded, given=self.decisions, step_calls=pending)
 
     def decided(self, call: ToolCall, arguments: dict[str, Any], decision: ToolExecutionDecision) -> None:
         """Record a decision (approved / rejected) for ``call``; written with the next durable change."""

@@ -35,6 +35,7 @@ from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.human_in_the_loop.types import is_pausing_strategy
 from handrail.tools._lifecycle import warm_up_tools
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
@@ -327,7 +328,7 @@ def _snapshot_metadata(agent: Any, snapshot: AgentSnapshot | None, stores: Store
     if stores.active:
         metadata["run"] = stores.to_metadata()
     for strategy in (agent.confirmation_strategies or {}).values():
-        if getattr(strategy, "pauses_run", False) and getattr(strategy, "metadata", None):
+        if is_pausing_strategy(strategy) and strategy.metadata:
             metadata.update(strategy.metadata)
     return metadata
 

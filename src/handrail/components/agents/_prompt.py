@@ -43,7 +43,7 @@ def template_variables(template: str) -> frozenset[str]:
 
 
 def check_user_prompt(
-    user_prompt: Any, required_variables: Any, reserved: Iterable[str], run_parameters: Iterable[str]
+    user_prompt: object, required_variables: object, reserved: Iterable[str], run_parameters: Iterable[str]
 ) -> frozenset[str]:
     """Check ``user_prompt`` and ``required_variables``; return the required variable names.
 

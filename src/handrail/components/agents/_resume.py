@@ -14,16 +14,21 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from handrail.components.agents._decision_checks import (
+    check_decision_types,
+    check_decisions,
+    merge_decisions,
+    unspent,
+)
 from handrail.core.serialization import serialize_type
-from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.errors import (
     ConfigurationError,
     ConfigurationTypeError,
-    DecisionConflictError,
     SnapshotDriftError,
     SnapshotError,
     SnapshotUnavailableError,
 )
+from handrail.human_in_the_loop.types import is_pausing_strategy
 from handrail.tools.tool import Tool
 
 if TYPE_CHECKING:
@@ -115,9 +120,9 @@ def pausing_store(strategies: Mapping[Any, Any] | None, break_point: AgentBreakp
     """
     found: dict[str, tuple[str, Any]] = {}
     for key, strategy in (strategies or {}).items():
-        if not getattr(strategy, "pauses_run", False):
+        if not is_pausing_strategy(strategy):
             continue
-        store = getattr(strategy, "snapshot_store", None)
+        store = strategy.snapshot_store
         if store is not None and not isinstance(store, str):
             found.setdefault(f"object {id(store)}", (f"the strategy for {key!r}", store))
         else:
@@ -208,35 +213,13 @@ def claim_snapshot(
             raise SnapshotUnavailableError(
                 f"Snapshot {name} was already resumed; its run continued in snapshot '{stored.continued_in}'."
             )
-        given = _unspent(stored, snapshot.tool_execution_decisions)
-        decisions = merge_decisions(_unspent(stored, stored.tool_execution_decisions), given, name)
+        given = unspent(stored, snapshot.tool_execution_decisions)
+        recorded = unspent(stored, stored.tool_execution_decisions)
+        decisions = merge_decisions(recorded, given, name, stored.pending_tool_calls)
         return dataclasses.replace(stored, tool_execution_decisions=decisions, store=snapshot.store), store, lease
     except BaseException:
         let_go(lease, None if store is snapshot.store else store)
         raise
-
-
-def _unspent(stored: AgentSnapshot, decisions: list[ToolExecutionDecision]) -> list[ToolExecutionDecision]:
-    """``decisions`` less those an earlier step of the run already applied.
-
-    Records written before decisions were dropped at the end of their step carry them into later pauses (and
-    a caller may pass such a record's list back); the ledger shows them spent (the entry of a call that is not
-    paused here holds the same decision and its outcome), so they are left out rather than refused as
-    decisions for calls of no paused step. Any other decision is kept and checked.
-    """
-    paused = {c.id for c in stored.pending_tool_calls}
-    kept = []
-    for decision in decisions:
-        entry = stored.ledger.get(decision.tool_call_id or "")
-        spent = (
-            decision.tool_call_id not in paused
-            and entry is not None
-            and entry.status in ("done", "failed", "rejected")
-            and entry.decision == decision
-        )
-        if not spent:
-            kept.append(decision)
-    return kept
 
 
 def let_go(lease: Lease | None, store: Any) -> None:
@@ -246,84 +229,6 @@ def let_go(lease: Lease | None, store: Any) -> None:
     close = getattr(store, "close", None)
     if callable(close):
         close()
-
-
-def merge_decisions(
-    recorded: list[ToolExecutionDecision], given: list[ToolExecutionDecision], name: str
-) -> list[ToolExecutionDecision]:
-    """``recorded`` plus the ``given`` decisions not already there.
-
-    Raises:
-        DecisionConflictError: A given decision differs from the recorded one for the same call.
-    """
-    by_id = {d.tool_call_id: d for d in recorded if d.tool_call_id is not None}
-    out = list(recorded)
-    for decision in given:
-        old = by_id.get(decision.tool_call_id) if decision.tool_call_id is not None else None
-        if old is None:
-            if decision not in out:
-                out.append(decision)
-        elif _differs(old, decision):
-            raise DecisionConflictError(
-                f"Snapshot {name} already records a different decision for call '{decision.tool_call_id}': "
-                f"{old.to_dict()} (given: {decision.to_dict()})."
-            )
-    return out
-
-
-def _differs(a: ToolExecutionDecision, b: ToolExecutionDecision) -> bool:
-    return (a.execute, a.final_tool_params, a.feedback, a.tool_name) != (
-        b.execute, b.final_tool_params, b.feedback, b.tool_name
-    )  # fmt: skip
-
-
-def check_decisions(snapshot: AgentSnapshot) -> None:
-    """Every decision must answer a call of the paused step, by id (or by tool name when that tool has one call).
-
-    Raises:
-        ConfigurationError: A decision for no pending call (named, with the calls that are pending), two
-            decisions for one call, or decisions on a snapshot that is not paused at a tool step.
-    """
-    decisions = snapshot.tool_execution_decisions
-    check_decision_types(decisions)
-    if not decisions:
-        return
-    calls = snapshot.pending_tool_calls
-    if snapshot.position != "tool_invoker":
-        raise ConfigurationError("tool_execution_decisions were given, but the snapshot is not paused at a tool step.")
-    ids = {c.id: c for c in calls}
-    listed = [f"{c.id} ({c.tool_name})" for c in calls]
-    seen: set[str] = set()
-    for d in decisions:
-        if d.tool_call_id is None:
-            if sum(c.tool_name == d.tool_name for c in calls) != 1:
-                raise ConfigurationError(
-                    f"A decision for '{d.tool_name}' has no tool_call_id and does not match exactly one pending call; "
-                    f"give the id. Calls of the paused step: {listed}."
-                )
-            continue
-        call = ids.get(d.tool_call_id)
-        if call is None or call.tool_name != d.tool_name:
-            raise ConfigurationError(
-                f"A decision names call '{d.tool_call_id}' to '{d.tool_name}', which is not a call of the paused step: "
-                f"{listed}."
-            )
-        if d.tool_call_id in seen:
-            raise ConfigurationError(f"Two decisions were given for call '{d.tool_call_id}'; give exactly one.")
-        seen.add(d.tool_call_id)
-        entry = snapshot.ledger.get(d.tool_call_id)
-        if entry is not None and entry.status in ("running", "done", "failed") and entry.decision != d:
-            raise ConfigurationError(
-                f"Call '{d.tool_call_id}' to '{d.tool_name}' already ran or started (ledger status "
-                f"'{entry.status}'); a decision can only answer a call that waits for one."
-            )
-
-
-def check_decision_types(decisions: Any) -> None:
-    """Raise ConfigurationTypeError unless ``decisions`` is a list of ToolExecutionDecision."""
-    if not isinstance(decisions, list) or not all(isinstance(d, ToolExecutionDecision) for d in decisions):
-        shown = type(decisions).__name__ if not isinstance(decisions, list) else "a list holding other objects"
-        raise ConfigurationTypeError(f"tool_execution_decisions must be a list of ToolExecutionDecision, got {shown}.")
 
 
 def check_consistency(snapshot: AgentSnapshot) -> None:

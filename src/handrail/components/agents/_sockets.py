@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.core.component import MISSING, component, input_sockets
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from handrail.components.agents.agent import Agent
 
 __all__ = ["SOCKET_ATTRIBUTES", "given_arguments", "refresh_sockets"]
 
@@ -34,7 +37,7 @@ def _state_types(state_schema: Any) -> dict[str, Any]:
     }
 
 
-def _prompt_variables(user_prompt: Any, required_variables: Any) -> dict[str, bool]:
+def _prompt_variables(user_prompt: object, required_variables: object) -> dict[str, bool]:
     """Map each template variable to whether it is required; {} for no (or an invalid) template."""
     if not isinstance(user_prompt, str):
         return {}
@@ -53,7 +56,7 @@ def _prompt_variables(user_prompt: Any, required_variables: Any) -> dict[str, bo
     return {name: name in required for name in sorted(variables)}
 
 
-def refresh_sockets(agent: Any) -> None:
+def refresh_sockets(agent: Agent) -> None:
     """Set the agent's input and output sockets from its current configuration.
 
     Inputs: every parameter of ``Agent.run`` (``messages`` mandatory), each state-schema key (its schema
@@ -83,7 +86,7 @@ def refresh_sockets(agent: Any) -> None:
     component.set_output_types(agent, **outputs)
 
 
-def given_arguments(agent: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+def given_arguments(agent: Agent, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Drop the None values of state keys and optional ``user_prompt`` variables: None means "not given".
 
     A Pipeline passes every optional input socket its default (None) when nothing is connected to it;

@@ -13,10 +13,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.errors import ConfigurationError, ConfigurationTypeError
+
+if TYPE_CHECKING:
+    from handrail.stores.types import ChatMessageStore, MemoryStore
 
 __all__ = ["MEMORY_END", "MEMORY_START", "StoreUse", "check_store_kwargs", "with_ids"]
 
@@ -32,7 +35,9 @@ _MEMORY_KEYS = frozenset({"user_id", "run_id", "agent_id", "search_criteria"})
 _SEARCH_KEYS = frozenset({"query", "filters", "top_k", "include_memory_metadata"})
 
 
-def check_store_kwargs(store: Any, kwargs: Any, name: str) -> dict[str, Any] | None:
+def check_store_kwargs(
+    store: ChatMessageStore | MemoryStore | None, kwargs: object, name: str
+) -> dict[str, Any] | None:
     """Validate ``chat_message_store_kwargs`` / ``memory_store_kwargs``.
 
     Returns:

@@ -6,23 +6,28 @@ must warm each object once (a lock per Agent), and ``run_async`` must not do it 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents._plan import RunRequest, Started, start_run
 from handrail.core._threads import to_thread
 from handrail.tools._lifecycle import tools_need_warm_up, warm_up_tools
 
+if TYPE_CHECKING:
+    import asyncio
+
+    from handrail.components.agents.agent import Agent
+
 __all__ = ["needs_warm_up", "start_run_off_loop", "warm_up"]
 
 
-def needs_warm_up(agent: Any) -> bool:
+def needs_warm_up(agent: Agent) -> bool:
     """Whether the Agent's generator, toolsets, tools or hooks hold an object not warmed yet."""
     warmed = agent._warmed
     others = [agent.chat_generator, *agent._hooks()]
     return any(id(obj) not in warmed for obj in others) or tools_need_warm_up(agent.tools, warmed)
 
 
-def warm_up(agent: Any) -> None:
+def warm_up(agent: Agent) -> None:
     """Call ``warm_up()`` once on every object of the Agent that has one, under the Agent's lock.
 
     The order is the generator, each toolset (its own ``warm_up``, before its tools are listed) and tool, then the
@@ -47,7 +52,7 @@ def _warm_once(obj: object, warmed: dict[int, object]) -> None:
     warmed[id(obj)] = obj  # the reference keeps the id from being reused by another object
 
 
-async def start_run_off_loop(agent: Any, req: RunRequest) -> Started:
+async def start_run_off_loop(agent: Agent, req: RunRequest) -> Started:
     """``start_run`` in a worker thread (a claim, store reads, a warm-up: blocking I/O).
 
     A run cancelled while the thread works lets the thread finish, then releases whatever it claimed (a
@@ -67,7 +72,7 @@ async def start_run_off_loop(agent: Any, req: RunRequest) -> Started:
         raise
 
 
-def _release(task: Any) -> None:
+def _release(task: asyncio.Future[Any]) -> None:
     if task.cancelled() or task.exception() is not None:
         return  # start_run released its claim itself when it failed
     checkpoints = task.result().parts.checkpoints
