@@ -102,3 +102,13 @@ def test_running_a_tool_less_agent_stays_light() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_run_parameters_are_written_once() -> None:
+    # run, run_async and start take the same parameters, which are RunRequest's fields: one list, checked here.
+    from handrail.components.agents.agent import _RUN_PARAMETERS, Agent
+
+    for method in (Agent.run, Agent.run_async):
+        names = set(inspect.signature(method).parameters) - {"self", "kwargs"}
+        assert names == _RUN_PARAMETERS, method.__name__
+    assert set(inspect.signature(Agent.start).parameters) - {"self", "run_kwargs", "sync"} <= _RUN_PARAMETERS

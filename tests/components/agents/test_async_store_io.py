@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import handrail
 from handrail import Agent
 from handrail.dataclasses import ChatMessage, ToolCall
 from handrail.dataclasses.breakpoints import HITLBreakpointException
@@ -17,7 +18,7 @@ from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.stores.snapshot_file import FileSnapshotStore
 from handrail.testing import ScriptedChatGenerator
-from handrail.tools import create_tool_from_function
+from handrail.tools import Toolset, create_tool_from_function
 
 WRITE_SECONDS = 0.2
 
@@ -71,10 +72,12 @@ async def pause_and_resume(store: SlowStore, call_id: str) -> dict[str, Any]:
     asking = ChatMessage.from_assistant(tool_calls=[ToolCall(tool_name="pay", arguments={"amount": 3}, id=call_id)])
     with pytest.raises(HITLBreakpointException) as paused:
         await agent(store, [asking]).run_async([ChatMessage.from_user("pay 3")])
-    snapshot = dataclasses.replace(
-        paused.value.snapshot, tool_execution_decisions=[ToolExecutionDecision("pay", True, call_id)]
-    )
-    return await agent(store, [ChatMessage.from_assistant("done")]).run_async([], snapshot=snapshot)
+    snapshot_id = paused.value.snapshot.snapshot_id
+    assert snapshot_id is not None
+    return await handrail.resume_async(
+        snapshot_id, store=store, agent=agent(store, [ChatMessage.from_assistant("done")]),
+        decisions=[ToolExecutionDecision("pay", True, call_id)],
+    )  # fmt: skip
 
 
 async def longest_gap_while(work: Any) -> float:
@@ -120,3 +123,33 @@ def test_a_slow_sync_store_does_not_block_the_event_loop(tmp_path: Path) -> None
     assert {"create", "claim", "replace"} <= set(store.slow_calls)
     assert len(store.slow_calls) >= 4
     assert gap < 0.05, f"the event loop was blocked for {gap * 1000:.0f} ms"
+
+
+class ConnectedToolset(Toolset):
+    """A toolset that has its tools only once warmed up (as an MCP toolset after connecting)."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def warm_up(self) -> None:
+        if not self.tools:
+            self.tools = [create_tool_from_function(pay)]
+
+
+def test_a_toolset_is_warmed_before_its_tools_are_listed_for_the_first_run(tmp_path: Path) -> None:
+    def make(replies: list[ChatMessage]) -> Agent:
+        return Agent(
+            chat_generator=ScriptedChatGenerator(replies),
+            tools=ConnectedToolset(),
+            confirmation_strategies={"pay": BreakpointConfirmationStrategy(str(tmp_path))},
+        )
+
+    asking = ChatMessage.from_assistant(tool_calls=[ToolCall(tool_name="pay", arguments={"amount": 1}, id="p1")])
+    with pytest.raises(HITLBreakpointException) as paused:
+        make([asking]).run([ChatMessage.from_user("pay")])
+    assert list(paused.value.snapshot.fingerprint["tools"]) == ["pay"]  # listed after the warm-up
+    snapshot = dataclasses.replace(
+        paused.value.snapshot, tool_execution_decisions=[ToolExecutionDecision("pay", True, "p1")]
+    )
+    result = make([ChatMessage.from_assistant("paid")]).run([], snapshot=snapshot)  # no drift: same tools
+    assert result["last_message"].text == "paid"

@@ -230,7 +230,7 @@ class Checkpoints:
         if self.store is not None:
             self._store_pause(snapshot)
             assert self.last is not None
-            snapshot, where = dataclasses.replace(self.last, store=self.store), self.last.location
+            snapshot, where = self.last, self.last.location
         if held:
             names = [c.id or "" for c in held]
             return HITLBreakpointException(

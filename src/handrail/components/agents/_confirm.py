@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from handrail.components.effects import AskApproval, Persist
 from handrail.components.tools._effects import Invocation
-from handrail.components.tools._step import ToolStepOptions, make_invocation
+from handrail.components.tools._step import Held, ToolStepOptions, make_invocation
 from handrail.core._threads import to_thread
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
@@ -177,7 +177,7 @@ class Approvals:
 
     def gate(
         self, invocations: list[Invocation], state: State
-    ) -> Generator[AskApproval | Persist, Any, list[Invocation | ChatMessage | None]]:
+    ) -> Generator[AskApproval | Persist, Any, list[Invocation | ChatMessage | Held]]:
         """Decide every call that has a strategy.
 
         Yields one ``AskApproval`` effect for the calls a strategy must decide now, and a ``Persist`` effect when
@@ -186,9 +186,9 @@ class Approvals:
 
         Returns:
             Per invocation: the invocation to run, the tool message that answers it (a rejection, or a result
-            recorded in the ledger), or None for a call held by a pausing strategy.
+            recorded in the ledger), or ``Held`` for a call held by a pausing strategy.
         """
-        out: list[Invocation | ChatMessage | None] = list(invocations)
+        out: list[Invocation | ChatMessage | Held] = list(invocations)
         asks: list[tuple[int, ConfirmRequest]] = []
         ledger = self.ledger
         run = self.run
@@ -209,7 +209,7 @@ class Approvals:
             elif is_pausing_strategy(strategy):
                 ledger.hold(inv.call, ConfirmRequest(strategy, inv).tool_params)
                 run.held.append(inv.call)
-                out[i] = None
+                out[i] = Held(inv.call)
             else:
                 asks.append((i, ConfirmRequest(strategy, inv)))
         if ledger is not None and ledger.unsaved:

@@ -151,7 +151,7 @@ def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None, resumed_
         check_consistency(snapshot)
         check_drift(snapshot.fingerprint, fingerprint, f"'{snapshot.snapshot_id or 'in memory'}'", req.allow_drift)
         check_decisions(snapshot)
-    _warm_and_warn(agent, req, tools)
+    _check_and_warn(agent, req, tools)
     if snapshot is None:
         cfg.with_system_prompt(history, req.system_prompt, agent.system_prompt)
     state = _initial_state(agent, history, kwargs, tools.names, snapshot)
@@ -198,7 +198,11 @@ def _run_state(state: State, snapshot: AgentSnapshot | None, ledger: Ledger | No
 
 
 def _run_tools(agent: Any, req: RunRequest) -> _Tools:
+    """The run's tools, listed after the warm-up (a toolset may have its tools only once it is warmed up)."""
     run_tools = cfg.select_tools(agent.tools, req.tools)
+    if req.tools is not None:
+        warm_up_tools(run_tools, {})  # a run's own tools and toolsets: every run (warm_up is idempotent)
+    agent.warm_up()
     flat = flatten_tools(run_tools)
     cfg.check_tools_for_run(flat, {"messages", *(agent.state_schema or {})})
     if req.sync_run:
@@ -207,12 +211,9 @@ def _run_tools(agent: Any, req: RunRequest) -> _Tools:
     return _Tools(run_tools, flat, {t.name for t in flat}, any(isinstance(t, Toolset) for t in run_tools))
 
 
-def _warm_and_warn(agent: Any, req: RunRequest, tools: _Tools) -> None:
+def _check_and_warn(agent: Any, req: RunRequest, tools: _Tools) -> None:
     if tools.flat and req.tools is not None:
         cfg.check_generator(agent.chat_generator, tools.flat)
-    if req.tools is not None:
-        warm_up_tools(tools.run_tools, {})  # a run's own tools and toolsets: every run (warm_up is idempotent)
-    agent.warm_up()
     exit_tools = {c for c in agent.exit_conditions if c != "text"}
     if exit_tools - tools.names and not tools.has_toolset:
         warnings.warn(

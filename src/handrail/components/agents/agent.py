@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -42,11 +43,8 @@ def _hook_table(hooks: Mapping[str, Sequence[Hook]] | None) -> HookTable:
     return HookTable(**{point: tuple(items) for point, items in normalized.items() if items})
 
 
-_RUN_PARAMETERS = frozenset(
-    {"messages", "streaming_callback", "generation_kwargs", "break_point", "snapshot", "system_prompt", "tools",
-     "confirmation_strategy_context", "chat_message_store_kwargs", "memory_store_kwargs", "allow_drift",
-     "unknown_outcome", "observers"}
-)  # fmt: skip
+_RUN_PARAMETERS = frozenset({f.name for f in dataclasses.fields(RunRequest)} - {"sync_run", "kwargs"} | {"observers"})
+"""The parameters of ``run`` / ``run_async`` / ``start`` (named as RunRequest's fields), besides state keys."""
 
 
 def _request(agent: Agent, sync_run: bool, arguments: dict[str, Any]) -> tuple[RunRequest, list[RunObserver]]:

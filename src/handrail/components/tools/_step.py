@@ -28,11 +28,20 @@ from handrail.errors import (
 )
 from handrail.tools.tool import Tool
 
-__all__ = ["Gate", "ToolStepOptions", "failure_text", "finish_call", "make_invocation", "parse_arguments",
+__all__ = ["Gate", "Held", "ToolStepOptions", "failure_text", "finish_call", "make_invocation", "parse_arguments",
            "repair_calls", "tool_step", "writable_arguments"]  # fmt: skip
 
 StepEffect = RunTools | Emit
-Gate = Callable[[list[Invocation], State], Generator[Any, Any, list["Invocation | ChatMessage | None"]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A gate's answer for a call held for a decision: it does not run now, and the step stops after its batch."""
+
+    call: ToolCall
+
+
+Gate = Callable[[list[Invocation], State], Generator[Any, Any, list["Invocation | ChatMessage | Held"]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +60,7 @@ class ToolStepOptions:
     """Give the streaming callback to tools that declare a ``streaming_callback`` parameter."""
     gate: Gate | None = None
     """Runs before each batch executes: returns, per invocation, the (possibly modified) invocation to
-    run, the tool message that answers it instead (e.g. a rejection), or None to hold it (the step then
+    run, the tool message that answers it instead (e.g. a rejection), or :class:`Held` (the step then
     stops after this batch and leaves unanswered positions None). The Agent's approval step."""
 
 
@@ -372,9 +381,9 @@ def tool_step(
             if type(item) is Invocation:
                 inv, outcome = next(done)
                 results[ready[i][0]] = _finish(inv, outcome_of(outcome), state, opts)
-            else:
-                results[ready[i][0]] = item  # type: ignore[assignment]
-        if None in gated:
+            elif type(item) is ChatMessage:
+                results[ready[i][0]] = item
+        if any(type(item) is Held for item in gated):
             return results  # type: ignore[return-value]  # held calls: the caller pauses the step
     messages: list[ChatMessage] = results  # type: ignore[assignment]  # every position is answered by now
     if opts.streaming_callback is not None:
