@@ -216,8 +216,7 @@ class Approvals:
             yield Persist()
         if not asks:
             return out
-        run.batch[:] = [r.invocation for _, r in asks]
-        decisions = yield AskApproval([r.invocation.data() for _, r in asks])
+        decisions = yield AskApproval(run.bound.set([r.invocation for _, r in asks]))
         if not isinstance(decisions, list) or len(decisions) != len(asks):
             raise ConfigurationError(f"Expected a list of {len(asks)} decisions, got {decisions!r:.200}.")
         for (i, req), decision in zip(asks, decisions, strict=True):

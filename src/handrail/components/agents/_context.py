@@ -109,7 +109,7 @@ class AgentContext(ToolContext):
     ) -> None:
         super().__init__(plan.static_by_name if plan.static_tools is not None else self._step_tools, run.state,
                          plan.step_options, observers, run.ledger)  # fmt: skip
-        self.batch = run.batch
+        self.bound = run.bound
         self.plan = plan
         self.parts = parts
         self.run = run
@@ -122,6 +122,8 @@ class AgentContext(ToolContext):
 
     def _offered(self, names: tuple[str, ...]) -> list[Tool] | None:
         """The Tool objects of ``names`` (the step's own list when the names are the step's)."""
+        if names is self.plan.static_names:
+            return self.plan.static_tools or None
         if not names:
             return None
         offered = self.run.offered

@@ -127,7 +127,7 @@ def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> t
     calls: list[ToolCall] = []
     for reply in replies:
         usage = reply.meta.get("usage") if reply.meta else None
-        if isinstance(usage, Mapping):
+        if usage is not None and (type(usage) is dict or isinstance(usage, Mapping)):  # no ABC check for a dict
             _add_usage(usage_total, usage)
         reply = _writable(masked(reply))
         own = reply.tool_calls if reply.role is ChatRole.ASSISTANT else []
@@ -229,10 +229,7 @@ class _StepEnd:
 
 
 def _offered(plan: RunPlan, run: RunState) -> tuple[list[Tool], tuple[str, ...]]:
-    """The tools of this step and their names (a Toolset is flattened again each step: it may have grown)."""
-    if plan.static_tools is not None:
-        run.offered = plan.static_tools
-        return plan.static_tools, plan.static_names
+    """The tools of this step and their names, when a Toolset is flattened again each step (it may have grown)."""
     tools = flatten_tools(plan.tools)
     run.offered = tools
     return tools, tuple(t.name for t in tools)
@@ -276,7 +273,7 @@ def _tool_turn(
     if parts.approvals is not None:
         run.step_calls = calls
     by_name = plan.static_by_name if plan.static_tools is not None else {t.name: t for t in tools}
-    results = yield from tool_step(calls, by_name, state, plan.step_options, run.batch)
+    results = yield from tool_step(calls, by_name, state, plan.step_options, run.bound)
     if run.held:
         yield Pause("tool_invoker", [c.id or "" for c in run.held])
     if cp is not None:
@@ -295,7 +292,11 @@ def _one_step(plan: RunPlan, parts: RunParts, run: RunState) -> Generator[Effect
     data = run.state.data
     hooks = plan.hooks
     enter, run.enter = run.enter, None
-    tools, names = _offered(plan, run)
+    if plan.static_tools is not None:
+        tools, names = plan.static_tools, plan.static_names
+        run.offered = tools
+    else:
+        tools, names = _offered(plan, run)
     if enter is None:
         data["stop_run"] = None
         data["continue_run"] = False

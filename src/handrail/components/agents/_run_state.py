@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from handrail.components.tools._effects import Bound
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
 
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from handrail.components.agents._confirm import Applied
     from handrail.components.agents._ledger import Ledger
     from handrail.components.effects import Position
-    from handrail.components.tools._effects import Invocation
     from handrail.tools.tool import Tool
 
 __all__ = ["RunState", "StepStart"]
@@ -66,7 +66,7 @@ class RunState:
     """The current tool step as it began (durable runs and breakpoints only)."""
     offered: list[Tool] = field(default_factory=list)
     """The tools offered to the model at this step (a dynamic Toolset may change them between steps)."""
-    batch: list[Invocation] = field(default_factory=list)
+    bound: Bound = field(default_factory=Bound)
     """The live invocations of the last ``RunTools`` / ``AskApproval`` effect, for the run's context."""
 
     @property

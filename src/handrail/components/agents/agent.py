@@ -51,9 +51,10 @@ def _request(agent: Agent, sync_run: bool, arguments: dict[str, Any]) -> tuple[R
     """The request of one run from the run method's parameters (``arguments``: its locals, by parameter name)."""
     kwargs = arguments.pop("kwargs")
     arguments.pop("self", None)
-    observers = cfg.check_observers(arguments.pop("observers"), "observers")
-    request = RunRequest(sync_run=sync_run, kwargs=given_arguments(agent, kwargs), **arguments)
-    return request, [*agent.observers, *observers]
+    given = arguments.pop("observers")
+    checked = type(given) is not tuple or given or agent.observers  # the default () costs nothing per run
+    every = [*agent.observers, *cfg.check_observers(given, "observers")] if checked else []
+    return RunRequest(sync_run=sync_run, kwargs=given_arguments(agent, kwargs), **arguments), every
 
 
 @component

@@ -34,7 +34,7 @@ class AgentRun:
     (a bad one raised there, before any effect).
     """
 
-    __slots__ = ("_closed", "_context", "_ended", "_last", "_machine", "_started")
+    __slots__ = ("_closed", "_context", "_ended", "_machine", "_paused", "_started", "_stop")
 
     def __init__(self, started: Started, observers: Sequence[RunObserver] = ()) -> None:
         self._started = started
@@ -42,7 +42,9 @@ class AgentRun:
         self._machine = agent_machine(started.plan, started.parts, started.run)
         self._ended = False
         self._closed = False
-        self._last: Effect | None = None
+        self._paused = False
+        self._stop = False
+        """True once send has nothing more to give: the run ended, paused or was closed."""
 
     @property
     def context(self) -> AgentContext:
@@ -62,20 +64,23 @@ class AgentRun:
                 its snapshot).
             Exception: What the loop's rules raise for a result (e.g. a decision for the wrong call).
         """
-        if self._closed:
-            raise RunError("This run is closed; start a new one.")
-        if type(self._last) is Pause:
-            raise RunError("A Pause effect ends the run; resume it from its snapshot (Agent.run(snapshot=...)).")
-        if self._ended:
+        if self._stop:
+            self._refuse_if_stopped()
             return None
         try:
             effect = self._machine.send(result)
         except StopIteration:
-            self._ended = True
-            self._last = None
+            self._ended = self._stop = True
             return None
-        self._last = effect
+        if type(effect) is Pause:
+            self._stop = self._paused = True
         return effect
+
+    def _refuse_if_stopped(self) -> None:
+        if self._closed:
+            raise RunError("This run is closed; start a new one.")
+        if self._paused:
+            raise RunError("A Pause effect ends the run; resume it from its snapshot (Agent.run(snapshot=...)).")
 
     @property
     def messages(self) -> list[ChatMessage]:
@@ -106,7 +111,7 @@ class AgentRun:
         """Release what the run holds (the claim on a resumed record, a store it opened); idempotent."""
         if self._closed:
             return
-        self._closed = True
+        self._closed = self._stop = True
         self._machine.close()
         checkpoints = self._started.parts.checkpoints
         if checkpoints is not None:

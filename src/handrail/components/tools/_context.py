@@ -1,6 +1,6 @@
 """The context of a tool step: it executes ``RunTools`` and ``Emit`` effects with the step's live objects.
 
-The tool step leaves the live invocations of each ``RunTools`` effect in :attr:`ToolContext.batch`; a driver that
+The tool step leaves the live invocations of each ``RunTools`` effect in :attr:`ToolContext.bound`; a driver that
 hands the effect back unchanged runs those. An effect that came from elsewhere (its data sent to another process
 and back) is bound again by name: the tool from the step's tools, State-injected values from its State.
 """
@@ -24,7 +24,7 @@ from handrail.components.effects import (
     ToolInvocation,
     ToolOutcome,
 )
-from handrail.components.tools._effects import CallObserver, Invocation, Outcome
+from handrail.components.tools._effects import Bound, CallObserver, Invocation, Outcome
 from handrail.components.tools._execution import run_calls_async, run_calls_sync
 from handrail.components.tools._results import describe_exception
 from handrail.components.tools._step import ToolStepOptions, make_invocation
@@ -39,20 +39,14 @@ if TYPE_CHECKING:
 __all__ = ["ToolContext"]
 
 
-def _tool_outcome(inv: Invocation, outcome: Outcome) -> ToolOutcome:
-    ok, value = outcome
-    if ok:
-        return ToolOutcome(inv.call.id, True, value)
-    return ToolOutcome(inv.call.id, False, None, describe_exception(value), value)
-
-
-def _same(inv: Invocation, item: ToolInvocation) -> bool:
-    return (
-        inv.call.id == item.call_id
-        and inv.tool.name == item.tool_name
-        and inv.key == item.key
-        and (inv.arguments is item.arguments or inv.arguments == item.arguments)
-    )
+def _outcomes(invocations: list[Invocation], outcomes: list[Outcome]) -> list[ToolOutcome]:
+    """The outcomes as effect data (an error as its type and message; the exception kept for this process)."""
+    return [
+        ToolOutcome(inv.call.id, True, value)
+        if ok
+        else ToolOutcome(inv.call.id, False, None, describe_exception(value), value)
+        for inv, (ok, value) in zip(invocations, outcomes, strict=True)
+    ]
 
 
 class ToolContext:
@@ -81,7 +75,7 @@ class ToolContext:
         self.state = state
         self.options = options
         self.observers: Sequence[RunObserver] = observers
-        self.batch: list[Invocation] = []
+        self.bound = Bound()
         """The live invocations of the last ``RunTools`` / ``AskApproval`` effect (the step sets them)."""
 
     def tool(self, name: str) -> Tool:
@@ -98,9 +92,21 @@ class ToolContext:
 
     def bind(self, calls: list[ToolInvocation]) -> list[Invocation]:
         """The live invocations of ``calls``: the step's own when they match, else bound again by name."""
-        batch = self.batch
-        if len(batch) == len(calls) and all(_same(inv, item) for inv, item in zip(batch, calls, strict=True)):
-            return batch
+        bound = self.bound
+        if calls is bound.calls:  # the effect as the step made it
+            return bound.invocations
+        batch = bound.invocations
+        if len(batch) == len(calls):
+            for inv, item in zip(batch, calls, strict=True):  # written out: this runs at every tool step
+                if (
+                    inv.call.id != item.call_id
+                    or inv.tool.name != item.tool_name
+                    or inv.key != item.key
+                    or (inv.arguments is not item.arguments and inv.arguments != item.arguments)
+                ):
+                    break
+            else:
+                return batch
         return [self._bind_one(item) for item in calls]
 
     def _bind_one(self, item: ToolInvocation) -> Invocation:
@@ -114,13 +120,15 @@ class ToolContext:
         """Run the calls (in threads when there are several) and return their outcomes in order."""
         invocations = self.bind(effect.calls)
         outcomes = run_calls_sync(invocations, effect.max_workers, self.recorder, self.observers, effect.calls)
-        return [_tool_outcome(inv, o) for inv, o in zip(invocations, outcomes, strict=True)]
+        if len(outcomes) == 1 and outcomes[0][0]:  # the common case, without a comprehension
+            return [ToolOutcome(invocations[0].call.id, True, outcomes[0][1])]
+        return _outcomes(invocations, outcomes)
 
     async def run_tools_async(self, effect: RunTools) -> list[ToolOutcome]:
         """Await the calls concurrently (sync tools in worker threads) and return their outcomes in order."""
         invocations = self.bind(effect.calls)
         outcomes = await run_calls_async(invocations, effect.max_workers, self.recorder, self.observers, effect.calls)
-        return [_tool_outcome(inv, o) for inv, o in zip(invocations, outcomes, strict=True)]
+        return _outcomes(invocations, outcomes)
 
     def emit(self, effect: Emit) -> None:
         """Send the chunk to the streaming callback."""

@@ -6,14 +6,14 @@ tool step and its context share within one process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from handrail.components.effects import ToolInvocation
 from handrail.dataclasses.chat_message import ToolCall
 from handrail.tools.tool import Tool
 
-__all__ = ["CallObserver", "Invocation", "Outcome"]
+__all__ = ["Bound", "CallObserver", "Invocation", "Outcome"]
 
 Outcome = tuple[bool, Any]
 """``(True, result)`` when the tool returned, ``(False, exception)`` when it raised."""
@@ -36,9 +36,28 @@ class Invocation:
     key: str = ""
     """The idempotency key given to a ``ToolCallId`` parameter."""
 
-    def data(self) -> ToolInvocation:
-        """This call as effect data (id, tool name, the model's arguments, key)."""
-        return ToolInvocation(self.call.id, self.tool.name, self.arguments, self.key)
+
+@dataclass(slots=True)
+class Bound:
+    """The live invocations of a run's last ``RunTools`` / ``AskApproval`` effect, and that effect's list of calls.
+
+    The step machine sets both before it yields the effect; the run's context runs these invocations when it is
+    given that very list back (a driver that sent the effect elsewhere gets it bound again by name).
+    """
+
+    invocations: list[Invocation] = field(default_factory=list)
+    calls: list[ToolInvocation] | None = None
+
+    def set(self, invocations: list[Invocation]) -> list[ToolInvocation]:
+        """Keep ``invocations``; returns their calls as effect data (the list that identifies them)."""
+        if len(invocations) == 1:  # the common case, without the comprehension
+            one = invocations[0]
+            calls = [ToolInvocation(one.call.id, one.tool.name, one.arguments, one.key)]
+        else:
+            calls = [ToolInvocation(i.call.id, i.tool.name, i.arguments, i.key) for i in invocations]
+        self.invocations = invocations
+        self.calls = calls
+        return calls
 
 
 class CallObserver(Protocol):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from handrail.components.effects import Emit, RunTools, ToolOutcome
-from handrail.components.tools._effects import Invocation, Outcome
+from handrail.components.tools._effects import Bound, Invocation, Outcome
 from handrail.components.tools._results import convert_result, describe_exception, failure_message_text, merge_outputs
 from handrail.core.json_data import JSONDataError, json_problem, parse_json, problem_text, shown_text, writable_text
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall, call_id_problem
@@ -152,7 +152,7 @@ def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str | None]:
         non-object.
     """
     raw = call.arguments
-    if isinstance(raw, Mapping):
+    if type(raw) is dict or (type(raw) is not str and isinstance(raw, Mapping)):  # no ABC check for a dict or str
         value: Any = raw if type(raw) is dict else dict(raw)
         problem = json_problem(value)
         if problem is None:
@@ -262,11 +262,9 @@ def outcome_of(outcome: ToolOutcome) -> Outcome:
     return False, outcome.exception or RemoteToolError(outcome.error or "unknown error")
 
 
-def _run(invocations: list[Invocation], opts: ToolStepOptions, batch: list[Invocation] | None) -> RunTools:
-    """The effect that runs ``invocations`` (the live invocations go to ``batch``, which the run's context reads)."""
-    if batch is not None:
-        batch[:] = invocations
-    return RunTools([inv.data() for inv in invocations], opts.max_workers)
+def _run(invocations: list[Invocation], opts: ToolStepOptions, bound: Bound | None) -> RunTools:
+    """The effect that runs ``invocations`` (kept in ``bound``, which the run's context reads)."""
+    return RunTools((bound if bound is not None else Bound()).set(invocations), opts.max_workers)
 
 
 def failed_call(inv: Invocation, text: str, opts: ToolStepOptions, cause: BaseException | None = None) -> ChatMessage:
@@ -336,7 +334,7 @@ def _prepare(
 
 def tool_step(
     calls: list[ToolCall], tools: Mapping[str, Tool], state: State, opts: ToolStepOptions,
-    batch: list[Invocation] | None = None,
+    bound: Bound | None = None,
 ) -> Generator[StepEffect, Any, list[ChatMessage]]:  # fmt: skip
     """Run one step's tool calls and return one tool message per call, in call order.
 
@@ -350,7 +348,7 @@ def tool_step(
         tools: Tools by name.
         state: The run's State (read for ``inputs_from_state``, written by ``outputs_to_state``).
         opts: Failure, conversion, concurrency and streaming options.
-        batch: Receives the live invocations of each ``RunTools`` effect before it is yielded (the run's context
+        bound: Receives the live invocations of each ``RunTools`` effect before it is yielded (the run's context
             runs them from there; a driver elsewhere rebuilds them from the effect's data).
 
     Returns:
@@ -369,13 +367,15 @@ def tool_step(
             for i in wave
         ]
         if opts.gate is None:
-            outcomes: list[ToolOutcome] = yield _run(invocations, opts, batch)
+            outcomes: list[ToolOutcome] = yield _run(invocations, opts, bound)
             for i, inv, outcome in zip(wave, invocations, outcomes, strict=True):
-                results[ready[i][0]] = _finish(inv, outcome_of(outcome), state, opts)
+                results[ready[i][0]] = _finish(
+                    inv, (True, outcome.value) if outcome.ok else outcome_of(outcome), state, opts
+                )
             continue
         gated = yield from opts.gate(invocations, state)
         runnable = [g for g in gated if type(g) is Invocation]
-        outcomes = (yield _run(runnable, opts, batch)) if runnable else []
+        outcomes = (yield _run(runnable, opts, bound)) if runnable else []
         done = iter(zip(runnable, outcomes, strict=True))
         for i, item in zip(wave, gated, strict=True):
             if type(item) is Invocation:

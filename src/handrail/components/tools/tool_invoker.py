@@ -28,7 +28,7 @@ ToolsArg = list[Tool | Toolset] | Toolset
 def _step_run(calls: list[ToolCall], by_name: dict[str, Tool], state: State, opts: ToolStepOptions) -> MachineRun:
     """One tool step as a run: the step's machine and the context that executes its effects."""
     context = ToolContext(by_name, state, opts)
-    return MachineRun(tool_step(calls, by_name, state, opts, context.batch), context)
+    return MachineRun(tool_step(calls, by_name, state, opts, context.bound), context)
 
 
 def check_max_workers(value: Any, name: str = "max_workers") -> int:
