@@ -10,7 +10,7 @@ write under way to end.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from handrail.components.drivers import RunObserver
+    from handrail.components.generators.types import ChatGenerator
     from handrail.dataclasses.decisions import ToolExecutionDecision
     from handrail.tools.tool import Tool
 
@@ -40,7 +41,7 @@ __all__ = ["AgentContext", "ModelCall"]
 class ModelCall:
     """How to call the chat generator in this run."""
 
-    generator: Any
+    generator: ChatGenerator
     """The chat generator."""
     extra: dict[str, Any]
     """Keyword arguments besides messages and tools (streaming_callback, generation_kwargs)."""
@@ -53,7 +54,7 @@ class ModelCall:
 _ASSISTANT = ChatRole.ASSISTANT
 
 
-def _replies(output: Any, generator: Any) -> list[ChatMessage]:
+def _replies(output: object, generator: object) -> list[ChatMessage]:
     replies = output.get("replies") if type(output) is dict else None
     if (
         type(replies) is list
@@ -89,7 +90,7 @@ def _threadsafe_callback(callback: StreamingCallback, loop: asyncio.AbstractEven
     return call
 
 
-async def _await(awaitable: Any) -> None:
+async def _await(awaitable: Awaitable[object]) -> None:
     await awaitable
 
 

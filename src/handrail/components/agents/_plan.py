@@ -43,8 +43,10 @@ from handrail.tools.utils import flatten_tools
 
 if TYPE_CHECKING:
     from handrail.components.agents._ledger import Ledger
+    from handrail.components.agents.agent import Agent
     from handrail.dataclasses.breakpoints import AgentBreakpoint
     from handrail.dataclasses.snapshot import AgentSnapshot
+    from handrail.stores.types import SnapshotStore
 
 __all__ = ["RunRequest", "Started", "start_run"]
 
@@ -88,7 +90,7 @@ class _Tools:
     has_toolset: bool
 
 
-def start_run(agent: Any, req: RunRequest) -> Started:
+def start_run(agent: Agent, req: RunRequest) -> Started:
     """Check everything and build the run.
 
     A resumed snapshot's file is locked for the run: released here when a check fails, else by the
@@ -116,7 +118,9 @@ def start_run(agent: Any, req: RunRequest) -> Started:
     return started
 
 
-def _build(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None, resumed_store: Any) -> Started:
+def _build(
+    agent: Agent, req: RunRequest, snapshot: AgentSnapshot | None, resumed_store: SnapshotStore | None
+) -> Started:
     agent._check()
     callback = req.streaming_callback or agent.streaming_callback
     cfg.check_callback(callback, sync_run=req.sync_run, where="run-time" if req.streaming_callback else "init")
@@ -197,7 +201,7 @@ def _run_state(state: State, snapshot: AgentSnapshot | None, ledger: Ledger | No
     return RunState(state, snapshot.position, visits, dict(snapshot.tool_visits), ledger)
 
 
-def _run_tools(agent: Any, req: RunRequest) -> _Tools:
+def _run_tools(agent: Agent, req: RunRequest) -> _Tools:
     """The run's tools, listed after the warm-up (a toolset may have its tools only once it is warmed up)."""
     run_tools = cfg.select_tools(agent.tools, req.tools)
     if req.tools is not None:
@@ -211,7 +215,7 @@ def _run_tools(agent: Any, req: RunRequest) -> _Tools:
     return _Tools(run_tools, flat, {t.name for t in flat}, any(isinstance(t, Toolset) for t in run_tools))
 
 
-def _check_and_warn(agent: Any, req: RunRequest, tools: _Tools) -> None:
+def _check_and_warn(agent: Agent, req: RunRequest, tools: _Tools) -> None:
     if tools.flat and req.tools is not None:
         cfg.check_generator(agent.chat_generator, tools.flat)
     exit_tools = {c for c in agent.exit_conditions if c != "text"}
@@ -262,7 +266,7 @@ def _step_options(
     return approvals, options
 
 
-def _prompt_and_state_args(agent: Any, history: list[ChatMessage], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _prompt_and_state_args(agent: Agent, history: list[ChatMessage], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Render user_prompt (appended to ``history``) and return the state-schema keyword arguments."""
     schema = agent.state_schema or {}
     variables = template_variables(agent.user_prompt) if agent.user_prompt is not None else frozenset()
@@ -301,7 +305,7 @@ def _agent_name(break_point: AgentBreakpoint | None, snapshot: AgentSnapshot | N
     return snapshot.break_point.agent_name if snapshot is not None else ""
 
 
-def _store_use(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> StoreUse:
+def _store_use(agent: Agent, req: RunRequest, snapshot: AgentSnapshot | None) -> StoreUse:
     """Which stores this run reads and writes (on resume: as recorded in the snapshot)."""
     chat = check_store_kwargs(agent.chat_message_store, req.chat_message_store_kwargs, "chat_message_store_kwargs")
     memory = check_store_kwargs(agent.memory_store, req.memory_store_kwargs, "memory_store_kwargs")
@@ -323,7 +327,7 @@ def _store_use(agent: Any, req: RunRequest, snapshot: AgentSnapshot | None) -> S
     return use
 
 
-def _snapshot_metadata(agent: Any, snapshot: AgentSnapshot | None, stores: StoreUse) -> dict[str, Any]:
+def _snapshot_metadata(agent: Agent, snapshot: AgentSnapshot | None, stores: StoreUse) -> dict[str, Any]:
     """The snapshot's metadata (on resume) updated with the pausing strategies' ``metadata`` and the run's stores."""
     metadata = dict(snapshot.metadata) if snapshot is not None else {}
     if stores.active:
@@ -334,7 +338,7 @@ def _snapshot_metadata(agent: Any, snapshot: AgentSnapshot | None, stores: Store
     return metadata
 
 
-def model_call(agent: Any, callback: StreamingCallback | None, generation_kwargs: dict[str, Any] | None) -> ModelCall:
+def model_call(agent: Agent, callback: StreamingCallback | None, generation_kwargs: dict[str, Any] | None) -> ModelCall:
     """How this run calls the chat generator (extra arguments checked against its ``run`` signature)."""
     params = cfg.generator_params(agent.chat_generator)
     extra: dict[str, Any] = {}

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from handrail.errors import ConfigurationError
 
 __all__ = ["UnknownOutcome", "check_unknown_outcome"]
 
 UnknownOutcome = Literal["retry", "fail"] | None
-_UNKNOWN_OUTCOMES = (None, "retry", "fail")
 
 
-def check_unknown_outcome(value: Any) -> UnknownOutcome:
+def check_unknown_outcome(value: object) -> UnknownOutcome:
     """Validate ``unknown_outcome`` (None, "retry" or "fail").
 
     Raises:
         ConfigurationError: Any other value.
     """
-    if value not in _UNKNOWN_OUTCOMES:
-        raise ConfigurationError(f"unknown_outcome must be None, 'retry' or 'fail', got {value!r}.")
-    return value  # type: ignore[no-any-return]
+    if value is None or value == "retry" or value == "fail":
+        return value
+    raise ConfigurationError(f"unknown_outcome must be None, 'retry' or 'fail', got {value!r}.")

@@ -73,7 +73,7 @@ def _own_id(call_id: object) -> str | None:
     return call_id if isinstance(call_id, str) and call_id and call_id_problem(call_id) is None else None
 
 
-def writable_arguments(arguments: Any) -> Any:
+def writable_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
     r"""``arguments`` itself when a snapshot can hold them, else text showing what was sent (DESIGN.md §3.4).
 
     JSON data (:mod:`handrail.core.json_data`) is kept. Text with a surrogate code point gets ``\uXXXX``
@@ -83,7 +83,7 @@ def writable_arguments(arguments: Any) -> Any:
     """
     if isinstance(arguments, str):
         return writable_text(arguments)
-    return arguments if json_problem(arguments) is None else shown_text(arguments)
+    return arguments if json_problem(arguments) is None else shown_text(arguments)  # a dict not of JSON: its text
 
 
 def _repaired(call: ToolCall, call_id: str) -> ToolCall:
