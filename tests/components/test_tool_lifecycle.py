@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import sys
 import threading
-import types
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +13,7 @@ import pytest
 from handrail import Agent, ChatMessage, Tool, ToolCall, ToolInvoker, Toolset
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
+from tests.docs_examples import code_blocks
 
 NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -186,32 +184,5 @@ def test_an_async_only_tool_runs_under_the_sync_tool_invoker_run() -> None:
     assert out.tool_call_result.error is False
 
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "tools-lifecycle-and-threads.md"
-
-
-def _python_blocks() -> list[tuple[int, str]]:
-    lines = DOCS.read_text(encoding="utf-8").splitlines()
-    blocks, start = [], None
-    for number, line in enumerate(lines, 1):
-        if line.strip() == "```python":
-            start = number
-        elif line.strip() == "```" and start is not None:
-            blocks.append((start, "\n".join(lines[start : number - 1])))
-            start = None
-    return blocks
-
-
-@pytest.mark.parametrize(("line", "code"), _python_blocks())
-def test_docs_examples_run(line: int, code: str) -> None:
-    """Each python block of docs/tools-lifecycle-and-threads.md runs as it stands."""
-    name = f"_handrail_docs_tools_line{line}"
-    module = types.ModuleType(name)
-    sys.modules[name] = module
-    try:
-        exec(compile(code, f"{DOCS}:{line}", "exec"), module.__dict__)
-    finally:
-        del sys.modules[name]
-
-
 def test_docs_have_their_examples() -> None:
-    assert len(_python_blocks()) == 3
+    assert len(code_blocks("tools-lifecycle-and-threads.md")) == 3  # they run in tests/test_docs_pages.py

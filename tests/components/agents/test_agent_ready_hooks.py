@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from handrail.hooks import (
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 from tests.components.agents.hitl_helpers import ScriptedStrategy
+from tests.docs_examples import code_blocks
 
 SECRET = "sk-test0123456789abcdefghijkl"
 LIMIT_TEXT = "Tool 'search' reached its limit of {n} in this run; the call was not run."
@@ -539,28 +538,11 @@ def test_hooks_configured_as_empty_cost_nothing_observable(
 
 # ----------------------------------------------------------------------------- docs/hooks.md
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "hooks.md"
-_FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "hooks.md"  # its examples run in tests/test_docs_pages.py
 
 
 def _blocks(language: str) -> list[tuple[int, str]]:
-    source = DOCS.read_text(encoding="utf-8")
-    return [
-        (source.count("\n", 0, m.start()) + 2, m.group(2)) for m in _FENCE.finditer(source) if m.group(1) == language
-    ]
-
-
-@pytest.mark.parametrize(("line", "code"), [pytest.param(*b, id=f"line{b[0]}") for b in _blocks("python")])
-def test_docs_examples_run(line: int, code: str) -> None:
-    """Run each python block of docs/hooks.md as its own module, as if it were a script."""
-    name = f"_handrail_docs_hooks_line{line}"
-    module = types.ModuleType(name)
-    module.__file__ = str(DOCS)
-    sys.modules[name] = module  # functions defined in the block are importable by name, like a script's
-    try:
-        exec(compile(code, f"{DOCS}:{line}", "exec"), module.__dict__)
-    finally:
-        del sys.modules[name]
+    return code_blocks(DOCS, language)
 
 
 def test_docs_cover_every_hook_point_and_ready_made_hook() -> None:

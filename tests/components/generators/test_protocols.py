@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import re
-import sys
-import types
 import typing
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +20,7 @@ from handrail.hooks import Hook
 from handrail.human_in_the_loop import ConfirmationStrategy
 from handrail.stores import ChatMessageStore, MemoryStore
 from handrail.testing import ScriptedChatGenerator
+from tests.docs_examples import code_blocks
 
 
 class SyncOnly:
@@ -96,29 +93,6 @@ def test_a_user_prompt_that_is_not_a_string_is_refused_by_from_dict_naming_the_f
 
 # ----------------------------------------------------------------------------- docs/chat-generators.md
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "chat-generators.md"
-_FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
-
-
-def _python_blocks() -> list[tuple[int, str]]:
-    source = DOCS.read_text(encoding="utf-8")
-    return [
-        (source.count("\n", 0, m.start()) + 2, m.group(2)) for m in _FENCE.finditer(source) if m.group(1) == "python"
-    ]
-
 
 def test_the_docs_page_has_its_examples() -> None:
-    assert len(_python_blocks()) == 2
-
-
-@pytest.mark.parametrize(("line", "code"), [pytest.param(*b, id=f"line{b[0]}") for b in _python_blocks()])
-def test_docs_examples_run(line: int, code: str) -> None:
-    """Run each python block of docs/chat-generators.md as its own module, as if it were a script."""
-    name = f"_handrail_docs_chat_generators_line{line}"
-    module = types.ModuleType(name)
-    module.__file__ = str(DOCS)
-    sys.modules[name] = module
-    try:
-        exec(compile(code, f"{DOCS}:{line}", "exec"), module.__dict__)
-    finally:
-        del sys.modules[name]
+    assert len(code_blocks("chat-generators.md")) == 2  # they run in tests/test_docs_pages.py
