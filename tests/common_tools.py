@@ -28,3 +28,26 @@ def get_weather(location: str) -> str:
     """Get the weather for a location."""
     CALLS.append(("get_weather", location))
     return f"Sunny in {location}"
+
+
+SENT: list[int] = []
+"""Side-effect log of :data:`transfer`: the amounts sent; a test that reads it clears it first."""
+
+
+def transfer(amount: int) -> str:
+    """Send money.
+
+    Args:
+        amount: How much.
+    """
+    SENT.append(amount)
+    return f"sent {amount}"
+
+
+def lookup(q: str) -> str:
+    """Look a thing up.
+
+    Args:
+        q: What.
+    """
+    return f"found {q}"

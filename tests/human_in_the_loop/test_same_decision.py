@@ -28,27 +28,7 @@ from handrail.stores import FileSnapshotStore
 from handrail.testing import ScriptedChatGenerator
 from handrail.testing.store_suites.snapshots import make_paused_snapshot
 from handrail.tools import create_tool_from_function
-
-SENT: list[int] = []
-
-
-def transfer(amount: int) -> str:
-    """Move money.
-
-    Args:
-        amount: How much.
-    """
-    SENT.append(amount)
-    return f"sent {amount}"
-
-
-def lookup(q: str) -> str:
-    """Look a thing up.
-
-    Args:
-        q: What.
-    """
-    return "found"
+from tests.common_tools import SENT, lookup, transfer
 
 
 @pytest.fixture(autouse=True)

@@ -24,28 +24,8 @@ from handrail.stores import _snapshot_locations as locations
 from handrail.stores.types import Lease
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
+from tests.common_tools import SENT, lookup, transfer
 from tests.specs.test_agent_spec import scripted_generator_yaml
-
-SENT: list[int] = []
-
-
-def transfer(amount: int) -> str:
-    """Send money.
-
-    Args:
-        amount: How much.
-    """
-    SENT.append(amount)
-    return f"sent {amount}"
-
-
-def lookup(q: str) -> str:
-    """Look a thing up.
-
-    Args:
-        q: What.
-    """
-    return f"found {q}"
 
 
 class RecordingStore(FileSnapshotStore):
@@ -247,8 +227,8 @@ def test_a_factory_must_return_a_snapshot_store(registry: None) -> None:
 
 def _agent_file(path: Path, replies: list[ChatMessage]) -> Path:
     path.write_text(
-        scripted_generator_yaml(replies) + "\ntools: [tests.specs.test_resume.transfer]\nallowed_modules: "
-        "[tests.specs]\nconfirmation:\n  transfer: always\n",
+        scripted_generator_yaml(replies) + "\ntools: [tests.common_tools.transfer]\nallowed_modules: "
+        "[tests.common_tools]\nconfirmation:\n  transfer: always\n",
         encoding="utf-8",
     )
     return path

@@ -18,19 +18,8 @@ from handrail.stores import open_snapshot_store
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 from tests.cases._helpers import asst, result_for, user
+from tests.common_tools import SENT, transfer
 from tests.stores.conftest import postgres_database, postgres_dsn, postgres_server_dsn  # noqa: F401 - fixtures
-
-SENT: list[int] = []
-
-
-def transfer(amount: int) -> str:
-    """Send money.
-
-    Args:
-        amount: How much.
-    """
-    SENT.append(amount)
-    return f"sent {amount}"
 
 
 def _agent(replies: list[ChatMessage], store: Any) -> Agent:
