@@ -1,8 +1,9 @@
-"""Breakpoints, approval pauses and the durable snapshot record of one run (DESIGN.md §3.10).
+"""Breakpoints, approval pauses and the durable snapshot record of one run.
 
-The step machine asks :class:`Checkpoints` whether a breakpoint fires and builds snapshots from it
-(pure); the drivers execute the :class:`Pause` and :class:`Finish` effects, and the ledger calls
-:meth:`Checkpoints.write_running` before and after each tool call of a durable run (store I/O).
+The step machine asks :class:`Checkpoints` whether a breakpoint fires (pure); the run's context executes the
+``Pause`` and ``Finish`` effects through it, and the ledger calls :meth:`Checkpoints.write_running` before and
+after each tool call of a durable run (store I/O, done by the drivers). A call is durably ``running`` before it
+starts and its result is durable before the step ends, so a resumed run never runs a recorded call again.
 
 A durable run writes to a snapshot store (a directory of files, SQLite or PostgreSQL) and keeps one
 *current record*: the snapshot it was resumed from, or one it creates at its first tool call (or

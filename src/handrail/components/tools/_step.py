@@ -1,9 +1,10 @@
 """The tool step: one batch of tool calls, written once as a sans-I/O generator.
 
-``tool_step`` yields :class:`RunCalls` (and :class:`Emit` when streaming) and receives the
-outcomes; the sync and async drivers in ``_execution`` run the tools. Both the public
-ToolInvoker and the Agent's step machine use it, so there is one implementation of the
-argument, validation, State and result rules (DESIGN.md §3.1–§3.7).
+``tool_step`` yields ``RunTools`` (and ``Emit`` when streaming) effects and receives the tools' outcomes; the
+drivers run the tools. Both the public ToolInvoker and the Agent's step machine use it, so there is one
+implementation of the rules: a call is answered by exactly one tool message, in call order; arguments are
+parsed as JSON and validated against the tool's schema before anything runs; State-injected values and the
+call's id are added as the tool declares; outputs merge into State in call order; results become text one way.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def _own_id(call_id: object) -> str | None:
 
 
 def writable_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
-    r"""``arguments`` itself when a snapshot can hold them, else text showing what was sent (DESIGN.md §3.4).
+    r"""``arguments`` itself when a snapshot can hold them, else text showing what was sent (which the call's parse then refuses).
 
     JSON data (:mod:`handrail.core.json_data`) is kept. Text with a surrogate code point gets ``\uXXXX``
     escapes in its place; any other value (a dict holding NaN, a lone surrogate or an object, or nested more
@@ -94,7 +95,7 @@ def _repaired(call: ToolCall, call_id: str) -> ToolCall:
 
 
 def repair_calls(calls: list[ToolCall], seen: set[str]) -> list[ToolCall]:
-    """Give every call a unique id and arguments a snapshot can hold, deterministically (DESIGN.md §3.4–§3.5).
+    """Give every call a unique id and arguments a snapshot can hold, deterministically (the same input, the same ids).
 
     Args:
         calls: The calls of one step, in order.
@@ -141,7 +142,7 @@ def _clip(value: object) -> str:
 
 
 def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str | None]:
-    """Parse a call's arguments (DESIGN.md §3.4), by the definition of JSON the snapshot writer uses.
+    """Parse a call's arguments (a JSON object, or an empty string for none), by the JSON the snapshot writer uses.
 
     Text is read with :func:`~handrail.core.json_data.parse_json`; a dict must be JSON data too. So NaN,
     Infinity, a lone surrogate and nesting deeper than :data:`~handrail.core.json_data.MAX_DEPTH` levels are
