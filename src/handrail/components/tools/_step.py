@@ -75,7 +75,7 @@ def _own_id(call_id: object) -> str | None:
 
 
 def writable_arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
-    r"""``arguments`` itself when a snapshot can hold them, else text showing what was sent (which the call's parse then refuses).
+    r"""``arguments`` itself when a snapshot can hold them, else text showing what was sent (its parse refuses it).
 
     JSON data (:mod:`handrail.core.json_data`) is kept. Text with a surrogate code point gets ``\uXXXX``
     escapes in its place; any other value (a dict holding NaN, a lone surrogate or an object, or nested more
