@@ -293,3 +293,23 @@ def test_the_protocol_continue_in_takes_the_cache_the_agent_passes() -> None:
     assert list(parameters) == ["self", "snapshot_id", "snapshot", "name", "cache"]
     assert parameters["cache"].default is None
     assert isinstance(Lease, type)
+
+
+def test_a_resume_tells_the_observers_given(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    class Kinds:
+        def started(self, event: object) -> None:
+            pass
+
+        def ended(self, event: object, ended: object) -> None:
+            seen.append(type(event).__name__)
+
+    store = FileSnapshotStore(tmp_path / "s")
+    with pytest.raises(HITLBreakpointException) as paused:
+        _agent([_asst(("t1", "transfer", {"amount": 2}))], store).run([ChatMessage.from_user("pay")])
+    snapshot_id = paused.value.snapshot.snapshot_id
+    assert snapshot_id is not None
+    agent = _agent([_asst(text="ok")], store)
+    handrail.resume(snapshot_id, store=store, agent=agent, decisions=[_approve("t1")], observers=[Kinds()])
+    assert "RunTools" in seen and seen[-1] == "Finish"

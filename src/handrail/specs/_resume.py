@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from handrail.errors import ConfigurationError, ConfigurationTypeError
 
 if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
+    from handrail.components.drivers import RunObserver
     from handrail.dataclasses.snapshot import AgentSnapshot
     from handrail.dataclasses.streaming import StreamingCallback
     from handrail.stores.types import SnapshotStore
@@ -162,6 +163,7 @@ def resume(
     unknown_outcome: str | None = None,
     allow_drift: bool = False,
     streaming_callback: StreamingCallback | None = None,
+    observers: Sequence[RunObserver] = (),
 ) -> dict[str, Any]:
     """Continue the paused run ``snapshot_id`` of ``store``, as ``handrail resume`` does.
 
@@ -183,6 +185,7 @@ def resume(
             (UnknownOutcomeError), ``"retry"`` runs it again with the same call id, ``"fail"`` records it failed.
         allow_drift: Resume although the agent's definition changed since the pause.
         streaming_callback: Receives the resumed run's streamed chunks.
+        observers: Told when each effect of the resumed run starts and ends (with the agent's own observers).
 
     Returns:
         The run's result, as :meth:`Agent.run` returns it.
@@ -199,7 +202,7 @@ def resume(
     with _the_store(store) as opened:
         snapshot, runner = _prepared(snapshot_id, opened, agent, decisions)
         return runner.run(messages=[], snapshot=snapshot, streaming_callback=streaming_callback,
-                          allow_drift=allow_drift, unknown_outcome=unknown_outcome)  # fmt: skip
+                          allow_drift=allow_drift, unknown_outcome=unknown_outcome, observers=observers)  # fmt: skip
 
 
 async def resume_async(
@@ -211,6 +214,7 @@ async def resume_async(
     unknown_outcome: str | None = None,
     allow_drift: bool = False,
     streaming_callback: StreamingCallback | None = None,
+    observers: Sequence[RunObserver] = (),
 ) -> dict[str, Any]:
     """Async twin of :func:`resume` (same arguments and result): the run goes on with :meth:`Agent.run_async`.
 
@@ -224,6 +228,7 @@ async def resume_async(
     try:
         snapshot, runner = await to_thread(_prepared, snapshot_id, opened, agent, decisions)
         return await runner.run_async(messages=[], snapshot=snapshot, streaming_callback=streaming_callback,
-                                      allow_drift=allow_drift, unknown_outcome=unknown_outcome)  # fmt: skip
+                                      allow_drift=allow_drift, unknown_outcome=unknown_outcome,
+                                      observers=observers)  # fmt: skip
     finally:
         await to_thread(stack.close)
