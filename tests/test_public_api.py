@@ -104,3 +104,14 @@ def test_a_stray_public_name_is_caught() -> None:
     package.json = json  # type: ignore[attr-defined]  # a module, but not one of the package's own
 
     assert _offered(package) - set(package.__all__) == {"TYPE_CHECKING", "json"}  # type: ignore[attr-defined]
+
+
+def test_stores_exports_what_a_store_of_ones_own_is_built_on() -> None:
+    """The docs tell users to build stores on SnapshotStoreBase and pass MessageCache: both are public there."""
+    import handrail.stores as stores
+    from handrail.dataclasses.snapshot import MessageCache
+    from handrail.stores._snapshot_base import SnapshotStoreBase
+
+    assert {"SnapshotStoreBase", "MessageCache"} <= set(stores.__all__)
+    assert stores.SnapshotStoreBase is SnapshotStoreBase and stores.MessageCache is MessageCache
+    assert issubclass(stores.SQLiteSnapshotStore, stores.SnapshotStoreBase)

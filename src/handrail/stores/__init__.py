@@ -8,7 +8,10 @@ Every backend passes the same conformance suite (:mod:`handrail.testing.store_su
 The Agent takes a ``chat_message_store`` and a ``memory_store``; approvals paused into a snapshot store
 are listed, decided and resumed from any process that opens the same store
 (:func:`open_snapshot_store` turns a directory, ``sqlite:///path``, ``postgresql://...`` or a URL of a scheme
-added with :func:`register_snapshot_store` into one).
+added with :func:`register_snapshot_store` into one). A store of your own is best built on
+:class:`SnapshotStoreBase` (the ``handrail`` commands need one: they list and check claims through its backend
+primitives); :class:`MessageCache` is the ``cache`` argument of ``SnapshotStore.continue_in`` / ``replace`` /
+``append_entries``.
 """
 
 import typing as _typing
@@ -36,9 +39,13 @@ _EXPORTS = {
     "store_for_location": "handrail.stores._snapshot_locations",
     "register_snapshot_store": "handrail.stores._snapshot_locations",
     "SnapshotStoreFactory": "handrail.stores._snapshot_locations",
+    "SnapshotStoreBase": "handrail.stores._snapshot_base",
+    "MessageCache": "handrail.dataclasses.snapshot",
 }
 
 if _typing.TYPE_CHECKING:
+    from handrail.dataclasses.snapshot import MessageCache
+    from handrail.stores._snapshot_base import SnapshotStoreBase
     from handrail.stores._snapshot_locations import (
         SnapshotStoreFactory,
         open_snapshot_store,
@@ -72,6 +79,7 @@ __all__ = [
     "Lease",
     "MESSAGE_ID_KEY",
     "MemoryStore",
+    "MessageCache",
     "PendingApproval",
     "PostgresChatMessageStore",
     "PostgresMemoryStore",
@@ -80,6 +88,7 @@ __all__ = [
     "SQLiteMemoryStore",
     "SQLiteSnapshotStore",
     "SnapshotStore",
+    "SnapshotStoreBase",
     "SnapshotStoreFactory",
     "ensure_message_id",
     "open_snapshot_store",
