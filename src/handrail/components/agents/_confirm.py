@@ -200,13 +200,14 @@ class Approvals:
                 continue
             entry = ledger.entries.get(inv.call.id or "")
             started = entry is not None and entry.status in ("running", "done", "failed")
-            decision = ledger.decision_for(inv.call, run.step_calls) if strategy is not None else None
-            if strategy is None or (started and decision is None):
-                out[i] = self._recorded(inv, state)  # past its approval already: answered from the record
+            awaiting = entry is not None and not started  # held at a pause: it runs only as a decision says
+            decision = ledger.decision_for(inv.call, run.step_calls) if strategy is not None or awaiting else None
+            if (started and decision is None) or (strategy is None and not awaiting):
+                out[i] = self._recorded(inv, state)  # past its approval already, or never asked: from the record
             elif decision is not None:
                 applied = self._apply(ConfirmRequest(strategy, inv), decision, state)
                 out[i] = self._recorded(applied, state) if type(applied) is Invocation else applied
-            elif is_pausing_strategy(strategy):
+            elif strategy is None or is_pausing_strategy(strategy):  # still undecided: held again
                 ledger.hold(inv.call, ConfirmRequest(strategy, inv).tool_params)
                 run.held.append(inv.call)
                 out[i] = Held(inv.call)
