@@ -7,6 +7,7 @@ a call's ledger entry wins over one given for it (:meth:`ToolExecutionDecision.f
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from handrail.dataclasses.decisions import ToolExecutionDecision
@@ -16,7 +17,23 @@ if TYPE_CHECKING:
     from handrail.dataclasses.chat_message import ToolCall
     from handrail.dataclasses.snapshot import AgentSnapshot
 
-__all__ = ["check_decision_types", "check_decisions", "merge_decisions", "unspent"]
+__all__ = ["bind_unnamed", "check_decision_types", "check_decisions", "merge_decisions", "unspent"]
+
+
+def bind_unnamed(decisions: list[ToolExecutionDecision], calls: list[ToolCall]) -> list[ToolExecutionDecision]:
+    """``decisions``, each one without ``tool_call_id`` given the id of the call it answers, when it answers one.
+
+    A decision without an id answers the step's only call of its tool (:meth:`ToolExecutionDecision.find`); named
+    so, it is compared with that call's recorded decision and with any other decision given for the call, as a
+    decision carrying the id is. A decision that answers no call is kept as it is (the checks refuse it).
+    """
+    bound = []
+    for decision in decisions:
+        matching = [c for c in calls if c.tool_name == decision.tool_name]
+        if decision.tool_call_id is None and len(matching) == 1 and matching[0].id:
+            decision = dataclasses.replace(decision, tool_call_id=matching[0].id)
+        bound.append(decision)
+    return bound
 
 
 def unspent(stored: AgentSnapshot, decisions: list[ToolExecutionDecision]) -> list[ToolExecutionDecision]:
@@ -55,12 +72,14 @@ def merge_decisions(
         recorded: The decisions the store holds.
         given: The caller's decisions.
         name: The snapshot, for messages.
-        calls: The paused step's calls (their proposed arguments equal an approval without edited ones).
+        calls: The paused step's calls (their proposed arguments equal an approval without edited ones; a
+            decision without ``tool_call_id`` answers the step's only call of its tool: :func:`bind_unnamed`).
 
     Raises:
         DecisionConflictError: A given decision differs from the recorded one for the same call.
     """
     proposed = {c.id: c.arguments for c in calls or () if isinstance(c.arguments, dict)}
+    recorded, given = bind_unnamed(recorded, list(calls or ())), bind_unnamed(given, list(calls or ()))
     by_id = {d.tool_call_id: d for d in recorded if d.tool_call_id is not None}
     out = list(recorded)
     for decision in given:
@@ -79,20 +98,24 @@ def merge_decisions(
 def check_decisions(snapshot: AgentSnapshot) -> None:
     """Every decision must answer a call of the paused step, by id (or by tool name when that tool has one call).
 
+    A decision without ``tool_call_id`` is checked as the decision for the call it answers (:func:`bind_unnamed`).
+
     Raises:
-        ConfigurationError: A decision for no pending call (named, with the calls that are pending), two
-            decisions for one call, or decisions on a snapshot that is not paused at a tool step.
+        ConfigurationError: A decision for no pending call (named, with the calls that are pending), or
+            decisions on a snapshot that is not paused at a tool step.
+        DecisionConflictError: Two different decisions for one call, or one differing from the call's recorded
+            decision.
     """
-    decisions = snapshot.tool_execution_decisions
-    check_decision_types(decisions)
-    if not decisions:
+    check_decision_types(snapshot.tool_execution_decisions)
+    if not snapshot.tool_execution_decisions:
         return
     calls = snapshot.pending_tool_calls
     if snapshot.position != "tool_invoker":
         raise ConfigurationError("tool_execution_decisions were given, but the snapshot is not paused at a tool step.")
+    decisions = bind_unnamed(snapshot.tool_execution_decisions, calls)
     ids = {c.id: c for c in calls}
     listed = [f"{c.id} ({c.tool_name})" for c in calls]
-    seen: set[str] = set()
+    seen: dict[str, ToolExecutionDecision] = {}
     for d in decisions:
         if d.tool_call_id is None:
             if sum(c.tool_name == d.tool_name for c in calls) != 1:
@@ -107,9 +130,12 @@ def check_decisions(snapshot: AgentSnapshot) -> None:
                 f"A decision names call '{d.tool_call_id}' to '{d.tool_name}', which is not a call of the paused step: "
                 f"{listed}."
             )
-        if d.tool_call_id in seen:
-            raise ConfigurationError(f"Two decisions were given for call '{d.tool_call_id}'; give exactly one.")
-        seen.add(d.tool_call_id)
+        other = seen.setdefault(d.tool_call_id, d)
+        if other is not d and not d.same_as(other, call.arguments if isinstance(call.arguments, dict) else None):
+            raise DecisionConflictError(
+                f"Two different decisions were given for call '{d.tool_call_id}' to '{d.tool_name}': "
+                f"{other.to_dict()} and {d.to_dict()}; give exactly one."
+            )
         _check_against_ledger(snapshot, d, call)
 
 
