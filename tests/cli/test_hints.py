@@ -83,17 +83,64 @@ def test_the_resume_hint_after_deciding_a_python_paused_run_runs(tmp_path: Path,
     assert "the snapshot records no agent file (the run was paused from Python)" in approved.output
 
 
+def printed_python(text: str) -> list[str]:
+    """The Python statements in ``text`` that resume a run (``import handrail; handrail.resume(...)``), in order."""
+    return re.findall(r"^\s*((?:from handrail\.stores import \w+; )?import handrail; handrail\.resume\(.*\))$", text,
+                      re.MULTILINE)  # fmt: skip
+
+
+def run_python(statement: str, agent: Any) -> None:
+    """Run a printed Python statement as printed, the Agent being ``agent`` (what the hint says it stands for)."""
+    exec(statement, {"agent": agent})
+
+
 def test_the_python_line_of_the_hint_resumes_the_run(tmp_path: Path, log: Path) -> None:
     agent_file, folder, sid = paused_from_python(tmp_path, [PAY])
     approved = cli("approvals", "approve", sid, "--dir", folder, "--by", "ann")
-    found = re.search(
-        r"Or resume it in Python, with that agent: (agent\.run\(.*\)\)) \(open_snapshot_store", approved.output
-    )
-    assert found is not None, approved.output
+    (statement,) = printed_python(approved.output)
+    assert "Or resume it in Python, with that agent as `agent`:" in approved.output
     agent_yaml(agent_file, [DONE])
     agent = build_agent(load_agent_spec(agent_file), base_dir=tmp_path, approve="pause", snapshot_dir=folder)
-    result = eval(found.group(1), {"agent": agent, "open_snapshot_store": open_snapshot_store})
-    assert result["last_message"].text == "The rent is paid." and transfers(log) == ["5"]
+    run_python(statement, agent)
+    assert transfers(log) == ["5"] and open_snapshot_store(folder).load(sid).status == "done"
+
+
+@pytest.mark.parametrize("outcome", ["retry", "fail"])
+def test_the_python_lines_for_an_interrupted_python_paused_run_run(tmp_path: Path, log: Path, outcome: str) -> None:
+    agent_file, folder, sid = paused_from_python(tmp_path, [PAY])
+    assert cli("approvals", "approve", sid, "--dir", folder).exit_code == 0
+    died_during_the_transfer(folder, sid)
+    listed = cli("approvals", "list", "--dir", folder)
+    shown = cli("approvals", "show", sid, "--dir", folder)
+    refused = cli("approvals", "reject", sid, "--dir", folder, "--feedback", "no")
+    retry, fail = printed_python(listed.output)
+    assert printed_python(shown.output) == [retry, fail] == printed_python(refused.output)
+    assert retry.endswith("unknown_outcome='retry')") and fail.endswith("unknown_outcome='fail')")
+    agent_yaml(agent_file, [DONE])
+    agent = build_agent(load_agent_spec(agent_file), base_dir=tmp_path, approve="pause", snapshot_dir=folder)
+    run_python(retry if outcome == "retry" else fail, agent)
+    assert transfers(log) == (["5"] if outcome == "retry" else [])
+    assert open_snapshot_store(folder).load(sid).status == "done"
+
+
+def test_the_python_line_opens_the_store_with_the_trusted_modules(tmp_path: Path, log: Path) -> None:
+    agent_file = agent_yaml(tmp_path / "agent.yaml", [PAY])
+    url = f"sqlite:///{tmp_path / 'approvals.db'}"
+    agent = build_agent(load_agent_spec(agent_file), base_dir=tmp_path, approve="pause",
+                        snapshot_store=open_snapshot_store(url))  # fmt: skip
+    from handrail.dataclasses import ChatMessage
+
+    with pytest.raises(HITLBreakpointException) as caught:
+        agent.run([ChatMessage.from_user("Pay the rent.")])
+    sid = caught.value.snapshot.snapshot_id  # type: ignore[union-attr]
+    approved = cli("approvals", "approve", sid, "--store", url, "--allow-module", "tests.cli")
+    (statement,) = printed_python(approved.output)
+    assert "allowed_modules=['tests.cli']" in statement
+    agent_yaml(agent_file, [DONE])
+    again = build_agent(load_agent_spec(agent_file), base_dir=tmp_path, approve="pause",
+                        snapshot_store=open_snapshot_store(url))  # fmt: skip
+    run_python(statement, again)
+    assert transfers(log) == ["5"] and open_snapshot_store(url).load(sid).status == "done"
 
 
 def test_every_command_printed_at_a_pause_and_after_the_decisions_runs(tmp_path: Path, log: Path) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "fail_usage",
     "indented",
     "printable",
+    "python_resume",
     "quote",
     "recorded_agent_file",
     "reported",
@@ -279,10 +280,28 @@ def resume_command(snapshot: Any, store: Any, *options: str) -> str:
     return " ".join([command, *options])
 
 
+def python_resume(snapshot: Any, store: Any, unknown_outcome: str | None = None) -> str:
+    """The Python statement that resumes ``snapshot`` with an Agent named ``agent``, runnable as printed.
+
+    ``import handrail; handrail.resume('<id>', store='<url or dir>', agent=agent)``, with ``unknown_outcome=``
+    when given; a store the command was given ``--allow-module`` for is opened with those ``allowed_modules``.
+    """
+    value = repr(store.value)
+    imports = "import handrail"
+    if store.allow_modules:
+        imports = f"from handrail.stores import open_snapshot_store; {imports}"
+        value = f"open_snapshot_store({value}, allowed_modules={list(store.allow_modules)!r})"
+    outcome = f", unknown_outcome={unknown_outcome!r}" if unknown_outcome else ""
+    statement = f"{imports}; handrail.resume({str(snapshot.snapshot_id)!r}, store={value}, agent=agent{outcome})"
+    return printable(statement)
+
+
 def agent_file_note(snapshot: Any, store: Any) -> str:
     """What AGENT.yaml stands for in :func:`resume_command`, and how to resume in Python instead (leading space).
 
-    ``""`` when the snapshot's agent file is recorded and there.
+    ``""`` when the snapshot's agent file is recorded and there. The Python statements (:func:`python_resume`)
+    end their lines and run as printed, given the Agent as ``agent``: with ``unknown_outcome='retry'`` and
+    ``'fail'`` (one line each) for a snapshot with a call found running, which plain resuming refuses.
     """
     if recorded_agent_file(snapshot) is not None:
         return ""
@@ -291,10 +310,12 @@ def agent_file_note(snapshot: Any, store: Any) -> str:
         why = f"the agent file recorded in the snapshot ({printable(recorded)}) is gone"
     else:
         why = "the snapshot records no agent file (the run was paused from Python)"
+    note = f" Replace AGENT.yaml with an agent file that defines the same agent: {why}."
+    if not running_calls(snapshot):
+        return f"{note} Or resume it in Python, with that agent as `agent`:\n  {python_resume(snapshot, store)}"
     return (
-        f" Replace AGENT.yaml with an agent file that defines the same agent: {why}. Or resume it in Python, "
-        f"with that agent: agent.run(messages=[], snapshot=open_snapshot_store({printable(repr(store.value))})"
-        f".load({printable(repr(str(snapshot.snapshot_id)))})) (open_snapshot_store is in handrail.stores)."
+        f"{note} Or resume it in Python, with that agent as `agent`, with one of:\n"
+        f"  {python_resume(snapshot, store, 'retry')}\n  {python_resume(snapshot, store, 'fail')}"
     )
 
 
