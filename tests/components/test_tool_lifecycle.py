@@ -94,6 +94,7 @@ def test_agent_close_and_aclose_close_the_toolsets_and_the_tools_each_once() -> 
     agent.warm_up()
     agent.close()
     assert (toolset.closes, toolset.acloses, toolset.tool.closes, alone.closes) == (1, 0, 1, 1)
+    agent.warm_up()  # open again: the next close closes them again
     asyncio.run(agent.aclose())
     assert (toolset.closes, toolset.acloses, toolset.tool.closes, alone.closes) == (1, 1, 2, 2)
 
@@ -122,8 +123,91 @@ def test_the_tool_invoker_warms_a_toolset_once_and_closes_it() -> None:
     asyncio.run(invoker.run_async([calls("remote")]))
     assert (toolset.warm_ups, alone.warm_ups) == (1, 1)
     invoker.close()
+    invoker.warm_up()
     asyncio.run(invoker.aclose())
     assert (toolset.closes, toolset.acloses, alone.closes) == (1, 1, 2)
+
+
+class Server(Toolset):
+    """The docs' ServerTools: its tool answers whether the toolset is connected when it runs."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.connected = False
+        self.log: list[str] = []
+
+    def warm_up(self) -> None:
+        self.log.append("warm")
+        if not self.connected:
+            self.connected = True
+            self.tools = [Tool(name="ping", description="", parameters=NO_ARGS, function=self.ping)]
+        super().warm_up()
+
+    def ping(self) -> str:
+        return "pong" if self.connected else "used while disconnected"
+
+    def close(self) -> None:
+        self.log.append("close")
+        self.connected = False
+
+    async def aclose(self) -> None:
+        self.log.append("aclose")
+        self.connected = False
+
+
+def test_after_close_a_run_warms_the_toolset_again_and_a_second_close_closes_nothing() -> None:
+    server = Server()
+    replies = [calls("ping"), ChatMessage.from_assistant("a"), calls("ping"), ChatMessage.from_assistant("b")]
+    agent = Agent(chat_generator=ScriptedChatGenerator(replies), tools=[server])
+    assert results(agent.run([ChatMessage.from_user("x")])) == ["pong"]
+    agent.close()
+    agent.close()
+    asyncio.run(agent.aclose())
+    assert server.log == ["warm", "close"]
+    assert results(agent.run([ChatMessage.from_user("x")])) == ["pong"]  # connected again by the run
+    asyncio.run(agent.aclose())
+    asyncio.run(agent.aclose())
+    assert server.log == ["warm", "close", "warm", "aclose"]
+
+
+def test_an_object_whose_close_raised_is_not_closed_again_and_its_error_is_raised_once() -> None:
+    class Failing(CountingTool):
+        def close(self) -> None:
+            super().close()
+            raise OSError("socket already gone")
+
+    failing, other = Failing("failing"), CountingTool("other")
+    agent = Agent(chat_generator=ScriptedChatGenerator([]), tools=[failing, other])
+    agent.warm_up()
+    with pytest.raises(OSError, match="already gone"):
+        agent.close()
+    agent.close()
+    asyncio.run(agent.aclose())
+    assert (failing.closes, other.closes) == (1, 1)
+
+
+def test_the_tools_of_a_base_toolset_are_warmed_again_after_close() -> None:
+    inner = CountingTool("inner")
+    agent = Agent(chat_generator=ScriptedChatGenerator([]), tools=Toolset([inner]))
+    agent.warm_up()
+    agent.close()
+    agent.warm_up()
+    agent.warm_up()
+    assert (inner.warm_ups, inner.closes) == (2, 1)
+
+
+def test_the_tool_invoker_closes_once_and_warms_again_after_close() -> None:
+    server = Server()
+    server.warm_up()  # a ToolInvoker needs at least one tool when it is made
+    invoker = ToolInvoker(tools=server)
+    invoker.close()
+    invoker.close()
+    asyncio.run(invoker.aclose())
+    assert server.log == ["warm", "close"]
+    [out] = invoker.run([calls("ping")])["tool_messages"]
+    assert out.tool_call_result.result == "pong"
+    invoker.close()
+    assert server.log == ["warm", "close", "warm", "close"]
 
 
 def test_a_toolset_passed_to_one_run_is_warmed_by_it_and_left_open() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 
-__all__ = ["aclose_tools", "close_tools", "tools_need_warm_up", "warm_up_tools"]
+__all__ = ["aclose_objects", "close_objects", "mark_warmed", "objects_to_close", "tools_need_warm_up", "warm_up_tools"]
 
 
 def _items(tools: Any) -> list[Any]:
@@ -39,7 +39,7 @@ def tools_need_warm_up(tools: Any, warmed: dict[int, object]) -> bool:
     return any(id(part) not in warmed for part in _parts(tools))
 
 
-def warm_up_tools(tools: Any, warmed: dict[int, object]) -> None:
+def warm_up_tools(tools: Any, warmed: dict[int, object], closed: dict[int, object] | None = None) -> None:
     """Call ``warm_up()`` on each toolset and each tool of ``tools`` not in ``warmed``, and record them there.
 
     A toolset is warmed before its tools are listed; tools it warmed itself (the base Toolset warms its tools)
@@ -49,24 +49,33 @@ def warm_up_tools(tools: Any, warmed: dict[int, object]) -> None:
     Args:
         tools: A list of Tools and Toolsets, or one Toolset.
         warmed: ``{id(object): object}``; the reference keeps the id from being reused by another object.
+        closed: The owner's objects closed since their last warm-up (see :func:`objects_to_close`): an object
+            warmed again is open again, and the next close closes it.
     """
+    closed = {} if closed is None else closed
     for item in _items(tools):
         if isinstance(item, Toolset):
             if id(item) not in warmed:
                 item.warm_up()
-                warmed[id(item)] = item
+                mark_warmed(item, warmed, closed)
                 for tool in getattr(item, "_warmed", {}).values():
-                    warmed[id(tool)] = tool
+                    mark_warmed(tool, warmed, closed)
             for tool in item:
-                _warm_tool(tool, warmed)
+                _warm_tool(tool, warmed, closed)
         else:
-            _warm_tool(item, warmed)
+            _warm_tool(item, warmed, closed)
 
 
-def _warm_tool(tool: Tool, warmed: dict[int, object]) -> None:
+def mark_warmed(obj: object, warmed: dict[int, object], closed: dict[int, object]) -> None:
+    """Record ``obj`` as warmed (the reference keeps its id from being reused) and no longer closed."""
+    warmed[id(obj)] = obj
+    closed.pop(id(obj), None)
+
+
+def _warm_tool(tool: Tool, warmed: dict[int, object], closed: dict[int, object]) -> None:
     if id(tool) not in warmed:
         tool.warm_up()
-        warmed[id(tool)] = tool
+        mark_warmed(tool, warmed, closed)
 
 
 def _closing_order(objects: list[Any]) -> list[Any]:
@@ -79,14 +88,42 @@ def _closing_order(objects: list[Any]) -> list[Any]:
     return unique
 
 
-def close_tools(tools: Any, others: tuple[object, ...] = ()) -> None:
-    """Call ``close()`` on ``others``, then on each toolset and tool of ``tools`` that has one, each object once.
+def objects_to_close(
+    tools: Any, others: tuple[object, ...], warmed: dict[int, object], closed: dict[int, object]
+) -> list[Any]:
+    """The objects a close must close, recorded as closed: call it under the owner's warm-up lock.
 
-    Every object is closed even when one raises; the first error is raised afterwards. The tools of a toolset
-    are listed before it is closed.
+    They are ``others``, then each toolset and tool of ``tools`` (a toolset's tools listed before it is closed),
+    each once, leaving out those closed already and not warmed since: closing twice closes nothing the second
+    time, and an object whose ``close`` raised is not closed again. ``warmed`` is emptied (and a base Toolset
+    forgets the tools it warmed), so the next run warms everything again, as after a fresh start.
+
+    Args:
+        tools: A list of Tools and Toolsets, or one Toolset.
+        others: The owner's other objects (an Agent's chat generator and hooks).
+        warmed: The owner's ``{id(object): object}`` of the objects warmed.
+        closed: The owner's ``{id(object): object}`` of the objects closed and not warmed since.
+    """
+    parts = _closing_order([*others, *_parts(tools)])
+    todo = [obj for obj in parts if id(obj) not in closed]
+    for obj in parts:
+        toolset_warmed = getattr(obj, "_warmed", None) if isinstance(obj, Toolset) else None
+        if isinstance(toolset_warmed, dict):
+            for tool in obj:
+                toolset_warmed.pop(id(tool), None)
+    closed.clear()  # objects no longer the owner's are dropped with it
+    closed.update((id(obj), obj) for obj in parts)
+    warmed.clear()
+    return todo
+
+
+def close_objects(objects: list[Any]) -> None:
+    """Call ``close()`` on each object that has one.
+
+    Every object is closed even when one raises; the first error is raised afterwards.
     """
     errors: list[Exception] = []
-    for obj in _closing_order([*others, *_parts(tools)]):
+    for obj in objects:
         close = getattr(obj, "close", None)
         if callable(close):
             try:
@@ -97,10 +134,10 @@ def close_tools(tools: Any, others: tuple[object, ...] = ()) -> None:
         raise errors[0]
 
 
-async def aclose_tools(tools: Any, others: tuple[object, ...] = ()) -> None:
-    """Async twin of :func:`close_tools`: awaits ``aclose()`` where an object has one, else calls ``close()``."""
+async def aclose_objects(objects: list[Any]) -> None:
+    """Async twin of :func:`close_objects`: awaits ``aclose()`` where an object has one, else calls ``close()``."""
     errors: list[Exception] = []
-    for obj in _closing_order([*others, *_parts(tools)]):
+    for obj in objects:
         aclose = getattr(obj, "aclose", None)
         close = aclose if callable(aclose) else getattr(obj, "close", None)
         if not callable(close):

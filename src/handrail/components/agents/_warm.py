@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents._plan import RunRequest, Started, start_run
 from handrail.core._threads import to_thread
-from handrail.tools._lifecycle import tools_need_warm_up, warm_up_tools
+from handrail.tools._lifecycle import mark_warmed, tools_need_warm_up, warm_up_tools
 
 if TYPE_CHECKING:
     import asyncio
@@ -32,24 +32,24 @@ def warm_up(agent: Agent) -> None:
 
     The order is the generator, each toolset (its own ``warm_up``, before its tools are listed) and tool, then the
     hooks. Threads that start runs together wait for the one warming; an object that raised is tried again by
-    the next run.
+    the next run. After :meth:`Agent.close` every object is warmed again, as after a fresh start.
     """
     if not needs_warm_up(agent):
         return
     with agent._warm_lock:
-        _warm_once(agent.chat_generator, agent._warmed)
-        warm_up_tools(agent.tools, agent._warmed)
+        _warm_once(agent.chat_generator, agent._warmed, agent._closed)
+        warm_up_tools(agent.tools, agent._warmed, agent._closed)
         for hook in agent._hooks():
-            _warm_once(hook, agent._warmed)
+            _warm_once(hook, agent._warmed, agent._closed)
 
 
-def _warm_once(obj: object, warmed: dict[int, object]) -> None:
+def _warm_once(obj: object, warmed: dict[int, object], closed: dict[int, object]) -> None:
     if id(obj) in warmed:
         return
     warm = getattr(obj, "warm_up", None)
     if callable(warm):
         warm()
-    warmed[id(obj)] = obj  # the reference keeps the id from being reused by another object
+    mark_warmed(obj, warmed, closed)
 
 
 async def start_run_off_loop(agent: Agent, req: RunRequest) -> Started:

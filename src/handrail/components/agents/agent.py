@@ -25,7 +25,7 @@ from handrail.dataclasses.streaming import StreamingCallback
 from handrail.hooks.types import Hook
 from handrail.human_in_the_loop.types import ConfirmationStrategy
 from handrail.stores.types import ChatMessageStore, MemoryStore
-from handrail.tools._lifecycle import aclose_tools, close_tools
+from handrail.tools._lifecycle import aclose_objects, close_objects, objects_to_close
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -148,6 +148,7 @@ class Agent(FreshLockOnCopy):
         self.required_variables = required_variables
         self.observers: list[RunObserver] = cfg.check_observers(observers, "observers")
         self._warmed: dict[int, object] = {}
+        self._closed: dict[int, object] = {}  # closed by close() and not warmed since
         self._warm_lock = threading.Lock()
         self._check()
         refresh_sockets(self)
@@ -181,14 +182,20 @@ class Agent(FreshLockOnCopy):
         """Close the chat generator, the hooks, the toolsets and the tools that have a ``close()``.
 
         Each object is closed once (a toolset's tools too, listed before it is closed); every object is closed
-        even when one raises, and the first error is raised afterwards. Tools and toolsets passed to a single
+        even when one raises, and the first error is raised afterwards. A second close closes nothing, not
+        even an object whose ``close()`` raised; the next run (or :meth:`warm_up`) warms every object again, as
+        after a fresh start, and the close after it closes them again. Tools and toolsets passed to a single
         run are not the Agent's: whoever made them closes them.
         """
-        close_tools(self.tools, (self.chat_generator, *self._hooks()))
+        close_objects(self._to_close())
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`: awaits ``aclose()`` where an object has one, else calls ``close()``."""
-        await aclose_tools(self.tools, (self.chat_generator, *self._hooks()))
+        await aclose_objects(self._to_close())
+
+    def _to_close(self) -> list[object]:
+        with self._warm_lock:  # taken, not held while closing: an aclose awaits
+            return objects_to_close(self.tools, (self.chat_generator, *self._hooks()), self._warmed, self._closed)
 
     def _hooks(self) -> list[object]:
         table = self._hook_table

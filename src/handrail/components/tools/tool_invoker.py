@@ -15,7 +15,7 @@ from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback, is_async_callback
 from handrail.errors import ConfigurationError, ConfigurationTypeError
-from handrail.tools._lifecycle import aclose_tools, close_tools, tools_need_warm_up, warm_up_tools
+from handrail.tools._lifecycle import aclose_objects, close_objects, objects_to_close, tools_need_warm_up, warm_up_tools
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import deserialize_tools, flatten_tools, serialize_tools
@@ -104,26 +104,34 @@ class ToolInvoker(FreshLockOnCopy):
         self.enable_streaming_callback_passthrough = enable_streaming_callback_passthrough
         self.max_workers = check_max_workers(max_workers)
         self._warmed: dict[int, object] = {}
+        self._closed: dict[int, object] = {}  # closed by close() and not warmed since
         self._warm_lock = threading.Lock()
 
     def warm_up(self) -> None:
         """Warm up each toolset (its own ``warm_up()``, before its tools are listed) and each tool, once.
 
         Idempotent, also when several threads run at once; runs do it automatically. Tools a toolset gained
-        since, and tools assigned to ``tools`` later, are warmed by the next call.
+        since, and tools assigned to ``tools`` later, are warmed by the next call; after :meth:`close`, all are.
         """
         if not tools_need_warm_up(self.tools, self._warmed):
             return
         with self._warm_lock:
-            warm_up_tools(self.tools, self._warmed)
+            warm_up_tools(self.tools, self._warmed, self._closed)
 
     def close(self) -> None:
-        """Close the toolsets and tools that have a ``close()``, each once (see :meth:`Agent.close`)."""
-        close_tools(self.tools)
+        """Close the toolsets and tools that have a ``close()``, each once (see :meth:`Agent.close`).
+
+        A second close closes nothing; the next run warms them again, and the close after it closes them again.
+        """
+        close_objects(self._to_close())
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`: awaits ``aclose()`` where an object has one, else calls ``close()``."""
-        await aclose_tools(self.tools)
+        await aclose_objects(self._to_close())
+
+    def _to_close(self) -> list[object]:
+        with self._warm_lock:  # taken, not held while closing: an aclose awaits
+            return objects_to_close(self.tools, (), self._warmed, self._closed)
 
     def _prepare(
         self,
