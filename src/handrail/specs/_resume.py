@@ -193,7 +193,8 @@ def resume(
     Raises:
         ConfigurationError: ``agent`` is None and the snapshot names no agent file that exists; or bad arguments.
         ConfigurationTypeError: A ``store``, ``agent`` or ``decisions`` of the wrong type.
-        SnapshotError: No such snapshot in the store.
+        SnapshotError: No such snapshot in the store (a ``sqlite:`` file that does not exist is refused so, "no
+            such database file", and is not created).
         SnapshotUnavailableError: The snapshot is being resumed elsewhere, was resumed, or its run finished.
         HITLBreakpointException: Calls still without a decision paused the run again (``.snapshot`` holds the
             new snapshot, in ``store``).

@@ -34,7 +34,7 @@ from typing import Any
 
 from handrail.core._files import FileLock
 from handrail.dataclasses.snapshot import AgentSnapshot
-from handrail.errors import StoreError
+from handrail.errors import ConfigurationError, SnapshotError, StoreError
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._snapshot_records import Changes
 from handrail.stores._sqlite import SQLiteDatabase
@@ -71,8 +71,12 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
     """Snapshots as rows of a SQLite database file (see the module docstring).
 
     Args:
-        path: The database file (created with its folder on first use; it may hold other stores' tables too),
-            or ``":memory:"`` for a private in-process database.
+        path: The database file (it may hold other stores' tables too), or ``":memory:"`` for a private
+            in-process database. Only storing a new snapshot (``save``, ``create``: a run pausing into the store)
+            creates a missing file, with its folder. Through a file that does not exist, loading, claiming,
+            deciding or resuming a snapshot is refused (SnapshotError "no such database file"), ``exists`` is
+            False and the listings are empty (as for a directory store's missing directory); none of them creates
+            anything, so a mistyped path is never turned into an empty database.
         allowed_modules: Module prefixes whose classes state values in the records may name, besides handrail's.
         lock_timeout: Seconds a decision waits for a claim held elsewhere before raising
             SnapshotUnavailableError.
@@ -80,7 +84,8 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
             (the row is skipped); default: a ``UserWarning`` naming the store and the id.
 
     Raises:
-        ConfigurationError: For a negative or non-numeric ``lock_timeout``.
+        ConfigurationError: For an empty ``path``, or a negative or non-numeric ``lock_timeout``.
+        SnapshotError (on loading, claiming or deciding): The file does not exist ("no such database file").
         StoreError (on first use): The file cannot be opened, is not a database, or holds a newer schema.
     """
 
@@ -94,11 +99,16 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
     ) -> None:
         super().__init__(allowed_modules=allowed_modules, lock_timeout=lock_timeout, on_error=on_error)
         raw = os.fspath(path)
+        if not isinstance(raw, str) or not raw.strip():
+            raise ConfigurationError(
+                f"A SQLite snapshot store needs a database file path (or ':memory:'), got {raw!r}."
+            )
         self.path = raw if raw == ":memory:" else os.path.abspath(raw)
         """The database file (absolute), or ``":memory:"``."""
         self._db = SQLiteDatabase(self.path, store=_STORE, migrations=_MIGRATIONS)
         self._memory_claims: set[str] = set()
         self._memory_lock = threading.Lock()
+        self._file_seen = self.path == ":memory:"
 
     def __str__(self) -> str:
         return f"{_STORE}('{self.path}')"
@@ -116,6 +126,20 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
     def close(self) -> None:
         """Close this thread's connection (it reopens on next use)."""
         self._db.close()
+
+    def _missing(self) -> bool:
+        """Whether the database file does not exist: reads then find nothing, and connect to (create) nothing."""
+        if not self._file_seen:
+            self._file_seen = os.path.lexists(self.path)
+        return not self._file_seen
+
+    def _unknown(self, snapshot_id: str) -> SnapshotError:
+        if self._missing():
+            return SnapshotError(
+                f"No snapshot {snapshot_id!r} in {self}: no such database file ({self.path}); nothing was created "
+                f"(a run pausing into the store creates it)."
+            )
+        return super()._unknown(snapshot_id)
 
     # -- claims ------------------------------------------------------------------------------------
 
@@ -150,7 +174,9 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
     @contextlib.contextmanager
     def _scope(self, snapshot_id: str | None) -> Iterator[sqlite3.Connection]:
         release = None
-        if snapshot_id is not None:
+        if snapshot_id is not None:  # an existing record (None: a new one, whose write creates a missing file)
+            if self._missing():
+                raise self._unknown(snapshot_id)
             release = self._wait_for_claim(snapshot_id)
             if release is None:
                 raise self._being_resumed(snapshot_id)
@@ -168,10 +194,14 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
             raise StoreError(f"{self}: {exc} (snapshot {params[0] if params else '-'})") from exc
 
     def _read(self, handle: Any, snapshot_id: str) -> bytes | None:
+        if handle is None and self._missing():
+            return None
         row = self._run(handle, "SELECT data FROM handrail_snapshots WHERE snapshot_id = ?", (snapshot_id,)).fetchone()
         return None if row is None else _as_bytes(row[0])
 
     def _exists(self, snapshot_id: str) -> bool:
+        if self._missing():
+            return False
         sql = "SELECT 1 FROM handrail_snapshots WHERE snapshot_id = ?"
         return self._run(None, sql, (snapshot_id,)).fetchone() is not None
 
@@ -201,6 +231,8 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
         self._run(handle, f"DELETE FROM {_ENTRIES} WHERE snapshot_id = ?", (snapshot_id,))
 
     def _records(self, paused_only: bool) -> Iterator[tuple[str, bytes, Changes]]:
+        if self._missing():
+            return
         where = " WHERE status = 'paused'" if paused_only else ""
         rows = self._run(
             None, f"SELECT snapshot_id, data FROM handrail_snapshots{where} ORDER BY created_at, snapshot_id", ()
@@ -245,6 +277,8 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
         return self._run(handle, sql, (snapshot_id,)).fetchone() is not None
 
     def _some_ids(self) -> list[str]:
+        if self._missing():
+            return []
         rows = self._run(
             None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
         ).fetchall()
