@@ -6,8 +6,9 @@ stores). A driver loops: take the effect, execute it (through the context, or it
 another process, a tool call run as a job elsewhere), send the result back. :class:`SyncDriver` and
 :class:`AsyncDriver` are the drivers of ``Agent.run`` / ``run_async``; another driver implements :class:`RunDriver`.
 
-Observers (:class:`RunObserver`) see the start and end of every effect, and of each tool call of a
-``RunTools`` effect, in both drivers.
+Observers (:class:`RunObserver`) see the start and end of every effect :func:`execute_sync` /
+:func:`execute_async` executes (both drivers use them, and so can yours), of each tool call of a ``RunTools``
+effect, and of each durable write of the ledger around those calls (a ``Persist`` event).
 """
 
 from __future__ import annotations
@@ -191,7 +192,37 @@ class RunDriver(Protocol):
 
 
 def execute_sync(context: RunContext, effect: Effect) -> Any:
-    """Execute ``effect`` through ``context`` (one table over every kind of effect)."""
+    """Execute ``effect`` through ``context``, telling the context's observers when it starts and ends."""
+    observers = context.observers
+    if not observers:
+        return _dispatch_sync(context, effect)
+    began = notify_started(observers, effect)
+    try:
+        result = _dispatch_sync(context, effect)
+    except BaseException as exc:
+        notify_ended(observers, effect, began, error=exc)
+        raise
+    notify_ended(observers, effect, began, result)
+    return result
+
+
+async def execute_async(context: RunContext, effect: Effect) -> Any:
+    """Async twin of :func:`execute_sync`."""
+    observers = context.observers
+    if not observers:
+        return await _dispatch_async(context, effect)
+    began = notify_started(observers, effect)
+    try:
+        result = await _dispatch_async(context, effect)
+    except BaseException as exc:
+        notify_ended(observers, effect, began, error=exc)
+        raise
+    notify_ended(observers, effect, began, result)
+    return result
+
+
+def _dispatch_sync(context: RunContext, effect: Effect) -> Any:
+    """The context's method for each kind of effect (one table, checked exhaustively)."""
     match effect:
         case CallModel():
             return context.call_model(effect)
@@ -215,8 +246,8 @@ def execute_sync(context: RunContext, effect: Effect) -> Any:
             assert_never(effect)
 
 
-async def execute_async(context: RunContext, effect: Effect) -> Any:
-    """Async twin of :func:`execute_sync`."""
+async def _dispatch_async(context: RunContext, effect: Effect) -> Any:
+    """Async twin of :func:`_dispatch_sync`."""
     match effect:
         case CallModel():
             return await context.call_model_async(effect)
@@ -280,19 +311,9 @@ class SyncDriver:
     def drive(self, run: Run) -> Any:
         """Drive ``run`` to its end and return its result."""
         context = run.context
-        observers = context.observers
         result: Any = None
         while (effect := run.send(result)) is not None:
-            if not observers:
-                result = execute_sync(context, effect)
-                continue
-            began = notify_started(observers, effect)
-            try:
-                result = execute_sync(context, effect)
-            except BaseException as exc:
-                notify_ended(observers, effect, began, error=exc)
-                raise
-            notify_ended(observers, effect, began, result)
+            result = execute_sync(context, effect)
         return run.result
 
 
@@ -302,17 +323,7 @@ class AsyncDriver:
     async def drive(self, run: Run) -> Any:
         """Drive ``run`` to its end and return its result."""
         context = run.context
-        observers = context.observers
         result: Any = None
         while (effect := run.send(result)) is not None:
-            if not observers:
-                result = await execute_async(context, effect)
-                continue
-            began = notify_started(observers, effect)
-            try:
-                result = await execute_async(context, effect)
-            except BaseException as exc:
-                notify_ended(observers, effect, began, error=exc)
-                raise
-            notify_ended(observers, effect, began, result)
+            result = await execute_async(context, effect)
         return run.result

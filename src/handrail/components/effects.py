@@ -150,13 +150,7 @@ class Emit:
 Effect = CallModel | RunTools | AskApproval | RunHooks | LoadStores | Persist | Pause | Finish | Emit
 """Every effect a run can yield."""
 
-_PLAIN: dict[str, type[Any]] = {
-    "load_stores": LoadStores,
-    "run_hooks": RunHooks,
-    "persist": Persist,
-    "pause": Pause,
-    "finish": Finish,
-}
+_PLAIN: dict[str, type[Any]] = {"load_stores": LoadStores, "persist": Persist, "finish": Finish}
 
 
 def _invocations(items: list[ToolInvocation]) -> list[dict[str, Any]]:
@@ -210,37 +204,106 @@ def _result_json(value: object) -> dict[str, Any]:
     raise TypeError(f"to_json takes an effect or a result item, got {type(value).__name__}.")
 
 
-def _tool_invocations(items: list[dict[str, Any]]) -> list[ToolInvocation]:
-    return [ToolInvocation(i["call_id"], i["tool_name"], i["arguments"], i["key"]) for i in items]
+_POSITIONS = ("chat_generator", "tool_invoker")
+_POINTS = ("before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run")
+
+
+def _get(data: dict[str, Any], name: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if name not in data:
+        raise ValueError(f"from_json: {where} has no {name!r}.")
+    value = data[name]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"from_json: {where}.{name} must be {_kind_name(kind)}, got {type(value).__name__}.")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+
+
+def _strings(data: dict[str, Any], name: str, where: str) -> list[str]:
+    values: list[Any] = _get(data, name, list, where)
+    if not all(isinstance(v, str) for v in values):
+        raise ValueError(f"from_json: {where}.{name} must be a list of strings.")
+    return [str(v) for v in values]
+
+
+def _tool_invocations(data: dict[str, Any], where: str) -> list[ToolInvocation]:
+    out = []
+    for n, item in enumerate(_get(data, "calls", list, where)):
+        at = f"{where}.calls[{n}]"
+        if not isinstance(item, dict):
+            raise ValueError(f"from_json: {at} must be an object.")
+        out.append(ToolInvocation(_get(item, "call_id", (str, type(None)), at), _get(item, "tool_name", str, at),
+                                  _get(item, "arguments", dict, at), _get(item, "key", str, at)))  # fmt: skip
+    return out
+
+
+def _one_of(value: Any, allowed: tuple[str, ...], where: str) -> Any:
+    if value not in allowed:
+        raise ValueError(f"from_json: {where} must be one of {list(allowed)}, got {value!r:.80}.")
+    return value
+
+
+def _effect_from_json(kind: str, data: dict[str, Any]) -> Any:
+    from handrail.core import _typed_json as typed_json
+
+    if kind == "call_model":
+        messages = [ChatMessage.from_dict(m) for m in _get(data, "messages", list, kind)]
+        return CallModel(messages, tuple(_strings(data, "tools", kind)))
+    if kind == "run_tools":
+        workers = _get(data, "max_workers", int, kind)
+        if workers < 1:
+            raise ValueError(f"from_json: run_tools.max_workers must be at least 1, got {workers}.")
+        return RunTools(_tool_invocations(data, kind), workers)
+    if kind == "ask_approval":
+        return AskApproval(_tool_invocations(data, kind))
+    if kind == "run_hooks":
+        return RunHooks(_one_of(_get(data, "point", str, kind), _POINTS, "run_hooks.point"))
+    if kind == "pause":
+        position = _one_of(_get(data, "position", str, kind), _POSITIONS, "pause.position")
+        return Pause(position, _strings(data, "held", kind))
+    if kind == "emit":
+        chunk = typed_json.decode_value(data.get("chunk"), "chunk")
+        if not isinstance(chunk, StreamingChunk):
+            raise ValueError(f"from_json: emit.chunk must be a StreamingChunk, got {type(chunk).__name__}.")
+        return Emit(chunk)
+    return _PLAIN[kind]()
 
 
 def from_json(data: dict[str, Any] | None) -> Any:
     """The effect or result item that :func:`to_json` wrote.
 
     Raises:
-        ValueError: ``data`` names no known type.
+        ValueError: ``data`` is not the JSON form of an effect or result item: an unknown type, a missing field or
+            one of the wrong type or value (named).
     """
     from handrail.core import _typed_json as typed_json
 
     if data is None:
         return None
+    if not isinstance(data, dict):
+        raise ValueError(f"from_json takes an object (a dict), got {type(data).__name__}.")
     kind = data.get("type")
     rest = {k: v for k, v in data.items() if k != "type"}
-    if kind == "call_model":
-        return CallModel([ChatMessage.from_dict(m) for m in rest["messages"]], tuple(rest["tools"]))
-    if kind == "run_tools":
-        return RunTools(_tool_invocations(rest["calls"]), int(rest["max_workers"]))
-    if kind == "ask_approval":
-        return AskApproval(_tool_invocations(rest["calls"]))
-    if kind == "emit":
-        return Emit(typed_json.decode_value(rest["chunk"], "chunk"))
-    if kind == "tool_outcome":
-        value = typed_json.decode_value(rest["value"], "tool result") if rest["ok"] else None
-        return ToolOutcome(rest["call_id"], bool(rest["ok"]), value, rest["error"])
-    if kind == "message":
-        return ChatMessage.from_dict(rest)
-    if kind == "decision":
-        return ToolExecutionDecision.from_dict(rest)
-    if kind in _PLAIN:
-        return _PLAIN[str(kind)](**rest)
-    raise ValueError(f"from_json: unknown type {kind!r}.")
+    try:
+        if kind == "tool_outcome":
+            ok = _get(rest, "ok", bool, kind)
+            value = typed_json.decode_value(rest.get("value"), "tool result") if ok else None
+            error = _get(rest, "error", (str, type(None)), kind)
+            return ToolOutcome(_get(rest, "call_id", (str, type(None)), kind), ok, value, error)
+        if kind == "message":
+            return ChatMessage.from_dict(rest)
+        if kind == "decision":
+            return ToolExecutionDecision.from_dict(rest)
+        if kind in _KINDS:
+            return _effect_from_json(str(kind), rest)
+    except ValueError:
+        raise
+    except (KeyError, TypeError, AttributeError) as exc:  # a message's or a decision's own shape
+        raise ValueError(f"from_json: a {kind} that is not valid: {exc}") from exc
+    raise ValueError(f"from_json: unknown type {kind!r:.80}.")
+
+
+_KINDS = ("call_model", "run_tools", "ask_approval", "run_hooks", "pause", "emit", "load_stores", "persist", "finish")

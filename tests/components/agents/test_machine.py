@@ -38,8 +38,10 @@ def finish_with(run: AgentRun, value: Any) -> None:
     assert run.send(value) is None
 
 
-def ok(*values: Any) -> list[ToolOutcome]:
-    return [ToolOutcome(None, True, v) for v in values]
+def ok(effect: Any, *values: Any) -> list[ToolOutcome]:
+    """The outcomes of ``effect``'s calls, one value each, in order."""
+    assert isinstance(effect, RunTools)
+    return [ToolOutcome(c.call_id, True, v) for c, v in zip(effect.calls, values, strict=True)]
 
 
 def test_text_reply_ends_the_run() -> None:
@@ -89,7 +91,7 @@ def test_a_tool_step_then_an_exit_tool() -> None:
     effect = run.send([calls_msg(call("finish", {"answer": "42"}, "f"))])
     assert isinstance(effect, RunTools)
     assert effect.calls[0].arguments == {"answer": "42"}
-    finish_with(run, ok("final: 42"))
+    finish_with(run, ok(effect, "final: 42"))
 
     result = run.result
     assert result["exit_reason"] == "finish"
@@ -143,7 +145,7 @@ def test_streaming_options_yield_emit_effects() -> None:
     run.send(None)
     effect = run.send([calls_msg(call("echo", {"text": "a"}, "1"))])
     assert isinstance(effect, RunTools)
-    emitted = run.send(ok("a"))
+    emitted = run.send(ok(effect, "a"))
     assert isinstance(emitted, Emit)
     assert emitted.chunk.tool_call_result is not None and emitted.chunk.tool_call_result.result == "a"
     final = run.send(None)
@@ -154,8 +156,8 @@ def test_streaming_options_yield_emit_effects() -> None:
 def test_max_agent_steps() -> None:
     run = start([ECHO_TOOL], [user("hi")], max_steps=1)
     run.send(None)
-    run.send([calls_msg(call("echo", {"text": "a"}, "1"))])
-    finish_with(run, ok("a"))
+    effect = run.send([calls_msg(call("echo", {"text": "a"}, "1"))])
+    finish_with(run, ok(effect, "a"))
     assert run.result["exit_reason"] == "max_agent_steps"
     assert run.result["step_count"] == 1
 

@@ -83,6 +83,8 @@ class Checkpoints:
         self.resumed_id = resumed.snapshot_id if resumed is not None and resumed.location and store else None
         self.current: str | None = self.resumed_id
         self.lease: Any = None
+        self.closed = False
+        """True once :meth:`close` ran (it runs once: at a pause, at the end, or when the run is closed)."""
         self.last: AgentSnapshot | None = resumed
         self.written: tuple[StepStart, str, dict[str, LedgerEntry], list[ToolExecutionDecision]] | None = None
         """What the last write of the current record held: the step, the id, the entries and decisions."""
@@ -292,6 +294,9 @@ class Checkpoints:
         When a cancelled ``run_async`` left sync tools running in worker threads, this happens when the last of
         them has recorded its outcome (:meth:`Ledger.when_idle`).
         """
+        if self.closed:
+            return
+        self.closed = True
         lease, self.lease = self.lease, None
         store = self.store if self.owns_store else None
         if self.ledger is None:

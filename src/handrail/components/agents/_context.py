@@ -10,7 +10,7 @@ write under way to end.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -22,19 +22,25 @@ from handrail.components.effects import AskApproval, CallModel, Finish, LoadStor
 from handrail.components.tools._context import ToolContext
 from handrail.components.tools._execution import in_thread_unsplit
 from handrail.core._threads import to_thread
-from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, is_async_callback
 from handrail.errors import RunError
 
 if TYPE_CHECKING:
     import asyncio
 
+    from handrail.components.agents._checkpoints import Checkpoints
     from handrail.components.drivers import RunObserver
     from handrail.components.generators.types import ChatGenerator
     from handrail.dataclasses.decisions import ToolExecutionDecision
     from handrail.tools.tool import Tool
 
-__all__ = ["AgentContext", "ModelCall"]
+__all__ = ["AgentContext", "ModelCall", "release_checkpoints"]
+
+
+def release_checkpoints(checkpoints: Checkpoints | None) -> None:
+    """Release a run's claim and close a store it opened, once (also what collecting an unclosed run does)."""
+    if checkpoints is not None:
+        checkpoints.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,31 +57,13 @@ class ModelCall:
     """The run's streaming callback (also receives the tool-result chunks)."""
 
 
-_ASSISTANT = ChatRole.ASSISTANT
-
-
-def _replies(output: object, generator: object) -> list[ChatMessage]:
-    replies = output.get("replies") if type(output) is dict else None
-    if (
-        type(replies) is list
-        and len(replies) == 1
-        and type(replies[0]) is ChatMessage
-        and replies[0].role is _ASSISTANT
-    ):
-        return replies  # the common case, checked cheaply
-    if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
-        raise RunError(
-            f"{type(generator).__name__}.run must return {{'replies': [ChatMessage, ...]}}, got {output!r:.200}"
-        )
-    if not replies:  # nothing to append, answer or run: the run would end on the user's own message or loop
-        raise RunError(f"{type(generator).__name__}.run returned no replies ({{'replies': []}}); it must return one.")
-    for i, reply in enumerate(replies):
-        if reply.role is not _ASSISTANT:  # a user or tool "reply" would be taken as the answer, or loop
-            raise RunError(
-                f"{type(generator).__name__}.run returned a {reply.role.value} message as replies[{i}]; "
-                f"replies must be assistant messages (ChatMessage.from_assistant)."
-            )
-    return replies
+def _replies(output: object, generator: object) -> Any:
+    """The ``replies`` of the generator's output (the step machine checks what they hold)."""
+    if type(output) is dict and "replies" in output:
+        return output["replies"]
+    if isinstance(output, Mapping) and "replies" in output:
+        return output["replies"]
+    raise RunError(f"{type(generator).__name__}.run must return {{'replies': [ChatMessage, ...]}}, got {output!r:.200}")
 
 
 def _threadsafe_callback(callback: StreamingCallback, loop: asyncio.AbstractEventLoop) -> StreamingCallback:
@@ -134,8 +122,8 @@ class AgentContext(ToolContext):
 
     # -- the model ---------------------------------------------------------------------------------
 
-    def call_model(self, effect: CallModel) -> list[ChatMessage]:
-        """Call the chat generator's ``run``; returns its replies (checked)."""
+    def call_model(self, effect: CallModel) -> Any:
+        """Call the chat generator's ``run``; returns its replies (the step machine checks them)."""
         model = self.model
         if model.pass_tools:
             output = self._generator_run(messages=effect.messages, tools=self._offered(effect.tools), **model.extra)
@@ -143,7 +131,7 @@ class AgentContext(ToolContext):
             output = self._generator_run(messages=effect.messages, **model.extra)
         return _replies(output, model.generator)
 
-    async def call_model_async(self, effect: CallModel) -> list[ChatMessage]:
+    async def call_model_async(self, effect: CallModel) -> Any:
         """Await the generator's ``run_async`` (or its ``run`` in a worker thread); returns its replies (checked)."""
         model = self.model
         kwargs = dict(model.extra)
@@ -241,13 +229,23 @@ class AgentContext(ToolContext):
         held = [by_id[i] for i in effect.held if i in by_id] or list(self.run.held)
         return cp.pause(cp.snapshot("tool_invoker", self.state, cp.tool_break_point(held[0].tool_name)), held)
 
+    def _paused(self, effect: Pause) -> BaseException:
+        try:
+            return self._pause_error(effect)
+        finally:
+            self.release()  # a pause ends the run: its claim goes now, not when someone closes the run
+
     def pause(self, effect: Pause) -> NoReturn:
-        """Write the pause snapshot (where a store is known) and raise the breakpoint exception."""
-        raise self._pause_error(effect)
+        """Write the pause snapshot (where a store is known), release the claim, raise the breakpoint exception."""
+        raise self._paused(effect)
 
     async def pause_async(self, effect: Pause) -> NoReturn:
-        """:meth:`pause` with the write in a worker thread."""
-        raise await in_thread_unsplit(self._pause_error, effect)
+        """:meth:`pause` with the writes in a worker thread."""
+        raise await in_thread_unsplit(self._paused, effect)
+
+    def release(self) -> None:
+        """Release the run's claim on its record and close a store it opened (once; later calls do nothing)."""
+        release_checkpoints(self.parts.checkpoints)
 
     def finish(self, effect: Finish) -> None:
         """Mark the durable record done, then write the chat / memory stores."""

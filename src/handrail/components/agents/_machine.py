@@ -21,6 +21,7 @@ from handrail.components.tools._step import ToolStepOptions, repair_calls, tool_
 from handrail.core.json_data import text_problem, writable_text
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
 from handrail.dataclasses.state import State
+from handrail.errors import RunError
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -65,6 +66,8 @@ class RunPlan:
     """Options of every tool step (its ``gate`` is the approvals' gate when strategies are set)."""
     hooks: HookTable = HookTable()
     """The run's hooks per point."""
+    model_name: str = "chat_generator"
+    """The chat generator's class name (named in the errors about its replies)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,36 @@ def _writable(reply: ChatMessage) -> ChatMessage:
         return reply
     fixed = [TextContent(writable_text(p.text)) if type(p) is TextContent else p for p in content]
     return ChatMessage(reply.role, fixed, reply.name, reply.meta)
+
+
+_ASSISTANT = ChatRole.ASSISTANT
+
+
+def _checked_replies(replies: object, model_name: str) -> list[ChatMessage]:
+    """The result of a ``CallModel`` effect, refused unless it is a non-empty list of assistant ChatMessages.
+
+    Raises:
+        RunError: Not a list of ChatMessage; empty (the run would end on the user's own message or loop); a reply
+            that is not an assistant message (a user or tool "reply" would be taken as the answer, or loop).
+    """
+    if (
+        type(replies) is list
+        and len(replies) == 1
+        and type(replies[0]) is ChatMessage
+        and replies[0].role is _ASSISTANT
+    ):
+        return replies  # the common case, checked cheaply
+    if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
+        raise RunError(f"{model_name}.run must return {{'replies': [ChatMessage, ...]}}, got replies {replies!r:.200}")
+    if not replies:
+        raise RunError(f"{model_name}.run returned no replies ({{'replies': []}}); it must return one.")
+    for i, reply in enumerate(replies):
+        if reply.role is not _ASSISTANT:
+            raise RunError(
+                f"{model_name}.run returned a {reply.role.value} message as replies[{i}]; "
+                f"replies must be assistant messages (ChatMessage.from_assistant)."
+            )
+    return replies
 
 
 def _take_replies(replies: list[ChatMessage], state: State, seen: set[str]) -> tuple[list[ChatMessage], list[ToolCall]]:
@@ -244,7 +277,7 @@ def _model_turn(
     if cp is not None and enter is None and cp.breaks_at_model():
         yield Pause("chat_generator", [])
     messages: list[ChatMessage] = data["messages"]
-    replies: list[ChatMessage] = yield CallModel(list(messages), names)
+    replies = _checked_replies((yield CallModel(list(messages), names)), plan.model_name)
     if cp is not None:
         run.visits["chat_generator"] += 1
     replies, calls = _take_replies(replies, run.state, run.seen)

@@ -188,6 +188,7 @@ def _build(
         max_agent_steps=agent.max_agent_steps,
         step_options=options,
         hooks=agent._hook_table,
+        model_name=type(agent.chat_generator).__name__,
     )
     parts = RunParts(approvals, checkpoints, stores if stores.active else None)
     return Started(plan, parts, run, model_call(agent, callback, req.generation_kwargs))

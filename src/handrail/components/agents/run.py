@@ -9,9 +9,10 @@ or :meth:`AgentRun.close`): a run resumed from a stored snapshot holds a claim o
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
-from handrail.components.agents._context import AgentContext
+from handrail.components.agents._context import AgentContext, release_checkpoints
 from handrail.components.agents._machine import agent_machine
 from handrail.components.effects import Effect, Pause
 from handrail.errors import RunError
@@ -34,17 +35,22 @@ class AgentRun:
     (a bad one raised there, before any effect).
     """
 
-    __slots__ = ("_closed", "_context", "_ended", "_machine", "_paused", "_started", "_stop")
+    __slots__ = ("__weakref__", "_closed", "_context", "_ended", "_failed", "_machine", "_paused", "_started",
+                 "_stop", "_sync")  # fmt: skip
 
-    def __init__(self, started: Started, observers: Sequence[RunObserver] = ()) -> None:
+    def __init__(self, started: Started, observers: Sequence[RunObserver] = (), *, sync: bool = True) -> None:
         self._started = started
         self._context = AgentContext(started.plan, started.parts, started.run, started.model, observers)
         self._machine = agent_machine(started.plan, started.parts, started.run)
+        self._sync = sync
         self._ended = False
         self._closed = False
         self._paused = False
+        self._failed: BaseException | None = None
         self._stop = False
-        """True once send has nothing more to give: the run ended, paused or was closed."""
+        """True once send has nothing more to give: the run ended, paused, failed or was closed."""
+        if started.parts.checkpoints is not None:  # a run dropped without close() still lets go of its claim
+            weakref.finalize(self, release_checkpoints, started.parts.checkpoints)
 
     @property
     def context(self) -> AgentContext:
@@ -71,13 +77,23 @@ class AgentRun:
             effect = self._machine.send(result)
         except StopIteration:
             self._ended = self._stop = True
+            if self._sync:
+                self.close()  # nothing holds the claim past the end (an async run's aclose does it off the loop)
             return None
+        except BaseException as exc:  # the loop's rules refused the result: the run cannot go on
+            self._failed, self._stop = exc, True
+            raise
         if type(effect) is Pause:
             self._stop = self._paused = True
         return effect
 
     def _refuse_if_stopped(self) -> None:
-        if self._closed:
+        if self._failed is not None:
+            raise RunError(
+                f"This run failed ({type(self._failed).__name__}: {self._failed}); it cannot go on: start a new "
+                f"one, or resume its last snapshot."
+            ) from self._failed
+        if self._closed and not self._ended:
             raise RunError("This run is closed; start a new one.")
         if self._paused:
             raise RunError("A Pause effect ends the run; resume it from its snapshot (Agent.run(snapshot=...)).")
@@ -96,6 +112,7 @@ class AgentRun:
             RunError: The run has not ended.
         """
         if not self._ended:
+            self._refuse_if_stopped()
             raise RunError("The run has not ended: send the results of its effects until send() returns None.")
         data = self._started.run.state.data
         messages = data["messages"]
@@ -113,9 +130,7 @@ class AgentRun:
             return
         self._closed = self._stop = True
         self._machine.close()
-        checkpoints = self._started.parts.checkpoints
-        if checkpoints is not None:
-            checkpoints.close()
+        self._context.release()
 
     async def aclose(self) -> None:
         """:meth:`close` with the store I/O in a worker thread."""

@@ -27,7 +27,7 @@ from handrail.components.effects import (
 from handrail.components.tools._effects import Bound, CallObserver, Invocation, Outcome
 from handrail.components.tools._execution import run_calls_async, run_calls_sync
 from handrail.components.tools._results import describe_exception
-from handrail.components.tools._step import ToolStepOptions, make_invocation
+from handrail.components.tools._step import ToolStepOptions, make_invocation, outcome_of
 from handrail.dataclasses.chat_message import ToolCall
 from handrail.dataclasses.state import State
 from handrail.errors import RunError
@@ -37,6 +37,59 @@ if TYPE_CHECKING:
     from handrail.tools.tool import Tool
 
 __all__ = ["ToolContext"]
+
+
+def _same_call(inv: Invocation, item: ToolInvocation) -> bool:
+    return (
+        inv.call.id == item.call_id
+        and inv.tool.name == item.tool_name
+        and inv.key == item.key
+        and inv.arguments == item.arguments
+    )
+
+
+class _ObservedRecorder:
+    """The run's ledger, with each durable write told to the run's observers as a ``Persist`` event."""
+
+    def __init__(self, ledger: CallObserver, observers: Sequence[RunObserver]) -> None:
+        self._ledger = ledger
+        self._observers = observers
+
+    def make_durable(self, ticket: Any) -> None:
+        if ticket is None:
+            self._ledger.make_durable(ticket)
+            return
+        from handrail.components.drivers import notify_ended, notify_started
+
+        event = Persist()
+        began = notify_started(self._observers, event)
+        try:
+            self._ledger.make_durable(ticket)
+        except BaseException as exc:
+            notify_ended(self._observers, event, began, error=exc)
+            raise
+        notify_ended(self._observers, event, began)
+
+    def started(self, inv: Invocation) -> None:
+        self.make_durable(self._ledger.record_started(inv))
+
+    def finished(self, inv: Invocation, outcome: Outcome) -> None:
+        self.make_durable(self._ledger.record_finished(inv, outcome))
+
+    def record_started(self, inv: Invocation) -> Any:
+        return self._ledger.record_started(inv)
+
+    def record_not_started(self, inv: Invocation) -> Any:
+        return self._ledger.record_not_started(inv)
+
+    def record_finished(self, inv: Invocation, outcome: Outcome) -> Any:
+        return self._ledger.record_finished(inv, outcome)
+
+    def worker_started(self, inv: Invocation) -> None:
+        self._ledger.worker_started(inv)
+
+    def worker_ended(self, inv: Invocation) -> None:
+        self._ledger.worker_ended(inv)
 
 
 def _outcomes(invocations: list[Invocation], outcomes: list[Outcome]) -> list[ToolOutcome]:
@@ -71,7 +124,7 @@ class ToolContext:
         recorder: CallObserver | None = None,
     ) -> None:
         self._tools = tools
-        self.recorder = recorder
+        self.recorder = recorder if recorder is None or not observers else _ObservedRecorder(recorder, observers)
         self.state = state
         self.options = options
         self.observers: Sequence[RunObserver] = observers
@@ -91,23 +144,49 @@ class ToolContext:
         return found
 
     def bind(self, calls: list[ToolInvocation]) -> list[Invocation]:
-        """The live invocations of ``calls``: the step's own when they match, else bound again by name."""
+        """The live invocations of ``calls``: the step's own (also when the effect came back as an equal copy).
+
+        A context that never saw the step (another process) binds the calls again by name: the tool from this run's
+        tools, State-injected values from its State.
+
+        Raises:
+            RunError: ``calls`` differ from the calls the step asked for (another call, tool or arguments: they were
+                validated and approved as the step made them).
+        """
         bound = self.bound
         if calls is bound.calls:  # the effect as the step made it
             return bound.invocations
         batch = bound.invocations
-        if len(batch) == len(calls):
-            for inv, item in zip(batch, calls, strict=True):  # written out: this runs at every tool step
-                if (
-                    inv.call.id != item.call_id
-                    or inv.tool.name != item.tool_name
-                    or inv.key != item.key
-                    or (inv.arguments is not item.arguments and inv.arguments != item.arguments)
-                ):
-                    break
-            else:
-                return batch
-        return [self._bind_one(item) for item in calls]
+        if not batch:
+            return [self._bind_one(item) for item in calls]
+        if len(batch) == len(calls) and all(map(_same_call, batch, calls)):
+            return batch
+        asked = [(inv.call.id, inv.tool.name) for inv in batch]
+        given = [(item.call_id, item.tool_name) for item in calls]
+        raise RunError(
+            f"These tool calls are not the ones the run asked to run: it asked for {asked} with the arguments it "
+            f"validated (and a person approved), got {given}. Execute the effect's own calls."
+        )
+
+    def call_starting(self, item: ToolInvocation) -> None:
+        """Record that ``item`` is about to run elsewhere (a driver that runs tool calls itself calls this first).
+
+        For a durable run this makes the call ``running`` in the run's record before it returns, so a resumed run
+        never runs it again unknowingly; call :meth:`call_ended` with its outcome after.
+        """
+        if self.recorder is not None:
+            self.recorder.started(self._one(item))
+
+    def call_ended(self, item: ToolInvocation, outcome: ToolOutcome) -> None:
+        """Record the outcome of ``item``, run elsewhere (durable before it returns, for a durable run)."""
+        if self.recorder is not None:
+            self.recorder.finished(self._one(item), outcome_of(outcome))
+
+    def _one(self, item: ToolInvocation) -> Invocation:
+        for inv in self.bound.invocations:
+            if inv.call.id == item.call_id and _same_call(inv, item):
+                return inv
+        raise RunError(f"Call {item.call_id!r} to {item.tool_name!r} is not a call of the run's current tool effect.")
 
     def _bind_one(self, item: ToolInvocation) -> Invocation:
         tool = self.tool(item.tool_name)

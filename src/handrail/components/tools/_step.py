@@ -22,6 +22,7 @@ from handrail.dataclasses.chat_message import ChatMessage, ToolCall, call_id_pro
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk
 from handrail.errors import (
+    RunError,
     StringConversionError,
     ToolInvocationError,
     ToolNotFoundException,
@@ -263,6 +264,29 @@ def outcome_of(outcome: ToolOutcome) -> Outcome:
     return False, outcome.exception or RemoteToolError(outcome.error or "unknown error")
 
 
+def _checked(outcomes: object, invocations: list[Invocation]) -> list[ToolOutcome]:
+    """The result of a ``RunTools`` effect, refused unless it is one ToolOutcome per call, in the calls' order.
+
+    Raises:
+        RunError: Not a list of ToolOutcome, another count, or an outcome naming another call (before any result
+            is used).
+    """
+    if (
+        type(outcomes) is list
+        and len(outcomes) == 1 == len(invocations)
+        and type(one := outcomes[0]) is ToolOutcome
+        and one.call_id == invocations[0].call.id
+    ):
+        return outcomes  # the common case, checked cheaply
+    if not isinstance(outcomes, list) or not all(isinstance(o, ToolOutcome) for o in outcomes):
+        raise RunError(f"A RunTools effect is answered with a list of ToolOutcome, got {outcomes!r:.200}.")
+    asked = [inv.call.id for inv in invocations]
+    given = [o.call_id for o in outcomes]
+    if given != asked:
+        raise RunError(f"A RunTools effect for the calls {asked} was answered with outcomes for {given}.")
+    return outcomes
+
+
 def _run(invocations: list[Invocation], opts: ToolStepOptions, bound: Bound | None) -> RunTools:
     """The effect that runs ``invocations`` (kept in ``bound``, which the run's context reads)."""
     return RunTools((bound if bound is not None else Bound()).set(invocations), opts.max_workers)
@@ -368,7 +392,7 @@ def tool_step(
             for i in wave
         ]
         if opts.gate is None:
-            outcomes: list[ToolOutcome] = yield _run(invocations, opts, bound)
+            outcomes = _checked((yield _run(invocations, opts, bound)), invocations)
             for i, inv, outcome in zip(wave, invocations, outcomes, strict=True):
                 results[ready[i][0]] = _finish(
                     inv, (True, outcome.value) if outcome.ok else outcome_of(outcome), state, opts
@@ -376,7 +400,7 @@ def tool_step(
             continue
         gated = yield from opts.gate(invocations, state)
         runnable = [g for g in gated if type(g) is Invocation]
-        outcomes = (yield _run(runnable, opts, bound)) if runnable else []
+        outcomes = _checked((yield _run(runnable, opts, bound)), runnable) if runnable else []
         done = iter(zip(runnable, outcomes, strict=True))
         for i, item in zip(wave, gated, strict=True):
             if type(item) is Invocation:
