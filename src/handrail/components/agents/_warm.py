@@ -6,15 +6,14 @@ must warm each object once (a lock per Agent), and ``run_async`` must not do it 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import TYPE_CHECKING
 
 from handrail.components.agents._plan import RunRequest, Started, start_run
 from handrail.core._threads import to_thread
 from handrail.tools._lifecycle import mark_warmed, tools_need_warm_up, warm_up_tools
 
 if TYPE_CHECKING:
-    import asyncio
-
     from handrail.components.agents.agent import Agent
 
 __all__ = ["needs_warm_up", "start_run_off_loop", "warm_up"]
@@ -53,28 +52,54 @@ def _warm_once(obj: object, warmed: dict[int, object], closed: dict[int, object]
 
 
 async def start_run_off_loop(agent: Agent, req: RunRequest) -> Started:
-    """``start_run`` in a worker thread (a claim, store reads, a warm-up: blocking I/O).
+    """``start_run`` in a worker thread (a claim, a warm-up: blocking I/O).
 
-    A run cancelled while the thread works lets the thread finish, then releases whatever it claimed (a
-    resumed snapshot's claim), so the snapshot can be resumed again at once.
+    A run cancelled while the thread works does not wait for it: the thread itself releases what it claimed (a
+    resumed snapshot's claim) once it sees nobody will take its result, so the snapshot can be resumed again at
+    once, also when the event loop has closed meanwhile (``asyncio.run`` returns right after the cancellation).
 
     Returns:
         What ``start_run`` returns.
     """
     import asyncio
 
-    task = asyncio.ensure_future(to_thread(start_run, agent, req))
+    handoff = _Handoff()
+    task = asyncio.ensure_future(to_thread(handoff.start, agent, req))
     try:
         started: Started = await asyncio.shield(task)
         return started
     except asyncio.CancelledError:
-        task.add_done_callback(_release)
+        handoff.abandon()
         raise
 
 
-def _release(task: asyncio.Future[Any]) -> None:
-    if task.cancelled() or task.exception() is not None:
-        return  # start_run released its claim itself when it failed
-    checkpoints = task.result().parts.checkpoints
+class _Handoff:
+    """A start made in a worker thread for a caller that may give up waiting: whoever comes last releases it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._started: Started | None = None
+
+    def start(self, agent: Agent, req: RunRequest) -> Started:
+        started = start_run(agent, req)  # a failed start released its claim itself
+        with self._lock:
+            if not self._abandoned:
+                self._started = started
+                return started
+        _release(started)
+        return started
+
+    def abandon(self) -> None:
+        """The caller was cancelled: release the start if it is already made (else the thread does, when done)."""
+        with self._lock:
+            self._abandoned = True
+            started, self._started = self._started, None
+        if started is not None:
+            _release(started)
+
+
+def _release(started: Started) -> None:
+    checkpoints = started.parts.checkpoints
     if checkpoints is not None:
         checkpoints.close()

@@ -18,6 +18,7 @@ from handrail.components.agents.run import AgentRun
 from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver
 from handrail.components.generators.types import ChatGenerator
 from handrail.core._threads import FreshLockOnCopy
+from handrail.errors import ConfigurationTypeError
 from handrail.core.component import component
 from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint
 from handrail.dataclasses.chat_message import ChatMessage
@@ -235,11 +236,13 @@ class Agent(FreshLockOnCopy):
             **run_kwargs: Any other parameter of :meth:`run` (``snapshot``, ``break_point``, ...), and the
                 state-schema values and ``user_prompt`` variables.
         """
+        if not isinstance(sync, bool):
+            raise ConfigurationTypeError(f"sync must be True or False, got {sync!r}.")
         arguments = {name: run_kwargs.pop(name) for name in _RUN_PARAMETERS & run_kwargs.keys()}
         arguments.update(messages=messages, streaming_callback=streaming_callback, observers=observers,
                          kwargs=run_kwargs)  # fmt: skip
         request, every = _request(self, sync, arguments)
-        return AgentRun(start_run(self, request), every)
+        return AgentRun(start_run(self, request), every, sync=sync)
 
     @component.output_types(messages=list[ChatMessage], last_message=ChatMessage)
     def run(
@@ -350,7 +353,7 @@ class Agent(FreshLockOnCopy):
             started = await _warm.start_run_off_loop(self, request)
         else:
             started = start_run(self, request)
-        async with AgentRun(started, every) as run:
+        async with AgentRun(started, every, sync=False) as run:
             result: dict[str, Any] = await AsyncDriver().drive(run)
         return result
 
