@@ -268,5 +268,40 @@ def test_an_async_only_tool_runs_under_the_sync_tool_invoker_run() -> None:
     assert out.tool_call_result.error is False
 
 
+def test_an_async_only_tool_that_raises_reports_the_same_error_under_run_and_run_async() -> None:
+    async def fail(url: str) -> str:
+        """Fail.
+
+        Args:
+            url: The address.
+        """
+        raise ValueError("async fail")
+
+    async def fail_from(url: str) -> str:
+        """Fail from a cause of its own.
+
+        Args:
+            url: The address.
+        """
+        try:
+            raise KeyError(url)
+        except KeyError as exc:
+            raise ValueError("lookup failed") from exc
+
+    def agent() -> Agent:
+        step = ChatMessage.from_assistant(
+            tool_calls=[ToolCall(tool_name=n, arguments={"url": "a"}, id=n) for n in ("fail", "fail_from")]
+        )
+        tools = [create_tool_from_function(fail), create_tool_from_function(fail_from)]
+        generator = ScriptedChatGenerator([step, ChatMessage.from_assistant("done")])
+        return Agent(chat_generator=generator, tools=tools, raise_on_tool_invocation_failure=False)
+
+    under_run = results(agent().run([ChatMessage.from_user("x")]))
+    under_run_async = results(asyncio.run(agent().run_async([ChatMessage.from_user("x")])))
+    assert under_run == under_run_async
+    assert under_run[0].endswith("Error: ValueError: async fail")  # no root cause from handrail's own plumbing
+    assert under_run[1].endswith("ValueError: lookup failed (root cause: KeyError: 'a')")  # the tool's own cause
+
+
 def test_docs_have_their_examples() -> None:
     assert len(code_blocks("tools-lifecycle-and-threads.md")) == 3  # they run in tests/test_docs_pages.py

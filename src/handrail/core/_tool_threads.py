@@ -242,6 +242,10 @@ def run_coroutine_sync(function: Callable[..., Awaitable[T]], /, *args: Any, **k
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        in_a_loop = False
+    else:
+        in_a_loop = True
+    if not in_a_loop:  # called outside the except block: the tool's error must not chain to "no running loop"
         return _run_here(function, args, kwargs, ctx)
     from concurrent.futures import ThreadPoolExecutor
 
