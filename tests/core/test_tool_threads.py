@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from handrail import Agent, ChatMessage, ToolCall
+from handrail.core._tool_threads import to_tool_thread
 from handrail.errors import ConfigurationError
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function, set_tool_thread_limit, tool_thread_limit
@@ -53,6 +54,62 @@ def test_the_limit_is_an_int_of_at_least_one() -> None:
         with pytest.raises(ConfigurationError, match="set_tool_thread_limit"):
             set_tool_thread_limit(bad)  # type: ignore[arg-type]
     assert tool_thread_limit() >= 200  # the default holds 200 concurrent runs' blocking calls (W5)
+
+
+def test_the_limit_has_a_documented_upper_bound() -> None:
+    before = tool_thread_limit()
+    for bad in (4097, 10**9):
+        with pytest.raises(ConfigurationError, match=r"from 1 to 4096, got "):
+            set_tool_thread_limit(bad)
+    assert tool_thread_limit() == before
+    set_tool_thread_limit(4096)
+    set_tool_thread_limit(before)
+
+
+async def test_raising_the_limit_moves_the_calls_still_queued_to_a_pool_of_the_new_size() -> None:
+    before = tool_thread_limit()
+    set_tool_thread_limit(1)
+    meet = threading.Barrier(3, timeout=WAIT)  # broken unless the three calls run at once
+    first_started = threading.Event()
+
+    def wait_for_all(n: int) -> int:
+        first_started.set()
+        meet.wait()
+        return n
+
+    try:
+        calls = [asyncio.ensure_future(to_tool_thread(wait_for_all, n)) for n in range(3)]
+        await asyncio.to_thread(first_started.wait, WAIT)  # one call runs, two wait in the pool of one thread
+        set_tool_thread_limit(3)
+        assert await asyncio.gather(*calls) == [0, 1, 2]
+    finally:
+        set_tool_thread_limit(before)
+
+
+async def test_a_call_cancelled_while_queued_in_a_retired_pool_never_starts() -> None:
+    before = tool_thread_limit()
+    set_tool_thread_limit(1)
+    release, started = threading.Event(), []
+
+    def hold(n: int) -> int:
+        started.append(n)
+        release.wait(WAIT)
+        return n
+
+    try:
+        running = asyncio.ensure_future(to_tool_thread(hold, 0))
+        queued = asyncio.ensure_future(to_tool_thread(hold, 1))
+        await asyncio.sleep(0)
+        queued.cancel()
+        set_tool_thread_limit(2)
+        release.set()
+        assert await running == 0
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        assert await to_tool_thread(hold, 2) == 2
+        assert started == [0, 2]
+    finally:
+        set_tool_thread_limit(before)
 
 
 async def test_blocking_tools_under_run_async_run_in_handrails_pool_not_the_default_executor() -> None:

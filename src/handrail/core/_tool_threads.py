@@ -21,6 +21,7 @@ when it is interrupted (Ctrl-C). An async-only tool under ``run`` runs on an eve
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import os
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TOOL_THREAD_LIMIT",
+    "MAX_TOOL_THREAD_LIMIT",
     "run_coroutine_sync",
     "set_tool_thread_limit",
     "to_tool_thread",
@@ -48,6 +50,10 @@ T = TypeVar("T")
 DEFAULT_TOOL_THREAD_LIMIT = 256
 """Threads per event loop for blocking tools: I/O-bound calls (HTTP, databases) mostly wait, so the bound is
 set by how many may wait at once (200 concurrent runs with one blocking call each), not by the CPU count."""
+
+MAX_TOOL_THREAD_LIMIT = 4096
+"""The highest :func:`set_tool_thread_limit` accepts: each thread reserves a stack (8 MiB of address space on
+Linux) and the system caps a process's threads; beyond this many waiting calls, use an async tool instead."""
 
 _limit = DEFAULT_TOOL_THREAD_LIMIT
 _lock = threading.Lock()
@@ -64,15 +70,16 @@ def tool_thread_limit() -> int:
 def set_tool_thread_limit(limit: int) -> None:
     """Set the most threads per event loop for blocking (sync) tools under ``run_async``.
 
-    Pools made from now on use it. Existing pools are retired: calls already given to them run to their end
-    (so for a moment more threads than ``limit`` may run), and later calls go to a new pool of the new size.
-    Each run still runs at most its own ``tool_concurrency_limit`` (``max_workers``) calls at once.
+    Pools made from now on use it. Existing pools are retired: calls running in them run to their end (so for
+    a moment more threads than ``limit`` may run), and the calls still queued in them, like later calls, go to
+    a new pool of the new size. Each run still runs at most its own ``tool_concurrency_limit``
+    (``max_workers``) calls at once.
 
     Args:
-        limit: An int of at least 1.
+        limit: An int from 1 to :data:`MAX_TOOL_THREAD_LIMIT` (4096).
 
     Raises:
-        ConfigurationError: When ``limit`` is not an int of at least 1.
+        ConfigurationError: When ``limit`` is not an int from 1 to :data:`MAX_TOOL_THREAD_LIMIT`.
 
     Example:
         >>> from handrail.tools import set_tool_thread_limit, tool_thread_limit
@@ -83,15 +90,17 @@ def set_tool_thread_limit(limit: int) -> None:
         >>> set_tool_thread_limit(before)
     """
     global _limit, _unkeyed
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ConfigurationError(f"set_tool_thread_limit needs an integer of at least 1, got {limit!r}.")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOOL_THREAD_LIMIT:
+        raise ConfigurationError(
+            f"set_tool_thread_limit needs an integer from 1 to {MAX_TOOL_THREAD_LIMIT}, got {limit!r:.100}."
+        )
     with _lock:
         _limit = limit
         retired = [*_pools.values(), *([_unkeyed] if _unkeyed is not None else [])]
         _pools.clear()
         _unkeyed = None
-    for pool in retired:
-        pool.executor.shutdown(wait=False)
+    for pool in retired:  # its queued calls are cancelled there and queued again in their loop's new pool
+        pool.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def _pool_for(loop: object) -> _LoopPool:
@@ -129,9 +138,25 @@ class _LoopPool:
     def submit(self, loop: asyncio.AbstractEventLoop, call: Callable[[], Any]) -> asyncio.Future[Any]:
         """Queue ``call``; the returned future gets its outcome. Cancelling the future unqueues a call not started."""
         future = loop.create_future()
-        work = self.executor.submit(self._work, future, call)
-        future.add_done_callback(functools.partial(_unqueue_if_cancelled, work))
+        self.queue(future, call)
         return future
+
+    def queue(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
+        """Queue ``call`` for ``future``, on the future's loop.
+
+        A call still queued when the pool is retired (:func:`set_tool_thread_limit`) is queued again in the
+        loop's new pool.
+        """
+        try:
+            work = self.executor.submit(self._work, future, call)
+        except RuntimeError:  # retired meanwhile, or the interpreter is shutting down
+            current = _pool_for(future.get_loop())
+            if current is self:
+                raise
+            current.queue(future, call)
+            return
+        work.add_done_callback(functools.partial(_requeue_if_retired, future, call))
+        future.add_done_callback(functools.partial(_unqueue_if_cancelled, work))
 
     def _work(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
         try:
@@ -163,6 +188,23 @@ class _LoopPool:
 def _unqueue_if_cancelled(work: Future[None], future: asyncio.Future[Any]) -> None:
     if future.cancelled():
         work.cancel()  # a call that started cannot be stopped; this only keeps a queued one from starting
+
+
+def _requeue_if_retired(future: asyncio.Future[Any], call: Callable[[], Any], work: Future[None]) -> None:
+    # Called in the thread that cancelled ``work``: its own awaiting task (then ``future`` is done) or a retiring
+    # pool. The future belongs to its loop, so it is looked at, and queued again, there.
+    if work.cancelled():
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody awaits this call any more
+            future.get_loop().call_soon_threadsafe(_requeue, future, call)
+
+
+def _requeue(future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
+    if future.done():
+        return
+    try:
+        _pool_for(future.get_loop()).queue(future, call)
+    except RuntimeError as exc:  # no thread can start any more (the interpreter is shutting down)
+        future.set_exception(exc)
 
 
 def _forget_pools() -> None:
