@@ -26,6 +26,9 @@ from handrail.errors import (
     RunError,
     SnapshotDriftError,
     SnapshotError,
+    SnapshotFinishedError,
+    SnapshotInterruptedError,
+    SnapshotResumedError,
     SnapshotUnavailableError,
     StoreError,
     UnknownOutcomeError,
@@ -169,7 +172,12 @@ def test_moved_errors_are_in_their_branch_and_still_caught_where_they_were(
 
 
 def _exit_code_before_the_table(cls: type[BaseException]) -> int:
-    """The exit code the command's chain of except clauses gave each error before the codes moved to the classes."""
+    """The exit code the command's chain of except clauses gave each error before the codes moved to the classes.
+
+    A finished, resumed or interrupted snapshot exited with 2 (nobody holds its claim): those cases are classes now.
+    """
+    if issubclass(cls, SnapshotFinishedError | SnapshotResumedError | SnapshotInterruptedError):
+        return 2
     if issubclass(cls, SnapshotUnavailableError):
         return 5
     if issubclass(cls, ConfigurationError | CorruptRecordError | UnknownOutcomeError):

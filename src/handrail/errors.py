@@ -27,7 +27,10 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   │   └── SnapshotDriftError                 2  resuming against an agent whose definition changed (a diff)
     │   ├── DecisionConflictError (ConfigurationError)
     │   │                                          2  a different decision is already recorded for a paused call
-    │   ├── SnapshotUnavailableError (RunError)    5  a snapshot is being resumed elsewhere, was resumed, or ended
+    │   ├── SnapshotUnavailableError (RunError)    5  a snapshot is held by another run right now: try again later
+    │   │   ├── SnapshotFinishedError              2  the snapshot's run finished: it is not run again
+    │   │   ├── SnapshotResumedError               2  the snapshot was resumed already: its run went on elsewhere
+    │   │   └── SnapshotInterruptedError           2  decisions for a snapshot whose run stopped while 'running'
     │   └── StoreError (RunError)                  1  a store is unreachable, holds a corrupt row, or is newer
     │       └── CorruptRecordError                 2  a stored row (message, memory, snapshot) cannot be read
     └── RunError                                   1  a failure while a run is under way
@@ -44,9 +47,11 @@ expression, refused while a run is under way). A test keeps this drawing equal t
         ├── NoRouteSelectedException               1  no route of a ConditionalRouter matched
         └── RouteConditionException                1  a route's condition failed to render (components.routers)
 
-SnapshotUnavailableError exits with 5 ("try again later") while another process holds the snapshot; the
-command reports 2 when nobody does (the snapshot was resumed or its run ended): the state of the claim, not
-the class, tells the two apart.
+SnapshotUnavailableError exits with 5 ("try again later") while another process holds the snapshot. A snapshot
+that will never be available again is not "later": its run finished (SnapshotFinishedError), it was resumed
+already (SnapshotResumedError), or decisions were given for one whose run stopped mid-way (status 'running' with
+no process holding its claim: SnapshotInterruptedError). Those exit with 2, with the wording the command prints,
+and ``except SnapshotUnavailableError`` still catches them.
 
 Control-flow signals (a breakpoint hit, an approval needed) are not errors and do
 not derive from :class:`HandrailError`.
@@ -78,6 +83,9 @@ __all__ = [
     "SerializationError",
     "SnapshotDriftError",
     "SnapshotError",
+    "SnapshotFinishedError",
+    "SnapshotInterruptedError",
+    "SnapshotResumedError",
     "SnapshotUnavailableError",
     "StateError",
     "StoreError",
@@ -283,14 +291,36 @@ class DecisionConflictError(PersistenceError, ConfigurationError):
 
 
 class SnapshotUnavailableError(PersistenceError, RunError):
-    """A snapshot cannot be resumed: another process is resuming it, it was already resumed, or its run finished.
+    """A snapshot cannot be used now: another run holds it (exit code 5, try again later), or, as a subclass, never.
 
-    The message names the snapshot (and the snapshot it continued in, when there is one). Still a RunError, as
-    before it moved to the persistence branch. Its exit code is 5 (try again later); the command exits with 2
-    instead when no process holds the snapshot's claim (it was resumed, or its run ended).
+    The message names the snapshot. Still a RunError, as before it moved to the persistence branch. The
+    subclasses are the cases where waiting does not help (exit code 2): :class:`SnapshotFinishedError`,
+    :class:`SnapshotResumedError`, :class:`SnapshotInterruptedError`.
     """
 
     exit_code: ClassVar[int] = 5
+
+
+class SnapshotFinishedError(SnapshotUnavailableError):
+    """The snapshot belongs to a run that finished: it is neither resumed nor decided again (names the exit reason)."""
+
+    exit_code: ClassVar[int] = 2
+
+
+class SnapshotResumedError(SnapshotUnavailableError):
+    """The snapshot was resumed already: its run went on (the message names the snapshot it continued in)."""
+
+    exit_code: ClassVar[int] = 2
+
+
+class SnapshotInterruptedError(SnapshotUnavailableError):
+    """Decisions for a snapshot whose run stopped mid-way: it says 'running' while no process holds its claim.
+
+    It takes no more decisions; resume it (calls still without a decision pause the resumed run again, under a
+    new snapshot id, where they are decided).
+    """
+
+    exit_code: ClassVar[int] = 2
 
 
 class UnknownOutcomeError(RunError):

@@ -15,7 +15,7 @@ from handrail.cli._common import (
     resume_hint,
 )
 from handrail.cli._stores import Where, opened, where_options
-from handrail.cli._views import CAUSE, HELD, calls_text, print_list, print_snapshot
+from handrail.cli._views import HELD, calls_text, print_list, print_snapshot
 from handrail.dataclasses.decisions import decided_by_problem
 
 __all__ = ["approvals"]
@@ -148,22 +148,20 @@ def _parse_edit(out: Any, text: str | None) -> dict[str, Any] | None:
 
 def _check_open(out: Any, snapshot: Any, where: Where) -> None:
     """Exit unless decisions can be recorded in ``snapshot`` now, saying what is the case instead."""
-    from handrail.human_in_the_loop.snapshots import unavailable_reason
+    from handrail.errors import SnapshotInterruptedError
+    from handrail.stores._snapshot_common import unavailable_error
 
     name = printable(snapshot.snapshot_id)
     state = where.state(snapshot)
-    if state == "interrupted":
-        fail_usage(out, f"Snapshot {name} was interrupted: its {where.noun} says 'running' but no process holds it "
-                        f"({CAUSE}), so decisions can no longer be recorded in it; calls still without a decision "
-                        f"pause the resumed run again under a new snapshot id, where you decide them.\n"
-                        f"{resume_hint(snapshot, where)}")  # fmt: skip
     if state == "running":
         fail_busy(out, f"Snapshot {name} is held by a running process right now ({HELD}); decisions are recorded "
                        f"while no run holds it. When the run pauses again, decide in its new snapshot "
                        f"(handrail approvals list {where.arg}).")  # fmt: skip
-    reason = unavailable_reason(snapshot)
-    if reason is not None:
-        fail_usage(out, f"{reason} Decisions can no longer be recorded in it.")
+    found = unavailable_error(snapshot, held=False)  # the library's error, worded and exiting as it says (2)
+    if isinstance(found, SnapshotInterruptedError):
+        raise SnapshotInterruptedError(f"{found}\n{resume_hint(snapshot, where)}")
+    if found is not None:
+        raise type(found)(f"{found} Decisions can no longer be recorded in it.")
 
 
 def _decide(

@@ -362,7 +362,8 @@ def _resume(
     allow_modules: tuple[str, ...],
     max_steps: int | None,
 ) -> None:
-    from handrail.human_in_the_loop.snapshots import awaiting_decision, unavailable_reason
+    from handrail.human_in_the_loop.snapshots import awaiting_decision
+    from handrail.stores._snapshot_common import unavailable_error
 
     with errors_as_exit_codes(out, agent_option):
         found = where.find(out, snapshot_id)
@@ -373,9 +374,9 @@ def _resume(
             fail_busy(out, f"Snapshot {printable(snapshot.snapshot_id)} is held by a running process right now (a "
                            f"resume in progress, or a cancelled run whose tool call is still finishing); try again "
                            f"when that run has paused or finished.")  # fmt: skip
-        reason = unavailable_reason(snapshot)
-        if reason is not None and state != "interrupted":
-            fail_usage(out, reason)
+        ended = unavailable_error(snapshot) if snapshot.status in ("done", "resumed") else None
+        if ended is not None:  # SnapshotFinishedError / SnapshotResumedError, as the library raises: exit code 2
+            raise ended
         agent_file = _resume_agent_file(out, snapshot, agent_option)
         if not as_json:
             if state == "interrupted":

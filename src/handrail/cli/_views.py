@@ -15,11 +15,12 @@ from handrail.cli._common import (
     running_calls,
 )
 from handrail.cli._stores import Where
+from handrail.stores._snapshot_common import INTERRUPTED_CAUSE
 
 __all__ = ["CAUSE", "HELD", "calls_text", "print_list", "print_snapshot"]
 
-CAUSE = "a run or resume crashed, failed with an error or was cancelled"
-"""Why a snapshot says 'running' while no process holds it."""
+CAUSE = INTERRUPTED_CAUSE
+"""Why a snapshot says 'running' while no process holds it (the library's words)."""
 HELD = "a run or resume in progress, or a cancelled run whose tool call is still finishing"
 """Why a process holds a snapshot."""
 

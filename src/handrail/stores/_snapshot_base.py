@@ -18,6 +18,7 @@ from handrail.stores._snapshot_common import (
     id_from_name,
     new_snapshot_id,
     pending_approvals,
+    unavailable_error,
     with_decision,
 )
 from handrail.stores._snapshot_records import OnSnapshotError, Release, SnapshotLease, SnapshotRecords
@@ -147,7 +148,9 @@ class SnapshotStoreBase(SnapshotRecords):
 
         Raises:
             SnapshotUnavailableError: The snapshot is claimed by a resumed run (for longer than
-                ``lock_timeout``), finished, or resumed already.
+                ``lock_timeout``; exit code 5); or, exit code 2, its run finished (SnapshotFinishedError), it was
+                resumed already (SnapshotResumedError) or it was interrupted: it says ``running`` while no process
+                holds its claim (SnapshotInterruptedError).
             DecisionConflictError: A different decision is recorded for the call.
             ConfigurationError: Unknown or non-pending call, another tool's name, edited arguments refused by the
                 tool's JSON Schema, an empty or blank ``decided_by``, or (SnapshotError) an unknown snapshot id.
@@ -174,6 +177,10 @@ class SnapshotStoreBase(SnapshotRecords):
         check_decided_by(decided_by, "decided_by")  # before the record is claimed: nothing is written
         with self._guarded(snapshot_id, "decide") as handle:
             snapshot = self._read_snapshot(handle, snapshot_id)
+            # the scope waited for the claim: a snapshot that says 'running' now is held by nobody (interrupted)
+            interrupted = unavailable_error(snapshot, held=False) if snapshot.status == "running" else None
+            if interrupted is not None:
+                raise interrupted
             updated = with_decision(snapshot, decision, decided_by=decided_by)
             if updated is not snapshot:
                 self._update(handle, snapshot_id, updated, encode_snapshot(updated))

@@ -30,6 +30,9 @@ from handrail.errors import (
     ConfigurationError,
     ConfigurationTypeError,
     DecisionConflictError,
+    SnapshotFinishedError,
+    SnapshotInterruptedError,
+    SnapshotResumedError,
     SnapshotUnavailableError,
 )
 from handrail.stores.types import PendingApproval
@@ -42,6 +45,7 @@ __all__ = [
     "new_snapshot_id",
     "pending_approvals",
     "recorded_decision",
+    "unavailable_error",
     "unavailable_reason",
     "with_decision",
 ]
@@ -174,7 +178,34 @@ def unavailable_reason(agent_snapshot: AgentSnapshot) -> str | None:
 
     Returns:
         None for status ``paused``; else a sentence naming the snapshot and what happened to it
-        (finished with its exit reason, resumed and where it continued, or being resumed).
+        (finished with its exit reason, resumed and where it continued, or being resumed): the message of
+        :func:`unavailable_error`.
+
+    Raises:
+        ConfigurationTypeError: When ``agent_snapshot`` is not an AgentSnapshot.
+    """
+    found = unavailable_error(agent_snapshot)
+    return None if found is None else str(found)
+
+
+INTERRUPTED_CAUSE = "a run or resume crashed, failed with an error or was cancelled"
+"""Why a snapshot says 'running' while no process holds it."""
+
+
+def unavailable_error(agent_snapshot: AgentSnapshot, *, held: bool | None = None) -> SnapshotUnavailableError | None:
+    """The error for a snapshot that takes no decision now, or None when it is paused: one wording everywhere.
+
+    The library (resuming, recording a decision) and the ``handrail`` command raise and print these.
+
+    Args:
+        agent_snapshot: The snapshot.
+        held: Whether a process holds the snapshot's claim (None: not known). A ``running`` snapshot nobody holds
+            was interrupted.
+
+    Returns:
+        :class:`~handrail.errors.SnapshotFinishedError` (status ``done``), :class:`~handrail.errors.
+        SnapshotResumedError` (``resumed``), :class:`~handrail.errors.SnapshotInterruptedError` (``running``,
+        ``held`` False), else a :class:`~handrail.errors.SnapshotUnavailableError` (``running``: being resumed).
 
     Raises:
         ConfigurationTypeError: When ``agent_snapshot`` is not an AgentSnapshot.
@@ -185,11 +216,19 @@ def unavailable_reason(agent_snapshot: AgentSnapshot) -> str | None:
         return None
     if snapshot.status == "done":
         reason = (snapshot.outcome or {}).get("exit_reason")
-        return f"Snapshot {name} belongs to a finished run" + (f" (exit reason: {reason})." if reason else ".")
+        ended = f"Snapshot {name} belongs to a finished run" + (f" (exit reason: {reason})." if reason else ".")
+        return SnapshotFinishedError(ended)
     if snapshot.status == "resumed":
         where = f"; it continued in {snapshot.continued_in}" if snapshot.continued_in else ""
-        return f"Snapshot {name} was already resumed{where}."
-    return f"Snapshot {name} is being resumed (status {snapshot.status!r})."
+        return SnapshotResumedError(f"Snapshot {name} was already resumed{where}.")
+    if snapshot.status == "running" and held is False:
+        noun = "record" if snapshot.location and "://" in snapshot.location else "file"
+        return SnapshotInterruptedError(
+            f"Snapshot {name} was interrupted: its {noun} says 'running' but no process holds it "
+            f"({INTERRUPTED_CAUSE}), so decisions can no longer be recorded in it; calls still without a decision "
+            f"pause the resumed run again under a new snapshot id, where you decide them."
+        )
+    return SnapshotUnavailableError(f"Snapshot {name} is being resumed (status {snapshot.status!r}).")
 
 
 def _schema_problem(schema: Any, arguments: dict[str, Any]) -> str | None:
@@ -292,9 +331,9 @@ def _os_user() -> str:
 def _check_decidable(snapshot: AgentSnapshot, decision: Any) -> None:
     if not isinstance(decision, ToolExecutionDecision):
         raise ConfigurationTypeError(f"Expected a ToolExecutionDecision, got {type(decision).__name__}.")
-    reason = unavailable_reason(snapshot)
-    if reason is not None:
-        raise SnapshotUnavailableError(f"{reason} Decisions can no longer be recorded in it.")
+    found = unavailable_error(snapshot)
+    if found is not None:
+        raise type(found)(f"{found} Decisions can no longer be recorded in it.")
     if snapshot.position != "tool_invoker":
         raise ConfigurationError(f"Snapshot {_name(snapshot)} was taken before the model call; no call waits.")
 

@@ -80,7 +80,8 @@ def test_a_snapshot_resumed_twice_in_a_row_runs_the_call_once(tmp_path: Path, lo
     first = worker.finish(worker.start("resume", dir=path.parent, log=log, snapshot=path, decision=CONFIRM))
     assert first["outcome"] == "ok" and first["answer"] == "Transfer done", first
     second = worker.finish(worker.start("resume", dir=path.parent, log=log, snapshot=path, decision=CONFIRM))
-    assert second["outcome"] == "error" and second["type"] == "SnapshotUnavailableError", second
+    assert second["outcome"] == "error" and second["type"] == "SnapshotFinishedError", second
+    assert "SnapshotUnavailableError" in second["types"]  # except SnapshotUnavailableError still catches it
     assert path.stem in second["message"]
     assert second["model_inputs"] == []
 

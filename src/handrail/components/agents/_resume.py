@@ -26,7 +26,6 @@ from handrail.errors import (
     ConfigurationTypeError,
     SnapshotDriftError,
     SnapshotError,
-    SnapshotUnavailableError,
 )
 from handrail.human_in_the_loop.types import is_pausing_strategy
 from handrail.tools.tool import Tool
@@ -188,7 +187,9 @@ def claim_snapshot(
         for a snapshot that has no record.
 
     Raises:
-        SnapshotUnavailableError: Another process is resuming it, its run finished, or it was resumed already.
+        SnapshotUnavailableError: Another process is resuming it (exit code 5); SnapshotFinishedError: its run
+            finished; SnapshotResumedError: it was resumed already (both exit code 2, worded as the command words
+            them).
         DecisionConflictError: The caller's decision for a call differs from the one recorded in the store.
     """
     if snapshot.location is None:
@@ -204,15 +205,12 @@ def claim_snapshot(
     lease = store.claim(snapshot_id)
     try:
         stored = store.load(snapshot_id)
-        if stored.status == "done":
-            reason = (stored.outcome or {}).get("exit_reason")
-            raise SnapshotUnavailableError(
-                f"Snapshot {name} belongs to a run that already finished (exit reason {reason!r}); it is not run again."
-            )
-        if stored.status == "resumed":
-            raise SnapshotUnavailableError(
-                f"Snapshot {name} was already resumed; its run continued in snapshot '{stored.continued_in}'."
-            )
+        if stored.status in ("done", "resumed"):  # SnapshotFinishedError, SnapshotResumedError: exit code 2
+            from handrail.stores._snapshot_common import unavailable_error
+
+            ended = unavailable_error(stored, held=True)
+            assert ended is not None
+            raise ended
         given = unspent(stored, snapshot.tool_execution_decisions)
         recorded = unspent(stored, stored.tool_execution_decisions)
         decisions = merge_decisions(recorded, given, name, stored.pending_tool_calls)
