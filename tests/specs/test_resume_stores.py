@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,14 @@ from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.errors import ConfigurationError, SnapshotError
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
-from handrail.stores import SQLiteSnapshotStore, open_snapshot_store
+from handrail.stores import (
+    FileSnapshotStore,
+    SnapshotStore,
+    SQLiteSnapshotStore,
+    open_snapshot_store,
+    register_snapshot_store,
+)
+from handrail.stores import _snapshot_locations as locations
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 from tests.common_tools import SENT, transfer
@@ -80,3 +87,109 @@ def test_a_run_pausing_into_a_new_sqlite_file_creates_it(tmp_path: Path) -> None
 def test_an_empty_sqlite_path_is_refused(path: str) -> None:
     with pytest.raises(ConfigurationError, match="needs a database file path"):
         SQLiteSnapshotStore(path)
+
+
+class AuditedStore(FileSnapshotStore):
+    """A directory store that notes every claim (docs/resume.md's example)."""
+
+    def __init__(self, directory: str, **options: Any) -> None:
+        super().__init__(directory, **options)
+        self.claims: list[str] = []
+        CLAIMS.append(self.claims)
+
+    def claim(self, snapshot_id: str) -> Any:
+        self.claims.append(snapshot_id)
+        return super().claim(snapshot_id)
+
+
+CLAIMS: list[list[str]] = []
+
+
+def _audited(url: str, *, allowed_modules: tuple[str, ...], lock_timeout: float) -> SnapshotStore:
+    directory = url.partition(":")[2].removeprefix("//")
+    return AuditedStore(directory, allowed_modules=allowed_modules, lock_timeout=lock_timeout)
+
+
+@pytest.fixture
+def registry() -> Iterator[None]:
+    """Leave the scheme registry as it was."""
+    saved = dict(locations._FACTORIES)
+    CLAIMS.clear()
+    yield
+    locations._FACTORIES.clear()
+    locations._FACTORIES.update(saved)
+
+
+@pytest.mark.parametrize("form", ["audited://{}", "audited:{}"])
+def test_a_snapshot_object_resumes_through_the_registered_scheme(tmp_path: Path, registry: None, form: str) -> None:
+    register_snapshot_store("audited", _audited)
+    url = form.format(tmp_path / "approvals")
+    store = open_snapshot_store(url)
+    assert isinstance(store, AuditedStore) and store.directory == tmp_path / "approvals"
+    with pytest.raises(HITLBreakpointException) as paused:
+        _agent([_pay(4)], store).run([ChatMessage.from_user("pay")])
+    snapshot = paused.value.snapshot
+    assert snapshot is not None and snapshot.snapshot_id is not None
+    assert snapshot.location == f"{url}#{snapshot.snapshot_id}"  # the location names the scheme, not the file
+    store.record_decision(snapshot.snapshot_id, APPROVE, decided_by="ana")
+    loaded = store.load(snapshot.snapshot_id)
+    assert loaded.location == snapshot.location and loaded.snapshot_id == snapshot.snapshot_id
+    CLAIMS.clear()
+    result = _agent([ChatMessage.from_assistant("ok")], store).run(messages=[], snapshot=loaded)
+    assert result["last_message"].text == "ok" and SENT == [4]
+    assert [snapshot.snapshot_id] in CLAIMS  # the run claimed it through a store the scheme's factory built
+
+
+def test_a_built_in_store_keeps_its_own_locations(tmp_path: Path) -> None:
+    store = open_snapshot_store(f"sqlite:///{tmp_path}/a.db")
+    assert store.locator("s1") == f"sqlite:///{tmp_path}/a.db#s1"
+    assert open_snapshot_store(tmp_path).locator("s1") == str(tmp_path / "s1.json")
+
+
+@pytest.mark.parametrize("directory", ["", "   "])
+def test_an_empty_directory_is_refused_not_taken_for_the_current_one(directory: str) -> None:
+    with pytest.raises(ConfigurationError, match="needs a directory"):
+        FileSnapshotStore(directory)
+
+
+def test_a_factory_that_cuts_the_url_wrongly_is_refused(registry: None) -> None:
+    def broken(url: str, *, allowed_modules: tuple[str, ...], lock_timeout: float) -> SnapshotStore:
+        return FileSnapshotStore(url.partition("://")[2])  # "audited:/x" has no "://": the directory is ""
+
+    register_snapshot_store("audited", broken)
+    with pytest.raises(ConfigurationError, match="needs a directory"):
+        open_snapshot_store("audited:/tmp/x")
+
+
+def test_a_failing_factory_is_a_configuration_error_naming_it(registry: None) -> None:
+    def failing(url: str, *, allowed_modules: tuple[str, ...], lock_timeout: float) -> SnapshotStore:
+        raise RuntimeError("bucket unreachable")
+
+    register_snapshot_store("failing", failing)
+    with pytest.raises(ConfigurationError, match=r"failing.*scheme 'failing'.*RuntimeError: bucket unreachable") as e:
+        open_snapshot_store("failing://bucket")
+    assert isinstance(e.value.__cause__, RuntimeError)
+
+
+def test_a_factory_of_the_wrong_signature_is_refused_when_registered(registry: None) -> None:
+    def one_argument(url: str) -> SnapshotStore:
+        return FileSnapshotStore(url)
+
+    with pytest.raises(ConfigurationError, match=r"one_argument.*scheme 'narrow'.*cannot be called") as e:
+        register_snapshot_store("narrow", one_argument)  # type: ignore[arg-type]
+    assert isinstance(e.value.__cause__, TypeError)
+    with pytest.raises(ConfigurationError, match="Unknown snapshot store"):
+        open_snapshot_store("narrow://x")  # nothing was registered
+
+
+def test_a_factory_whose_call_fails_with_a_type_error_is_reported(registry: None) -> None:
+    class Factory:
+        """A callable without a readable signature for the call it gets."""
+
+        def __call__(self, *args: Any, **kwargs: Any) -> SnapshotStore:
+            raise TypeError("unexpected keyword argument 'lock_timeout'")
+
+    register_snapshot_store("typed", Factory())
+    with pytest.raises(ConfigurationError, match=r"Factory.*scheme 'typed'.*TypeError") as e:
+        open_snapshot_store("typed://x")
+    assert isinstance(e.value.__cause__, TypeError)

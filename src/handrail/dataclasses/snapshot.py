@@ -71,6 +71,8 @@ __all__ = [
     "write_snapshot",
 ]
 
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a store URL's scheme (a drive letter is one character)
+
 
 @dataclass(repr=False)
 class AgentSnapshot:
@@ -147,11 +149,12 @@ class AgentSnapshot:
     def snapshot_id(self) -> str | None:
         """The snapshot's id in its store (the id the approvals CLI shows), or None.
 
-        A file's stem, or what follows ``#`` in a database location (``sqlite:////d/x.db#<id>``).
+        A file's stem, or what follows ``#`` in a store URL's location (``sqlite:////d/x.db#<id>``,
+        ``myscheme:/d#<id>``: one that starts with a scheme of two characters or more, as no absolute path does).
         """
         if not self.location:
             return None
-        if "://" in self.location and "#" in self.location:
+        if "#" in self.location and ("://" in self.location or _URL_SCHEME.match(self.location)):
             return self.location.rpartition("#")[2]
         return Path(self.location).stem
 

@@ -21,6 +21,7 @@ A ``location`` (see ``SnapshotStore.locator``) is a snapshot file's absolute pat
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import threading
@@ -28,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
-from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, HandrailError
 from handrail.stores._snapshot_common import check_snapshot_id
 from handrail.stores.types import SnapshotStore
 
@@ -100,18 +101,25 @@ def register_snapshot_store(scheme: str, factory: SnapshotStoreFactory, *, repla
         replace: Allow replacing a scheme registered before (a built-in one included); without it, registering
             a scheme twice is refused.
 
+    A store the factory builds on :class:`~handrail.stores.SnapshotStoreBase` whose locations would not name the
+    scheme (a directory store writes file paths) records the URL it was opened from (``opened_from``): its
+    ``locator`` writes ``<url>#<id>``, so a run resumed from a snapshot object alone goes back through the
+    factory, and the store it builds.
+
     Raises:
         ConfigurationTypeError: ``scheme`` is not a str, or ``factory`` is not callable.
-        ConfigurationError: An invalid scheme, or one registered already (without ``replace=True``).
+        ConfigurationError: An invalid scheme, one registered already (without ``replace=True``), or a factory
+            that cannot be called with those arguments.
 
     Example:
         >>> from handrail.stores import FileSnapshotStore
-        >>> def folder(url, *, allowed_modules, lock_timeout):
-        ...     return FileSnapshotStore(url.partition("://")[2], allowed_modules=allowed_modules,
+        >>> def folder(url, *, allowed_modules, lock_timeout):  # myfolder:///abs/dir or myfolder:/abs/dir
+        ...     return FileSnapshotStore(url.partition(":")[2].removeprefix("//"), allowed_modules=allowed_modules,
         ...                              lock_timeout=lock_timeout)
         >>> register_snapshot_store("myfolder", folder)
-        >>> type(open_snapshot_store("myfolder:///tmp/approvals")).__name__
-        'FileSnapshotStore'
+        >>> store = open_snapshot_store("myfolder:/tmp/approvals")
+        >>> str(store.directory), store.locator("s1")
+        ('/tmp/approvals', 'myfolder:/tmp/approvals#s1')
     """
     if not isinstance(scheme, str):
         raise ConfigurationTypeError(f"A snapshot store scheme is a str, got {type(scheme).__name__}.")
@@ -125,6 +133,7 @@ def register_snapshot_store(scheme: str, factory: SnapshotStoreFactory, *, repla
             f"Invalid snapshot store scheme {scheme!r}: a letter, then letters, digits, '+', '-' or '.' (at least "
             f"two characters), without '://'."
         )
+    _check_signature(name, factory)
     with _LOCK:
         if name in _FACTORIES and not replace:
             what = "a built-in scheme" if name in _BUILT_IN else "registered already"
@@ -132,6 +141,21 @@ def register_snapshot_store(scheme: str, factory: SnapshotStoreFactory, *, repla
                 f"Snapshot store scheme {name!r} is {what}; pass replace=True to register another factory for it."
             )
         _FACTORIES[name] = factory
+
+
+def _check_signature(scheme: str, factory: SnapshotStoreFactory) -> None:
+    """Refuse a factory that cannot be called as ``factory(url, allowed_modules=..., lock_timeout=...)``."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # no signature to read (some builtins): the call will tell
+        return
+    try:
+        signature.bind("url", allowed_modules=(), lock_timeout=5.0)
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"The factory {_factory_name(factory)} for snapshot store scheme {scheme!r} cannot be called as "
+            f"factory(url, *, allowed_modules, lock_timeout): {exc}."
+        ) from exc
 
 
 def _scheme(text: str) -> str | None:
@@ -165,7 +189,8 @@ def open_snapshot_store(
     Raises:
         ConfigurationTypeError: ``url_or_dir`` is not a str or path, or a registered factory returned something
             that is not a SnapshotStore.
-        ConfigurationError: An empty value, ``sqlite://`` without a path, or an unknown ``scheme://``.
+        ConfigurationError: An empty value, ``sqlite://`` without a path, an unknown ``scheme://``, or a
+            registered factory that failed (its error is the cause; a handrail error it raises passes as is).
     """
     if not isinstance(url_or_dir, str | os.PathLike):
         raise ConfigurationTypeError(f"A snapshot store is named by a str or path, got {type(url_or_dir).__name__}.")
@@ -186,13 +211,51 @@ def open_snapshot_store(
             f"Unknown snapshot store {text!r}: give a directory, sqlite:///<path> or postgresql://...{also} "
             f"(register_snapshot_store adds a scheme)."
         )
-    store = factory(text, allowed_modules=modules, lock_timeout=lock_timeout)
+    store = _built(scheme, factory, text, modules, lock_timeout)
+    _comes_back(store, scheme, text)
+    return store
+
+
+def _factory_name(factory: object) -> str:
+    name = getattr(factory, "__qualname__", None) or type(factory).__qualname__
+    module = getattr(factory, "__module__", None)
+    return f"{module}.{name}" if module else str(name)
+
+
+def _built(
+    scheme: str, factory: SnapshotStoreFactory, url: str, modules: tuple[str, ...], timeout: float
+) -> SnapshotStore:
+    """What ``factory`` builds for ``url``; a factory that fails (a handrail error aside) is a ConfigurationError."""
+    try:
+        store = factory(url, allowed_modules=modules, lock_timeout=timeout)
+    except HandrailError:
+        raise  # the factory's own account of the URL (a built-in one refusing sqlite:// without a path...)
+    except Exception as exc:
+        raise ConfigurationError(
+            f"The factory {_factory_name(factory)} registered for snapshot store scheme {scheme!r} failed on "
+            f"{url!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(store, SnapshotStore):
         raise ConfigurationTypeError(
-            f"The factory registered for scheme {scheme!r} returned {type(store).__name__}, which is not a "
-            f"SnapshotStore."
+            f"The factory {_factory_name(factory)} registered for scheme {scheme!r} returned "
+            f"{type(store).__name__}, which is not a SnapshotStore."
         )
     return store
+
+
+def _comes_back(store: SnapshotStore, scheme: str, url: str) -> None:
+    """Make the locations of a store opened from ``url`` name ``url``, when they would not lead to its factory.
+
+    A snapshot's ``location`` is how a run given only the snapshot finds its store again; a directory store a
+    registered scheme built would otherwise write plain file paths, and the resume would bypass the scheme.
+    """
+    from handrail.stores._snapshot_records import SnapshotRecords
+
+    if not isinstance(store, SnapshotRecords) or store.opened_from is not None:
+        return
+    own = _scheme(store.locator("x"))
+    if own is None or _FACTORIES.get(own) is not _FACTORIES.get(scheme):  # (postgres: and postgresql: are one)
+        store.opened_from = url
 
 
 def store_for_location(

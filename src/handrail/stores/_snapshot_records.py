@@ -128,6 +128,10 @@ class SnapshotRecords(ABC):
         """Seconds to wait for a claim held elsewhere."""
         self.on_error = on_error
         """What :meth:`list_paused` does with an unreadable record (None: warn)."""
+        self.opened_from: str | None = None
+        """The URL of a registered scheme the store was opened from, when its own locations would not name that
+        scheme (:func:`~handrail.stores.open_snapshot_store` sets it); :meth:`locator` then writes
+        ``<url>#<id>``, so a snapshot's ``location`` leads back through the scheme's factory."""
         self._held: dict[str, SnapshotLease] = {}
         self._held_lock = threading.Lock()
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from handrail.core._files import FileLock, atomic_write, lock_path_for
 from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, decode_snapshot, encode_snapshot
-from handrail.errors import SnapshotUnavailableError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, SnapshotUnavailableError
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._snapshot_common import check_snapshot, id_from_name
 from handrail.stores._snapshot_records import Changes
@@ -61,7 +61,9 @@ class FileSnapshotStore(SnapshotStoreBase):
             (the file is skipped); default: a ``UserWarning`` naming it.
 
     Raises:
-        ConfigurationError: For a negative or non-numeric ``lock_timeout``.
+        ConfigurationError: For an empty ``directory`` (``"."`` names the current one), or a negative or
+            non-numeric ``lock_timeout``.
+        ConfigurationTypeError: ``directory`` is not a str or path.
     """
 
     def __init__(
@@ -72,6 +74,13 @@ class FileSnapshotStore(SnapshotStoreBase):
         lock_timeout: float = 5.0,
         on_error: OnSnapshotError | None = None,
     ) -> None:
+        if not isinstance(directory, str | os.PathLike):
+            raise ConfigurationTypeError(f"A snapshot directory is a str or path, got {type(directory).__name__}.")
+        if not os.fspath(directory).strip():
+            raise ConfigurationError(
+                f"A FileSnapshotStore needs a directory, got {os.fspath(directory)!r} (it would be the current "
+                f"directory); give '.' to mean that one."
+            )
         super().__init__(allowed_modules=allowed_modules, lock_timeout=lock_timeout, on_error=on_error)
         self.directory = Path(directory).absolute()
         """The snapshot directory (absolute)."""
@@ -100,7 +109,12 @@ class FileSnapshotStore(SnapshotStoreBase):
         return self.directory / f".{self._id(snapshot_id)}.json.journal"
 
     def locator(self, snapshot_id: str) -> str:
-        """The file's absolute path (what ``AgentSnapshot.location`` holds for it)."""
+        """The file's absolute path (what ``AgentSnapshot.location`` holds for it).
+
+        ``<url>#<id>`` instead for a store opened from a URL of a registered scheme (:attr:`opened_from`).
+        """
+        if self.opened_from is not None:
+            return f"{self.opened_from}#{self._id(snapshot_id)}"
         return str(self.path_of(snapshot_id))
 
     def files(self) -> list[Path]:

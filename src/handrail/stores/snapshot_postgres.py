@@ -142,7 +142,9 @@ class PostgresSnapshotStore(SnapshotStoreBase):
         return read_dsn_parameter(params)
 
     def locator(self, snapshot_id: str) -> str:
-        """``postgresql://user@host:port/db#<id>``: the DSN without its password, then the id."""
+        """``postgresql://user@host:port/db#<id>``: the DSN without a password, then the id (or :attr:`opened_from`)."""
+        if self.opened_from is not None:
+            return f"{self.opened_from}#{self._id(snapshot_id)}"
         return f"{self._url}#{self._id(snapshot_id)}"
 
     def close(self) -> None:

@@ -120,7 +120,9 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
         return {"path": self.path}
 
     def locator(self, snapshot_id: str) -> str:
-        """``sqlite:///<absolute path>#<id>`` (so ``sqlite:////abs/dir/db.sqlite#<id>``)."""
+        """``sqlite:///<absolute path>#<id>`` (so ``sqlite:////abs/dir/db.sqlite#<id>``); see :attr:`opened_from`."""
+        if self.opened_from is not None:
+            return f"{self.opened_from}#{self._id(snapshot_id)}"
         return f"sqlite:///{self.path}#{self._id(snapshot_id)}"
 
     def close(self) -> None:
