@@ -530,7 +530,7 @@ decisions = st.builds(
     ToolExecutionDecision,
     tool_name=texts,
     execute=st.booleans(),
-    tool_call_id=st.one_of(st.none(), texts),
+    tool_call_id=st.one_of(st.none(), texts.filter(bool)),  # an empty id is refused
     feedback=st.one_of(st.none(), texts),
     final_tool_params=st.one_of(st.none(), argument_dicts),
     decided_by=st.one_of(st.none(), texts.filter(lambda t: decided_by_problem(t) is None)),  # others are refused

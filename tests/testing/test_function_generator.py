@@ -10,7 +10,7 @@ import pytest
 from handrail.components.agents import Agent
 from handrail.core.serialization import restricted_imports
 from handrail.dataclasses import ChatMessage, ChatRole, StreamingChunk
-from handrail.errors import ConfigurationTypeError, SerializationError
+from handrail.errors import ConfigurationTypeError, GenerationError, RunError, SerializationError
 from handrail.testing import FunctionChatGenerator, call, reply, user
 from handrail.tools import create_tool_from_function
 
@@ -101,10 +101,13 @@ class TestReplies:
         with pytest.raises(TimeoutError, match="timed out"):
             FunctionChatGenerator(failing).run([user("x")])
 
-    def test_a_reply_of_another_kind_is_refused(self) -> None:
-        generator = FunctionChatGenerator(lambda messages, tools: {"replies": []})
-        with pytest.raises(ConfigurationTypeError, match="must return a ChatMessage, a str or a list of Stream"):
+    @pytest.mark.parametrize("value", [None, {"replies": []}, [user("x")]], ids=["None", "dict", "messages"])
+    def test_a_reply_of_another_kind_is_a_run_error_naming_it(self, value: Any) -> None:
+        generator = FunctionChatGenerator(lambda messages, tools: value)
+        with pytest.raises(GenerationError, match=f"returned {type(value).__name__} .*must return a ChatMessage"):
             generator.run([user("x")])
+        with pytest.raises(RunError):
+            asyncio.run(generator.run_async([user("x")]))
 
 
 class TestRefusals:

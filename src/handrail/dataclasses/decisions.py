@@ -129,8 +129,9 @@ class ToolExecutionDecision:
     feedback templates are rendered when the decision is applied.
 
     Raises:
-        ConfigurationError: When ``execute`` is not a bool, ``final_tool_params`` is not a dict, or
-            ``decided_by`` is empty or blank.
+        ConfigurationError: When ``execute`` is not a bool, ``final_tool_params`` is not a dict of JSON data
+            (SerializationError names the part that is not), ``tool_call_id`` is empty, or ``decided_by`` is
+            empty or blank.
         ConfigurationTypeError: When ``tool_name`` is not a str, or ``tool_call_id``, ``feedback`` or
             ``decided_by`` is not a str or None.
     """
@@ -158,6 +159,12 @@ class ToolExecutionDecision:
         _check_str("ToolExecutionDecision", "tool_name", self.tool_name, optional=False)
         for name in ("tool_call_id", "feedback", "decided_by"):
             _check_str("ToolExecutionDecision", name, getattr(self, name), optional=True)
+        if self.tool_call_id == "":
+            raise ConfigurationError(
+                "ToolExecutionDecision.tool_call_id is empty; give the id of the call it answers, or None."
+            )
+        if self.final_tool_params is not None:
+            _check_params(self.final_tool_params)
         check_decided_by(self.decided_by, "ToolExecutionDecision.decided_by")
 
     def to_dict(self) -> dict[str, Any]:
@@ -192,6 +199,14 @@ class ToolExecutionDecision:
             >>> approve.same_as(ToolExecutionDecision("transfer", False, "c1"))
             False
         """
+        if not isinstance(other, ToolExecutionDecision):
+            raise ConfigurationTypeError(
+                f"same_as compares with a ToolExecutionDecision, got {type(other).__name__} ({other!r:.80})."
+            )
+        if proposed is not None and not isinstance(proposed, Mapping):
+            raise ConfigurationTypeError(
+                f"same_as's proposed must be a mapping or None, got {type(proposed).__name__}."
+            )
         if self.tool_call_id is not None and other.tool_call_id is not None and self.tool_call_id != other.tool_call_id:
             return False
         return _effect(self, proposed) == _effect(other, proposed)
@@ -218,7 +233,13 @@ class ToolExecutionDecision:
         conflict where a run merges and checks the given decisions, so it never silently replaces the record, nor
         does a listing show a decision the run would not apply. The ledger (``Ledger.decision_for``), the stores
         (``recorded_decision``, ``awaiting_decision``) and the Agent's resume checks all look decisions up here.
+
+        Raises:
+            ConfigurationTypeError: ``call`` is not a ToolCall, ``recorded`` neither a ToolExecutionDecision nor
+                None, or ``given`` / ``step_calls`` not a list (or other iterable) of ToolExecutionDecision /
+                ToolCall.
         """
+        given, step_calls = _checked_find_args(call, recorded, given, step_calls)
         if recorded is not None:
             return recorded
         unnamed: ToolExecutionDecision | None = None
@@ -230,6 +251,47 @@ class ToolExecutionDecision:
         if unnamed is not None and sum(c.tool_name == call.tool_name for c in step_calls) == 1:
             return unnamed
         return None
+
+
+def _check_params(params: dict[str, Any]) -> None:
+    """Refuse edited arguments that are not JSON data (a snapshot holds them); naming the part that is not.
+
+    Arguments nested past ``MAX_DEPTH`` are let through here (a strategy may decide them; the model's are refused
+    when parsed, and a snapshot refuses them when written).
+    """
+    from handrail.core.json_data import clip_path, json_problem
+    from handrail.errors import SerializationError
+
+    problem = json_problem(params)
+    if problem is not None and "levels deep" not in problem[1]:
+        where = clip_path(f"ToolExecutionDecision.final_tool_params{problem[0]}")
+        raise SerializationError(f"{where}: {problem[1]}; the edited arguments must be JSON data.")
+
+
+def _checked_find_args(
+    call: object, recorded: object, given: object, step_calls: object
+) -> tuple[list[ToolExecutionDecision], list[ToolCall]]:
+    """Refuse arguments of :meth:`ToolExecutionDecision.find` of the wrong type; return given and step_calls."""
+    from handrail.dataclasses.chat_message import ToolCall
+
+    if not isinstance(call, ToolCall):
+        raise ConfigurationTypeError(f"find's call must be a ToolCall, got {type(call).__name__} ({call!r:.80}).")
+    if recorded is not None and not isinstance(recorded, ToolExecutionDecision):
+        raise ConfigurationTypeError(
+            f"find's recorded must be a ToolExecutionDecision or None, got {type(recorded).__name__} "
+            f"({recorded!r:.80})."
+        )
+    checked: list[list[Any]] = []
+    for name, value, kind in (("given", given, ToolExecutionDecision), ("step_calls", step_calls, ToolCall)):
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            raise ConfigurationTypeError(
+                f"find's {name} must be a list of {kind.__name__}, got {type(value).__name__} ({value!r:.80})."
+            )
+        items = list(value)
+        if not all(isinstance(item, kind) for item in items):
+            raise ConfigurationTypeError(f"find's {name} must be a list of {kind.__name__}; it holds other objects.")
+        checked.append(items)
+    return checked[0], checked[1]
 
 
 def _effect(decision: ToolExecutionDecision, proposed: Mapping[str, Any] | None) -> tuple[Any, ...]:

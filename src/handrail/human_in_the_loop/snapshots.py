@@ -22,10 +22,11 @@ Example (on disk, from another process)::
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,13 @@ from handrail.errors import ConfigurationError
 from handrail.stores._snapshot_common import (
     awaiting_decision,
     check_snapshot,
+    pending_approvals,
     recorded_decision,
     unavailable_reason,
     with_decision,
 )
 from handrail.stores.snapshot_file import FileSnapshotStore
-from handrail.stores.types import PendingApproval
+from handrail.stores.types import PendingApproval, SnapshotStore
 
 __all__ = [
     "PendingApproval",
@@ -131,6 +133,36 @@ def _store(
     )
 
 
+@contextlib.contextmanager
+def _database(value: object, allowed_modules: Iterable[str]) -> Iterator[SnapshotStore | None]:
+    """The store ``value`` names when it is a store URL, closed afterwards; None for a directory or file path.
+
+    Opened through :func:`~handrail.stores.open_snapshot_store`: any registered scheme.
+    """
+    from handrail.stores._snapshot_locations import names_a_database, open_snapshot_store
+
+    if not isinstance(value, str) or not names_a_database(value):
+        yield None
+        return
+    store = open_snapshot_store(value, allowed_modules=allowed_modules)
+    try:
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+
+
+def _listed(store: SnapshotStore, statuses: tuple[str, ...], on_error: OnError | None) -> list[AgentSnapshot]:
+    """The snapshots of a URL-named store with these statuses; an unreadable record goes to ``on_error``."""
+    lister = getattr(store, "list_snapshots", None)
+    if not callable(lister):
+        return [s for s in store.list_paused() if s.status in statuses]  # type: ignore[attr-defined]
+    report = None if on_error is None else (lambda snapshot_id, exc: on_error(Path(snapshot_id), exc))
+    found: list[AgentSnapshot] = lister(statuses, on_error=report)
+    return found
+
+
 def list_paused(
     directory: str | os.PathLike[str], *, allowed_modules: Iterable[str] = (), on_error: OnError | None = None
 ) -> list[AgentSnapshot]:
@@ -149,10 +181,17 @@ def list_paused(
     Returns:
         The paused snapshots (``location`` set), sorted by timestamp, then id.
 
+    ``directory`` may also be a store URL (``sqlite:///<path>``, ``postgresql://...`` or a registered scheme), opened
+    through :func:`~handrail.stores.open_snapshot_store` and closed afterwards (``on_error`` gets the record's id
+    as the path).
+
     Raises:
         FileNotFoundError: When ``directory`` does not exist.
         NotADirectoryError: When it is not a directory.
     """
+    with _database(directory, allowed_modules) as store:
+        if store is not None:
+            return _listed(store, ("paused",), on_error)
     return _store(directory, allowed_modules, on_error).list_paused()
 
 
@@ -172,10 +211,18 @@ def list_pending(
     Returns:
         One :class:`PendingApproval` per waiting call (``path`` set to the snapshot file).
 
+    ``directory`` may also be a store URL, as for :func:`list_paused` (``path`` is then None).
+
     Raises:
         FileNotFoundError: When ``directory`` does not exist.
         NotADirectoryError: When it is not a directory.
     """
+    with _database(directory, allowed_modules) as store:
+        if store is not None:
+            if on_error is None:
+                return store.list_pending()
+            return [p for snap in _listed(store, ("paused",), on_error)
+                    for p in pending_approvals(snap, snap.snapshot_id or "")]  # fmt: skip
     return _store(directory, allowed_modules, on_error).list_pending()
 
 
@@ -196,7 +243,8 @@ def record_decision(
     again writes nothing.
 
     Args:
-        path: The snapshot file (``<id>.json``).
+        path: The snapshot file (``<id>.json``), or a snapshot's ``location`` in a database store:
+            ``<store URL>#<id>`` (any registered scheme, opened through the registry and closed afterwards).
         decision: The decision; ``tool_call_id`` names the call.
         decided_by: Who decided; default the decision's ``decided_by``, else the OS user.
         allowed_modules: Module prefixes trusted for classes named inside the file.
@@ -210,10 +258,20 @@ def record_decision(
         SnapshotError: When the file is truncated, invalid or of an unknown schema version.
         SnapshotUnavailableError: When the lock is held past ``lock_timeout`` ("is being resumed"), or
             the snapshot is not paused any more.
-        ConfigurationError: See :func:`with_decision` (unknown or non-pending call, schema refusal), or a file
-            whose name does not end in ``.json``.
+        ConfigurationError: See :func:`with_decision` (unknown or non-pending call, schema refusal), a file
+            whose name does not end in ``.json``, or a store URL without ``#<id>``.
         DecisionConflictError: When a different decision is already recorded for the call.
     """
+    from handrail.stores._snapshot_locations import names_a_database, store_for_location
+
+    if isinstance(path, str) and names_a_database(path):  # a snapshot's location in a database: <store URL>#<id>
+        store, snapshot_id = store_for_location(path, allowed_modules=allowed_modules, lock_timeout=lock_timeout)
+        try:
+            return store.record_decision(snapshot_id, decision, decided_by=decided_by)
+        finally:
+            close = getattr(store, "close", None)
+            if callable(close):
+                close()
     file = Path(path).absolute()
     if not file.is_file():
         raise FileNotFoundError(f"Snapshot file {file} does not exist.")

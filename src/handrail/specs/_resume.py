@@ -142,12 +142,12 @@ def _prepared(
         raise ConfigurationTypeError(f"snapshot_id must be a str, got {type(snapshot_id).__name__}.")
     if agent is not None and not isinstance(agent, Agent):
         raise ConfigurationTypeError(f"agent must be an Agent or None, got {type(agent).__name__}.")
-    if isinstance(decisions, ToolExecutionDecision) or not isinstance(decisions, Iterable):
+    if isinstance(decisions, ToolExecutionDecision | str | bytes | Mapping) or not isinstance(decisions, Iterable):
         raise ConfigurationTypeError(
-            f"decisions must be a list of ToolExecutionDecision, got {type(decisions).__name__}."
+            f"decisions must be a list of ToolExecutionDecision, got {type(decisions).__name__} ({decisions!r:.80})."
         )
     given = list(decisions)
-    check_decision_types(given)
+    check_decision_types(given, "decisions")
     loaded = store.load(snapshot_id)
     location = loaded.location or store.locator(snapshot_id)
     snapshot = dataclasses.replace(loaded, tool_execution_decisions=given, location=location, store=store)

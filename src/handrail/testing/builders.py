@@ -35,7 +35,13 @@ def call(tool_name: str, arguments: dict[str, Any] | str | None = None, /, id: s
 
     Raises:
         ConfigurationError: Both ``arguments`` and keywords are given.
+        ConfigurationTypeError: ``arguments`` is neither a dict, a str nor None (a list, a number).
     """
+    if arguments is not None and not isinstance(arguments, dict | str):
+        raise ConfigurationTypeError(
+            f"call({tool_name!r}) takes its arguments as a dict, a str (the raw text a model sent) or keywords, "
+            f"got {type(arguments).__name__} ({arguments!r:.80})."
+        )
     if arguments is not None and keywords:
         raise ConfigurationError(
             f"call({tool_name!r}) takes its arguments either as one dict or as keywords, not both "
@@ -68,5 +74,11 @@ def reply(*parts: str | ToolCall, **meta: Any) -> ChatMessage:
 
 
 def tool_reply(result: str, origin: ToolCall, *, error: bool = False) -> ChatMessage:
-    """The tool message answering ``origin``: ``ChatMessage.from_tool(result, origin, error)``."""
+    """The tool message answering ``origin``: ``ChatMessage.from_tool(result, origin, error)``.
+
+    Raises:
+        ConfigurationTypeError: ``error`` is not a bool.
+    """
+    if not isinstance(error, bool):
+        raise ConfigurationTypeError(f"tool_reply's error must be a bool, got {type(error).__name__} ({error!r:.80}).")
     return ChatMessage.from_tool(result, origin, error)

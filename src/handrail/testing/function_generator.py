@@ -11,7 +11,7 @@ from handrail.core.component import component
 from handrail.core.serialization import deserialize_callable, init_parameters, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback, StreamingChunk, is_async_callback
-from handrail.errors import ConfigurationTypeError, SerializationError
+from handrail.errors import ConfigurationTypeError, GenerationError, SerializationError
 from handrail.testing._replies import deliver, deliver_async
 
 __all__ = ["FunctionChatGenerator", "Reply", "ReplyFunction"]
@@ -95,8 +95,10 @@ class FunctionChatGenerator:
             generation_kwargs: Generation settings (recorded, not passed to the function).
 
         Raises:
-            ConfigurationTypeError: The function is ``async def`` (use :meth:`run_async`), the callback is a
-                coroutine function, or the function returned none of the three kinds of reply.
+            ConfigurationTypeError: The function is ``async def`` (use :meth:`run_async`), or the callback is a
+                coroutine function.
+            GenerationError: The function returned none of the three kinds of reply (a RunError: the run
+                is under way; the message names what it returned).
             Exception: What the function raised.
         """
         if inspect.iscoroutinefunction(self.function) or is_async_callback(self.function):
@@ -174,7 +176,7 @@ def _checked(value: Any) -> ChatMessage | list[StreamingChunk]:
         return value
     if isinstance(value, list) and all(isinstance(chunk, StreamingChunk) for chunk in value):
         return value
-    raise ConfigurationTypeError(
-        f"FunctionChatGenerator's function must return a ChatMessage, a str or a list of StreamingChunk, "
-        f"got {type(value).__name__} {value!r:.80}."
+    raise GenerationError(
+        f"FunctionChatGenerator's function returned {type(value).__name__} {value!r:.80}; it must return a "
+        f"ChatMessage, a str or a list of StreamingChunk."
     )

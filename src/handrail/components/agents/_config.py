@@ -132,7 +132,7 @@ def check_types(agent: Agent) -> None:
 
     Raises:
         ConfigurationTypeError: A non-str system_prompt, a non-bool raise_on_tool_invocation_failure,
-            or a chat generator whose ``run`` is a coroutine function.
+            or a chat generator whose ``run`` is a coroutine function or whose ``run_async`` is not one.
     """
     if agent.system_prompt is not None and not isinstance(agent.system_prompt, str):
         raise ConfigurationTypeError(f"system_prompt must be a str or None, got {type(agent.system_prompt).__name__}.")
@@ -144,6 +144,12 @@ def check_types(agent: Agent) -> None:
         raise ConfigurationTypeError(
             f"{type(agent.chat_generator).__name__}.run is a coroutine function; a chat generator's run must be "
             f"sync (put the async version in run_async)."
+        )
+    run_async = getattr(agent.chat_generator, "run_async", None)
+    if run_async is not None and not inspect.iscoroutinefunction(run_async):
+        raise ConfigurationTypeError(
+            f"{type(agent.chat_generator).__name__}.run_async is not a coroutine function; a chat generator's "
+            f"run_async must be async def (or leave it out: an async run calls run in a worker thread)."
         )
 
 

@@ -165,8 +165,8 @@ def _check_against_ledger(snapshot: AgentSnapshot, given: ToolExecutionDecision,
         )
 
 
-def check_decision_types(decisions: Any) -> None:
-    """Raise ConfigurationTypeError unless ``decisions`` is a list of ToolExecutionDecision."""
+def check_decision_types(decisions: Any, name: str = "tool_execution_decisions") -> None:
+    """Raise ConfigurationTypeError unless ``decisions`` is a list of ToolExecutionDecision (``name``: the argument)."""
     if not isinstance(decisions, list) or not all(isinstance(d, ToolExecutionDecision) for d in decisions):
         shown = type(decisions).__name__ if not isinstance(decisions, list) else "a list holding other objects"
-        raise ConfigurationTypeError(f"tool_execution_decisions must be a list of ToolExecutionDecision, got {shown}.")
+        raise ConfigurationTypeError(f"{name} must be a list of ToolExecutionDecision, got {shown}.")

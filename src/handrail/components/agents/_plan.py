@@ -7,6 +7,7 @@ or a changed agent raise before the model is called or anything is written.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -100,6 +101,10 @@ def start_run(agent: Agent, req: RunRequest) -> Started:
         ConfigurationError / ConfigurationTypeError: Bad arguments (named), before anything runs.
         SnapshotUnavailableError, SnapshotDriftError, DecisionConflictError: A snapshot that cannot be resumed.
     """
+    if not isinstance(req.allow_drift, bool):  # "yes" or 1 would silently allow a changed agent
+        raise ConfigurationTypeError(
+            f"allow_drift must be a bool, got {type(req.allow_drift).__name__} ({req.allow_drift!r:.80})."
+        )
     if req.snapshot is None:
         return _build(agent, req, None, None)
     from handrail.dataclasses.snapshot import AgentSnapshot
@@ -333,9 +338,16 @@ def _snapshot_metadata(agent: Agent, snapshot: AgentSnapshot | None, stores: Sto
     metadata = dict(snapshot.metadata) if snapshot is not None else {}
     if stores.active:
         metadata["run"] = stores.to_metadata()
-    for strategy in (agent.confirmation_strategies or {}).values():
-        if is_pausing_strategy(strategy) and strategy.metadata:
-            metadata.update(strategy.metadata)
+    for key, strategy in (agent.confirmation_strategies or {}).items():
+        if not is_pausing_strategy(strategy) or not strategy.metadata:
+            continue
+        if not isinstance(strategy.metadata, Mapping):
+            raise ConfigurationTypeError(
+                f"The pausing strategy for {key!r} ({type(strategy).__name__}) has metadata of type "
+                f"{type(strategy.metadata).__name__} ({strategy.metadata!r:.80}); a pausing strategy's metadata "
+                f"must be a dict (recorded in every snapshot it pauses into) or None."
+            )
+        metadata.update(strategy.metadata)
     return metadata
 
 
