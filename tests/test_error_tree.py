@@ -132,6 +132,8 @@ def test_the_drawing_names_spec_and_route_errors_and_the_persistence_branch() ->
     assert drawn["DecisionConflictError"] == Drawn(
         "DecisionConflictError", "PersistenceError", ("ConfigurationError",), 2
     )
+    for name in ("SnapshotFinishedError", "SnapshotResumedError", "SnapshotInterruptedError"):  # not "try again"
+        assert drawn[name] == Drawn(name, "SnapshotUnavailableError", (), 2)
 
 
 def _edited(old: str, new: str) -> list[str]:
