@@ -126,10 +126,9 @@ def test_a_failed_run_says_so_instead_of_a_result() -> None:
         assert not run.ended
 
 
-def test_calls_changed_by_a_driver_are_refused_and_effect_data_is_a_copy() -> None:
+def test_calls_changed_by_a_driver_are_refused() -> None:
     with plain_agent([]).start([ChatMessage.from_user("go")]) as run:
         effect = _to_tools(run, [asking(("t1", "transfer", {"amount": 5}))])
-        effect.calls[0].arguments["amount"] = 999  # the effect's data: the call itself is not touched
         forged = RunTools([ToolInvocation("t1", "transfer", {"amount": 999}, "t1")], effect.max_workers)
         with pytest.raises(RunError, match="not the ones the run asked to run"):
             run.context.run_tools(forged)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Generator, Sequence
+from collections.abc import Awaitable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, assert_never, runtime_checkable
+from typing import Any, Protocol, assert_never, get_args, runtime_checkable
 
 from handrail.components.effects import (
     AskApproval,
@@ -222,53 +222,49 @@ async def execute_async(context: RunContext, effect: Effect) -> Any:
 
 
 def _dispatch_sync(context: RunContext, effect: Effect) -> Any:
-    """The context's method for each kind of effect (one table, checked exhaustively)."""
+    """Call the context's method for ``effect``."""
+    return getattr(context, _METHODS.get(type(effect)) or _method_of(effect))(effect)
+
+
+def _dispatch_async(context: RunContext, effect: Effect) -> Awaitable[Any]:
+    """The awaitable of the context's async method for ``effect`` (a call, not a coroutine layer)."""
+    return getattr(context, (_METHODS.get(type(effect)) or _method_of(effect)) + "_async")(effect)  # type: ignore[no-any-return]
+
+
+def _method_of(effect: Effect) -> str:
+    """The name of the context's method for ``effect``: the one table of effects to methods, checked exhaustively.
+
+    The async method is this name with ``_async``.
+    """
     match effect:
         case CallModel():
-            return context.call_model(effect)
+            return "call_model"
         case RunTools():
-            return context.run_tools(effect)
+            return "run_tools"
         case RunHooks():
-            return context.run_hooks(effect)
+            return "run_hooks"
         case Emit():
-            return context.emit(effect)
+            return "emit"
         case AskApproval():
-            return context.ask_approval(effect)
+            return "ask_approval"
         case LoadStores():
-            return context.load_stores(effect)
+            return "load_stores"
         case Persist():
-            return context.persist(effect)
+            return "persist"
         case Pause():
-            return context.pause(effect)
+            return "pause"
         case Finish():
-            return context.finish(effect)
+            return "finish"
         case _:
             assert_never(effect)
 
 
-async def _dispatch_async(context: RunContext, effect: Effect) -> Any:
-    """Async twin of :func:`_dispatch_sync`."""
-    match effect:
-        case CallModel():
-            return await context.call_model_async(effect)
-        case RunTools():
-            return await context.run_tools_async(effect)
-        case RunHooks():
-            return await context.run_hooks_async(effect)
-        case Emit():
-            return await context.emit_async(effect)
-        case AskApproval():
-            return await context.ask_approval_async(effect)
-        case LoadStores():
-            return await context.load_stores_async(effect)
-        case Persist():
-            return await context.persist_async(effect)
-        case Pause():
-            return await context.pause_async(effect)
-        case Finish():
-            return await context.finish_async(effect)
-        case _:
-            assert_never(effect)
+_METHODS: dict[type, str] = {kind: _method_of(kind.__new__(kind)) for kind in get_args(Effect)}
+""":func:`_method_of` for each kind of effect, looked up by type (a subclass of an effect goes through the match)."""
+
+
+def _handlers(context: RunContext, suffix: str) -> dict[type, Any]:
+    return {kind: getattr(context, name + suffix) for kind, name in _METHODS.items()}
 
 
 def notify_started(observers: Sequence[RunObserver], event: Effect | ToolInvocation) -> float:
@@ -311,6 +307,16 @@ class SyncDriver:
     def drive(self, run: Run) -> Any:
         """Drive ``run`` to its end and return its result."""
         context = run.context
+        if context.observers:
+            return self._drive_observed(run, context)
+        handlers = _handlers(context, "")
+        result: Any = None
+        while (effect := run.send(result)) is not None:
+            handler = handlers.get(type(effect))
+            result = handler(effect) if handler is not None else _dispatch_sync(context, effect)
+        return run.result
+
+    def _drive_observed(self, run: Run, context: RunContext) -> Any:
         result: Any = None
         while (effect := run.send(result)) is not None:
             result = execute_sync(context, effect)
@@ -323,6 +329,16 @@ class AsyncDriver:
     async def drive(self, run: Run) -> Any:
         """Drive ``run`` to its end and return its result."""
         context = run.context
+        if context.observers:
+            return await self._drive_observed(run, context)
+        handlers = _handlers(context, "_async")
+        result: Any = None
+        while (effect := run.send(result)) is not None:
+            handler = handlers.get(type(effect))
+            result = await (handler(effect) if handler is not None else _dispatch_async(context, effect))
+        return run.result
+
+    async def _drive_observed(self, run: Run, context: RunContext) -> Any:
         result: Any = None
         while (effect := run.send(result)) is not None:
             result = await execute_async(context, effect)

@@ -94,6 +94,8 @@ class _ObservedRecorder:
 
 def _outcomes(invocations: list[Invocation], outcomes: list[Outcome]) -> list[ToolOutcome]:
     """The outcomes as effect data (an error as its type and message; the exception kept for this process)."""
+    if len(outcomes) == 1 and outcomes[0][0]:  # the common case, without the comprehension
+        return [ToolOutcome(invocations[0].call.id, True, outcomes[0][1])]
     return [
         ToolOutcome(inv.call.id, True, value)
         if ok
@@ -128,7 +130,7 @@ class ToolContext:
         self.state = state
         self.options = options
         self.observers: Sequence[RunObserver] = observers
-        self.bound = Bound()
+        self.bound = Bound(copies=bool(observers))
         """The live invocations of the last ``RunTools`` / ``AskApproval`` effect (the step sets them)."""
 
     def tool(self, name: str) -> Tool:
@@ -199,8 +201,6 @@ class ToolContext:
         """Run the calls (in threads when there are several) and return their outcomes in order."""
         invocations = self.bind(effect.calls)
         outcomes = run_calls_sync(invocations, effect.max_workers, self.recorder, self.observers, effect.calls)
-        if len(outcomes) == 1 and outcomes[0][0]:  # the common case, without a comprehension
-            return [ToolOutcome(invocations[0].call.id, True, outcomes[0][1])]
         return _outcomes(invocations, outcomes)
 
     async def run_tools_async(self, effect: RunTools) -> list[ToolOutcome]:

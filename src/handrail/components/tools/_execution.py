@@ -276,6 +276,8 @@ async def run_calls_async(
 
     Arguments as :func:`run_calls_sync`; durable writes run in worker threads, never on the event loop.
     """
+    if len(invocations) == 1 and observer is None and not watchers:
+        return [await _call_async(invocations[0])]  # the common case, without the layers below
     watch = None
     if watchers:
         assert events is not None
