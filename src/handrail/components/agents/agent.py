@@ -18,11 +18,11 @@ from handrail.components.agents.run import AgentRun
 from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver
 from handrail.components.generators.types import ChatGenerator
 from handrail.core._threads import FreshLockOnCopy
-from handrail.errors import ConfigurationTypeError
 from handrail.core.component import component
 from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback
+from handrail.errors import ConfigurationTypeError
 from handrail.hooks.types import Hook
 from handrail.human_in_the_loop.types import ConfirmationStrategy
 from handrail.stores.types import ChatMessageStore, MemoryStore
