@@ -127,9 +127,13 @@ class AgentContext(ToolContext):
         """Call the chat generator's ``run``; returns its replies (the step machine checks them)."""
         model = self.model
         if model.pass_tools:
-            output = self._generator_run(messages=effect.messages, tools=self._offered(effect.tools), **model.extra)
+            names, plan = effect.tools, self.plan
+            tools = plan.static_tools if names is plan.static_names and names else self._offered(names)
+            output = self._generator_run(messages=effect.messages, tools=tools, **model.extra)
         else:
             output = self._generator_run(messages=effect.messages, **model.extra)
+        if type(output) is dict and "replies" in output:  # the common case, without the call below
+            return output["replies"]
         return _replies(output, model.generator)
 
     async def call_model_async(self, effect: CallModel) -> Any:
@@ -137,9 +141,13 @@ class AgentContext(ToolContext):
         model = self.model
         kwargs = dict(model.extra)
         if model.pass_tools:
-            kwargs["tools"] = self._offered(effect.tools)
+            names, plan = effect.tools, self.plan
+            kwargs["tools"] = plan.static_tools if names is plan.static_names and names else self._offered(names)
         if self._generator_run_async is not None:
-            return _replies(await self._generator_run_async(messages=effect.messages, **kwargs), model.generator)
+            output = await self._generator_run_async(messages=effect.messages, **kwargs)
+            if type(output) is dict and "replies" in output:  # the common case, without the call below
+                return output["replies"]
+            return _replies(output, model.generator)
         callback = kwargs.get("streaming_callback")
         if callback is not None and is_async_callback(callback):
             import asyncio
