@@ -180,7 +180,7 @@ def _check_round_trips(observer: Observer) -> set[str]:
             continue
         assert _round_trip(event) == event, event
         result = ended.result
-        items = result if isinstance(result, list) else [result]
+        items = result if isinstance(result, list | tuple) else [result]
         for item in items:
             assert _round_trip(item) == item, item
     return kinds

@@ -56,7 +56,9 @@ class RunObserver(Protocol):
     ``event`` is the effect itself, or the :class:`~handrail.components.effects.ToolInvocation` of one tool call
     (every call that runs, approved or not). Calls to the same observer may come from worker threads (tools run
     concurrently), so an observer must be thread-safe. An exception raised by an observer does not stop the run:
-    it becomes a warning naming the observer.
+    it becomes a warning naming the observer. Observers cannot change what the run does: an effect's call
+    arguments are copies, a result list comes as a tuple and tool outcomes and decisions are frozen; the messages
+    are the run's own objects, to be read, not changed.
     """
 
     def started(self, event: Effect | ToolInvocation) -> None:
@@ -281,8 +283,8 @@ def notify_ended(
     observers: Sequence[RunObserver], event: Effect | ToolInvocation, began: float, result: Any = None,
     error: BaseException | None = None,
 ) -> None:  # fmt: skip
-    """Tell every observer ``event`` ended."""
-    ended = Ended(time.monotonic() - began, result, error)
+    """Tell every observer ``event`` ended (a list result as a tuple: observers cannot change what the run uses)."""
+    ended = Ended(time.monotonic() - began, tuple(result) if type(result) is list else result, error)
     for observer in observers:
         try:
             observer.ended(event, ended)

@@ -87,9 +87,9 @@ class RunTools:
     max_workers: int
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """What one tool call did: its return value, or the error it raised."""
+    """What one tool call did: its return value, or the error it raised (frozen: an observer cannot change it)."""
 
     call_id: str | None
     ok: bool
@@ -100,6 +100,11 @@ class ToolOutcome:
     """The error's type and message (when not ``ok``), known secret values masked."""
     exception: BaseException | None = field(default=None, compare=False, repr=False)
     """The exception itself, when the tool ran in this process (kept for ``raise ... from``; never serialized)."""
+
+    def __post_init__(self) -> None:
+        if type(self.ok) is not bool or (self.ok and self.error is not None):
+            raise ValueError(f"A ToolOutcome is ok=True with no error, or ok=False with one; got ok={self.ok!r}, "
+                             f"error={self.error!r:.100}.")  # fmt: skip
 
 
 @dataclass(slots=True)

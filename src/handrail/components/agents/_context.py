@@ -99,7 +99,6 @@ class AgentContext(ToolContext):
         super().__init__(plan.static_by_name if plan.static_tools is not None else self._step_tools, run.state,
                          plan.step_options, observers, run.ledger)  # fmt: skip
         self.bound = run.bound
-        run.bound.copies = bool(observers)
         self.plan = plan
         self.parts = parts
         self.run = run

@@ -130,7 +130,7 @@ class ToolContext:
         self.state = state
         self.options = options
         self.observers: Sequence[RunObserver] = observers
-        self.bound = Bound(copies=bool(observers))
+        self.bound = Bound()
         """The live invocations of the last ``RunTools`` / ``AskApproval`` effect (the step sets them)."""
 
     def tool(self, name: str) -> Tool:
@@ -163,8 +163,8 @@ class ToolContext:
             return [self._bind_one(item) for item in calls]
         if len(batch) == len(calls) and all(map(_same_call, batch, calls)):
             return batch
-        asked = [(inv.call.id, inv.tool.name) for inv in batch]
-        given = [(item.call_id, item.tool_name) for item in calls]
+        asked = [(inv.call.id, inv.tool.name, inv.arguments) for inv in batch]
+        given = [(item.call_id, item.tool_name, item.arguments) for item in calls]
         raise RunError(
             f"These tool calls are not the ones the run asked to run: it asked for {asked} with the arguments it "
             f"validated (and a person approved), got {given}. Execute the effect's own calls."
@@ -180,7 +180,15 @@ class ToolContext:
             self.recorder.started(self._one(item))
 
     def call_ended(self, item: ToolInvocation, outcome: ToolOutcome) -> None:
-        """Record the outcome of ``item``, run elsewhere (durable before it returns, for a durable run)."""
+        """Record the outcome of ``item``, run elsewhere (durable before it returns, for a durable run).
+
+        Answer the ``RunTools`` effect with these same outcomes: the run's record and its history must agree.
+
+        Raises:
+            RunError: ``outcome`` is not a ToolOutcome of ``item``'s call.
+        """
+        if not isinstance(outcome, ToolOutcome) or outcome.call_id != item.call_id:
+            raise RunError(f"call_ended takes the ToolOutcome of call {item.call_id!r}, got {outcome!r:.200}.")
         if self.recorder is not None:
             self.recorder.finished(self._one(item), outcome_of(outcome))
 

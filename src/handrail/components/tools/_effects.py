@@ -47,18 +47,16 @@ class Bound:
 
     invocations: list[Invocation] = field(default_factory=list)
     calls: list[ToolInvocation] | None = None
-    copies: bool = False
-    """True when the effect's calls hold copies of the arguments (the run has observers, which see the effects)."""
 
     def set(self, invocations: list[Invocation]) -> list[ToolInvocation]:
         """Keep ``invocations``; returns their calls as effect data (the list that identifies them)."""
-        if self.copies:  # an observer changing the data it sees changes no call
-            calls = [ToolInvocation(i.call.id, i.tool.name, dict(i.arguments), i.key) for i in invocations]
-        elif len(invocations) == 1:  # the common case, without the comprehension
+        # The arguments are copies: a driver or an observer changing the effect's data changes no call (the
+        # approved, validated arguments run).
+        if len(invocations) == 1:  # the common case, without the comprehension
             one = invocations[0]
-            calls = [ToolInvocation(one.call.id, one.tool.name, one.arguments, one.key)]
+            calls = [ToolInvocation(one.call.id, one.tool.name, dict(one.arguments), one.key)]
         else:
-            calls = [ToolInvocation(i.call.id, i.tool.name, i.arguments, i.key) for i in invocations]
+            calls = [ToolInvocation(i.call.id, i.tool.name, dict(i.arguments), i.key) for i in invocations]
         self.invocations = invocations
         self.calls = calls
         return calls
