@@ -68,6 +68,13 @@ def paused_in(store: Any) -> str:
     return snapshot_id
 
 
+def approved(store: Any, snapshot_id: str) -> Any:
+    """The stored snapshot with its held call t1 approved."""
+    return dataclasses.replace(
+        store.load(snapshot_id), tool_execution_decisions=[ToolExecutionDecision("transfer", True, "t1")]
+    )
+
+
 # -- outcomes, replies and calls a driver gets wrong ------------------------------------------------------------
 
 
@@ -233,9 +240,7 @@ def test_a_dropped_resumed_run_lets_go_of_its_claim(tmp_path: Path) -> None:
 
     store = SQLiteSnapshotStore(tmp_path / "s.db")
     snapshot_id = paused_in(store)
-    decided = dataclasses.replace(
-        store.load(snapshot_id), tool_execution_decisions=[ToolExecutionDecision("transfer", True, "t1")]
-    )
+    decided = approved(store, snapshot_id)
     run = pausing_agent(store, []).start([], snapshot=decided)
     assert isinstance(run.send(None), RunTools)  # claimed, mid-run, then dropped without close()
     del run
@@ -248,9 +253,7 @@ def test_a_dropped_resumed_run_lets_go_of_its_claim(tmp_path: Path) -> None:
 def test_a_driver_that_runs_calls_itself_records_them_so_none_runs_twice(tmp_path: Path) -> None:
     store = SQLiteSnapshotStore(tmp_path / "s.db")
     snapshot_id = paused_in(store)
-    decided = dataclasses.replace(
-        store.load(snapshot_id), tool_execution_decisions=[ToolExecutionDecision("transfer", True, "t1")]
-    )
+    decided = approved(store, snapshot_id)
     with pausing_agent(store, []).start([], snapshot=decided) as run:
         effect = run.send(None)
         assert isinstance(effect, RunTools)
@@ -378,9 +381,7 @@ def test_an_observer_cannot_overturn_a_decision_or_forge_a_result(mode: str) -> 
 def test_call_ended_takes_the_outcome_of_that_call(tmp_path: Path) -> None:
     store = SQLiteSnapshotStore(tmp_path / "s.db")
     snapshot_id = paused_in(store)
-    decided = dataclasses.replace(
-        store.load(snapshot_id), tool_execution_decisions=[ToolExecutionDecision("transfer", True, "t1")]
-    )
+    decided = approved(store, snapshot_id)
     with pausing_agent(store, []).start([], snapshot=decided) as run:
         effect = run.send(None)
         assert isinstance(effect, RunTools)

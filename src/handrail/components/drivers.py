@@ -170,15 +170,6 @@ class MachineRun:
             self.ended = True
             return None
 
-    def throw(self, error: BaseException) -> Effect | None:
-        """Raise ``error`` where the run waits for the last effect's result (the effect failed)."""
-        try:
-            return self._machine.throw(error)
-        except StopIteration as stop:
-            self._result = stop.value
-            self.ended = True
-            return None
-
     @property
     def result(self) -> Any:
         """What the machine returned."""
@@ -225,12 +216,16 @@ async def execute_async(context: RunContext, effect: Effect) -> Any:
 
 def _dispatch_sync(context: RunContext, effect: Effect) -> Any:
     """Call the context's method for ``effect``."""
-    return getattr(context, _METHODS.get(type(effect)) or _method_of(effect))(effect)
+    return getattr(context, _name_of(effect))(effect)
 
 
 def _dispatch_async(context: RunContext, effect: Effect) -> Awaitable[Any]:
     """The awaitable of the context's async method for ``effect`` (a call, not a coroutine layer)."""
-    return getattr(context, (_METHODS.get(type(effect)) or _method_of(effect)) + "_async")(effect)  # type: ignore[no-any-return]
+    return getattr(context, _name_of(effect) + "_async")(effect)  # type: ignore[no-any-return]
+
+
+def _name_of(effect: Effect) -> str:
+    return _METHODS.get(type(effect)) or _method_of(effect)
 
 
 def _method_of(effect: Effect) -> str:

@@ -59,7 +59,7 @@ class ModelCall:
 
 def _replies(output: object, generator: object) -> Any:
     """The ``replies`` of the generator's output (the step machine checks what they hold)."""
-    if type(output) is dict and "replies" in output:
+    if type(output) is dict and "replies" in output:  # the common case, without the ABC check below
         return output["replies"]
     if isinstance(output, Mapping) and "replies" in output:
         return output["replies"]
@@ -131,8 +131,6 @@ class AgentContext(ToolContext):
             output = self._generator_run(messages=effect.messages, tools=tools, **model.extra)
         else:
             output = self._generator_run(messages=effect.messages, **model.extra)
-        if type(output) is dict and "replies" in output:  # the common case, without the call below
-            return output["replies"]
         return _replies(output, model.generator)
 
     async def call_model_async(self, effect: CallModel) -> Any:
@@ -144,8 +142,6 @@ class AgentContext(ToolContext):
             kwargs["tools"] = plan.static_tools if names is plan.static_names and names else self._offered(names)
         if self._generator_run_async is not None:
             output = await self._generator_run_async(messages=effect.messages, **kwargs)
-            if type(output) is dict and "replies" in output:  # the common case, without the call below
-                return output["replies"]
             return _replies(output, model.generator)
         callback = kwargs.get("streaming_callback")
         if callback is not None and is_async_callback(callback):

@@ -207,20 +207,14 @@ class ToolContext:
 
     def run_tools(self, effect: RunTools) -> list[ToolOutcome]:
         """Run the calls (in threads when there are several) and return their outcomes in order."""
-        calls, bound = effect.calls, self.bound
-        invocations = bound.invocations if calls is bound.calls else self.bind(calls)
-        outcomes = run_calls_sync(invocations, effect.max_workers, self.recorder, self.observers, calls)
-        if len(outcomes) == 1 and outcomes[0][0]:  # the common case, without the call below
-            return [ToolOutcome(invocations[0].call.id, True, outcomes[0][1])]
+        invocations = self.bind(effect.calls)
+        outcomes = run_calls_sync(invocations, effect.max_workers, self.recorder, self.observers, effect.calls)
         return _outcomes(invocations, outcomes)
 
     async def run_tools_async(self, effect: RunTools) -> list[ToolOutcome]:
         """Await the calls concurrently (sync tools in worker threads) and return their outcomes in order."""
-        calls, bound = effect.calls, self.bound
-        invocations = bound.invocations if calls is bound.calls else self.bind(calls)
-        outcomes = await run_calls_async(invocations, effect.max_workers, self.recorder, self.observers, calls)
-        if len(outcomes) == 1 and outcomes[0][0]:  # the common case, without the call below
-            return [ToolOutcome(invocations[0].call.id, True, outcomes[0][1])]
+        invocations = self.bind(effect.calls)
+        outcomes = await run_calls_async(invocations, effect.max_workers, self.recorder, self.observers, effect.calls)
         return _outcomes(invocations, outcomes)
 
     def emit(self, effect: Emit) -> None:

@@ -280,8 +280,7 @@ def tool_step(
             for i in wave
         ]
         if opts.gate is None:
-            effect = RunTools((bound if bound is not None else Bound()).set(invocations), opts.max_workers)
-            outcomes = _checked((yield effect), invocations)
+            outcomes = _checked((yield _run(invocations, opts, bound)), invocations)
             for i, inv, outcome in zip(wave, invocations, outcomes, strict=True):
                 results[ready[i][0]] = _finish(
                     inv, (True, outcome.value) if outcome.ok else outcome_of(outcome), state, opts
