@@ -284,3 +284,55 @@ def test_a_forked_child_does_not_use_the_parents_pool_whose_threads_it_lacks() -
     finally:
         loop.close()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_interpreter_waits_at_exit_for_a_blocking_call_its_run_stopped_waiting_for(tmp_path: Any) -> None:
+    import subprocess
+
+    marker = tmp_path / "written"
+    script = f"""
+import asyncio, time
+from pathlib import Path
+from handrail.core._tool_threads import to_tool_thread
+
+def slow() -> None:
+    time.sleep(0.5)
+    Path({str(marker)!r}).write_text("done")
+
+async def main() -> None:
+    try:
+        await asyncio.wait_for(to_tool_thread(slow), 0.01)
+    except TimeoutError:
+        pass
+
+asyncio.run(main())
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=WAIT * 3)
+    assert marker.read_text() == "done"
+
+
+def test_a_pools_threads_end_with_its_event_loop() -> None:
+    import gc
+    import time
+
+    def names() -> set[str]:
+        return {t.name for t in threading.enumerate() if t.name.startswith("handrail-tool")}
+
+    before = names()
+    for _ in range(5):
+        asyncio.run(to_tool_thread(str, "x"))  # a loop of its own each time, one thread in its pool
+    gc.collect()
+    deadline = time.monotonic() + WAIT
+    while len([t for t in threading.enumerate() if t.name.startswith("handrail-tool")]) > len(before):
+        assert time.monotonic() < deadline, names()
+        time.sleep(0.01)
+
+
+def test_a_thread_of_the_pool_runs_many_calls() -> None:
+    async def main() -> set[str]:
+        seen: set[str] = set()
+        for _ in range(20):
+            seen.add(await to_tool_thread(lambda: threading.current_thread().name))
+        return seen
+
+    assert len(asyncio.run(main())) == 1  # one call at a time: the same thread, not a new one per call

@@ -21,6 +21,7 @@ when it is interrupted (Ctrl-C). An async-only tool under ``run`` runs on an eve
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import functools
@@ -34,7 +35,6 @@ from handrail.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import asyncio
-    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = [
     "DEFAULT_TOOL_THREAD_LIMIT",
@@ -99,8 +99,8 @@ def set_tool_thread_limit(limit: int) -> None:
         retired = [*_pools.values(), *([_unkeyed] if _unkeyed is not None else [])]
         _pools.clear()
         _unkeyed = None
-    for pool in retired:  # its queued calls are cancelled there and queued again in their loop's new pool
-        pool.executor.shutdown(wait=False, cancel_futures=True)
+    for pool in retired:  # its queued calls are queued again in their loop's new pool
+        pool.retire()
 
 
 def _pool_for(loop: object) -> _LoopPool:
@@ -113,27 +113,43 @@ def _pool_for(loop: object) -> _LoopPool:
             return pool
         if pool is None:
             pool = _pools[loop] = _new_pool()
+            weakref.finalize(loop, pool.stop)  # its threads end with the loop
         return pool
 
 
 def _new_pool() -> _LoopPool:
-    from concurrent.futures import ThreadPoolExecutor  # imported on first use: keeps `import handrail` fast
+    return _LoopPool(_limit)
 
-    return _LoopPool(ThreadPoolExecutor(max_workers=_limit, thread_name_prefix="handrail-tool"))
+
+Item = tuple["asyncio.Future[Any]", Callable[[], Any]]
 
 
 class _LoopPool:
     """An event loop's threads for blocking calls, handing outcomes back to the loop in batches.
 
-    Each finished call appends its outcome to a list, and only the call that finds the list empty wakes the
-    loop: calls that end together cost the loop one wake-up, not one each (``run_in_executor`` wakes it per
-    call, which at 200 concurrent calls cost more CPU than the runs themselves).
+    Threads start on demand, up to ``limit``, and take calls from one queue (a call is queued with its loop's
+    future; one cancelled while queued never starts). Each finished call appends its outcome to a list, and only
+    the call that finds the list empty wakes the loop: calls that end together cost the loop one wake-up, not one
+    each (``run_in_executor`` wakes it per call, and pays for a ``concurrent.futures.Future`` and its callbacks).
+    The threads are daemons; the interpreter waits at exit for the calls already queued (:func:`_wait_at_exit`).
     """
 
-    def __init__(self, executor: ThreadPoolExecutor) -> None:
-        self.executor = executor
+    def __init__(self, limit: int) -> None:
+        from queue import SimpleQueue  # imported on first use: keeps `import handrail` fast
+
+        self.limit = limit
+        self._queue: SimpleQueue[Item | None] = SimpleQueue()
         self._lock = threading.Lock()
+        self._quiet = threading.Condition(self._lock)
+        self._threads = 0
+        self._idle = 0
+        """Threads free for a queued call that no earlier call counted on (a new call then starts no thread)."""
+        self._pending = 0
+        """Calls queued or running."""
+        self._stopped = False
+        self._exiting = False
         self._finished: list[tuple[asyncio.Future[Any], bool, Any]] = []
+        _all_pools.add(self)
 
     def submit(self, loop: asyncio.AbstractEventLoop, call: Callable[[], Any]) -> asyncio.Future[Any]:
         """Queue ``call``; the returned future gets its outcome. Cancelling the future unqueues a call not started."""
@@ -142,36 +158,64 @@ class _LoopPool:
         return future
 
     def queue(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
-        """Queue ``call`` for ``future``, on the future's loop.
-
-        A call still queued when the pool is retired (:func:`set_tool_thread_limit`) is queued again in the
-        loop's new pool.
-        """
+        """Queue ``call`` for ``future``, on the future's loop (in the loop's current pool, if this one is retired)."""
         try:
-            work = self.executor.submit(self._work, future, call)
-        except RuntimeError:  # retired meanwhile, or the interpreter is shutting down
+            self._put((future, call))
+        except RuntimeError:  # retired meanwhile, or no thread can start (the interpreter is shutting down)
             current = _pool_for(future.get_loop())
             if current is self:
                 raise
             current.queue(future, call)
-            return
-        work.add_done_callback(functools.partial(_requeue_if_retired, future, call))
-        future.add_done_callback(functools.partial(_unqueue_if_cancelled, work))
 
-    def _work(self, future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
-        try:
-            outcome = (future, True, call())
-        except BaseException as exc:  # handed to the awaiting task, as run_in_executor does
-            outcome = (future, False, exc)
+    def _put(self, item: Item) -> None:
         with self._lock:
-            self._finished.append(outcome)
-            first = len(self._finished) == 1
-        if first:
+            if self._stopped:
+                raise RuntimeError("this pool is retired")
+            self._pending += 1
+            if self._idle:
+                self._idle -= 1
+                start = False
+            else:
+                start = self._threads < self.limit
+                if start:
+                    self._threads += 1
+        if start:
             try:
-                future.get_loop().call_soon_threadsafe(self._drain)
-            except RuntimeError:  # the loop is closed: nobody awaits these outcomes any more
+                threading.Thread(target=self._work, name=f"handrail-tool-{self._threads}", daemon=True).start()
+            except RuntimeError:
                 with self._lock:
-                    self._finished.clear()
+                    self._threads -= 1
+                    if not self._threads:  # no thread would ever take the call
+                        self._pending -= 1
+                        raise
+        self._queue.put(item)
+
+    def _work(self) -> None:
+        take, lock = self._queue.get, self._lock
+        while (item := take()) is not None:
+            future, call = item
+            outcome: tuple[asyncio.Future[Any], bool, Any] | None = None
+            if not future.cancelled():  # a call cancelled while queued never starts
+                try:
+                    outcome = (future, True, call())
+                except BaseException as exc:  # handed to the awaiting task, as run_in_executor does
+                    outcome = (future, False, exc)
+            with lock:
+                self._idle += 1
+                self._pending -= 1
+                first = False
+                if outcome is not None:
+                    self._finished.append(outcome)
+                    first = len(self._finished) == 1
+                if self._exiting and not self._pending:
+                    self._quiet.notify_all()
+            if first:
+                try:
+                    future.get_loop().call_soon_threadsafe(self._drain)
+                except RuntimeError:  # the loop is closed: nobody awaits these outcomes any more
+                    with lock:
+                        self._finished.clear()
+            item = future = call = outcome = None  # type: ignore[assignment]  # nothing kept alive while idle
 
     def _drain(self) -> None:
         with self._lock:
@@ -184,18 +228,53 @@ class _LoopPool:
             else:
                 future.set_exception(value)
 
+    def stop(self) -> None:
+        """Let each thread end once the calls queued so far have run (the pool's loop is gone)."""
+        with self._lock:
+            self._stopped = True
+            threads = self._threads
+        for _ in range(threads):
+            self._queue.put(None)
 
-def _unqueue_if_cancelled(work: Future[None], future: asyncio.Future[Any]) -> None:
-    if future.cancelled():
-        work.cancel()  # a call that started cannot be stopped; this only keeps a queued one from starting
+    def retire(self) -> None:
+        """Stop, handing the calls not started yet to their loop's current pool (:func:`set_tool_thread_limit`)."""
+        from queue import Empty
+
+        with self._lock:
+            self._stopped = True
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except Empty:
+                break
+            if item is None:
+                continue
+            with self._lock:
+                self._pending -= 1
+            future, call = item
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody awaits this call any more
+                future.get_loop().call_soon_threadsafe(_requeue, future, call)
+        self.stop()
+
+    def wait_quiet(self) -> None:
+        """Wait until every call queued in this pool has run."""
+        with self._lock:
+            self._exiting = True
+            while self._pending:
+                self._quiet.wait()
 
 
-def _requeue_if_retired(future: asyncio.Future[Any], call: Callable[[], Any], work: Future[None]) -> None:
-    # Called in the thread that cancelled ``work``: its own awaiting task (then ``future`` is done) or a retiring
-    # pool. The future belongs to its loop, so it is looked at, and queued again, there.
-    if work.cancelled():
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody awaits this call any more
-            future.get_loop().call_soon_threadsafe(_requeue, future, call)
+_all_pools: weakref.WeakSet[_LoopPool] = weakref.WeakSet()
+
+
+def _wait_at_exit() -> None:
+    # The threads are daemons (an idle one must not keep the interpreter alive): calls already queued or running
+    # still end before it exits, as with the default executor.
+    for pool in list(_all_pools):
+        pool.wait_quiet()
+
+
+atexit.register(_wait_at_exit)
 
 
 def _requeue(future: asyncio.Future[Any], call: Callable[[], Any]) -> None:
@@ -212,6 +291,7 @@ def _forget_pools() -> None:
     global _lock, _unkeyed
     _lock = threading.Lock()
     _pools.clear()
+    _all_pools.clear()
     _unkeyed = None
 
 

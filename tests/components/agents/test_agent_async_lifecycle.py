@@ -121,17 +121,16 @@ def test_a_sync_tool_cancelled_before_its_thread_took_it_is_never_recorded_runni
     agent.warm_up()  # a first run_async would warm up in a worker thread: the tool's must be the first one
     busy, queued = threading.Event(), threading.Event()
 
-    class OneBusyThread(ThreadPoolExecutor):
-        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-            future = super().submit(fn, *args, **kwargs)
-            if busy.is_set():
-                queued.set()  # the tool's call waits behind the blocked thread
-            return future
-
     from handrail.core import _tool_threads
 
+    class OneBusyThread(_tool_threads._LoopPool):
+        def queue(self, future: Any, call: Any) -> None:
+            super().queue(future, call)
+            if busy.is_set():
+                queued.set()  # the tool's call waits behind the blocked thread
+
     # blocking tools get one thread
-    monkeypatch.setattr(_tool_threads, "_new_pool", lambda: _tool_threads._LoopPool(OneBusyThread(1)))
+    monkeypatch.setattr(_tool_threads, "_new_pool", lambda: OneBusyThread(1))
 
     async def cancel_while_queued() -> None:
         release = threading.Event()
