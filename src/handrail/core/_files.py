@@ -1,6 +1,6 @@
 """Durable files: atomic writes (temp file, fsync, rename) and advisory locks between processes (POSIX).
 
-Example:
+Examples:
     >>> import pathlib, tempfile
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "state.json"
     >>> atomic_write(target, b'{"ok": true}')
@@ -83,7 +83,7 @@ def lock_path_for(path: str | os.PathLike[str]) -> Path:
     Returns:
         The lock file's path, in the same directory.
 
-    Example:
+    Examples:
         >>> str(lock_path_for("/runs/a.json"))
         '/runs/.a.json.lock'
     """

@@ -23,7 +23,7 @@ def lazy_exports(
     Returns:
         ``(__getattr__, __dir__)`` to assign at module level.
 
-    Example:
+    Examples:
         >>> getattr_, dir_ = lazy_exports("pkg", {"dumps": "json"}, {}, ["dumps"])
         >>> getattr_("dumps").__module__
         'json'

@@ -135,7 +135,7 @@ def mask_secrets(text: str) -> str:
     Only forms that show a key's run, its ends or its start beyond the public prefix are recognised: a secret handed
     out in short pieces (a tool returning ``[token[:10], token[10:]]``) is not caught.
 
-    Example:
+    Examples:
         >>> register_secret_value("sk-doctest-0123456789abcdefghij")
         >>> mask_secrets("Incorrect API key provided: sk-doctest-0123456789abcdefghij.")
         'Incorrect API key provided: ***.'

@@ -81,7 +81,7 @@ def set_tool_thread_limit(limit: int) -> None:
     Raises:
         ConfigurationError: When ``limit`` is not an int from 1 to :data:`MAX_TOOL_THREAD_LIMIT`.
 
-    Example:
+    Examples:
         >>> from handrail.tools import set_tool_thread_limit, tool_thread_limit
         >>> before = tool_thread_limit()
         >>> set_tool_thread_limit(512)

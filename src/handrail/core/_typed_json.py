@@ -24,7 +24,7 @@ TAG            shape
 Reading resolves classes through :func:`handrail.core.serialization.import_object`, so the
 allowlist set by :func:`handrail.core.serialization.restricted_imports` applies.
 
-Example:
+Examples:
     >>> import datetime
     >>> data = encode_value({"when": datetime.date(2024, 5, 1), "pair": (1, 2)})
     >>> data

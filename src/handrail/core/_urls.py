@@ -23,7 +23,7 @@ _QUERY_PASSWORD = re.compile(r"([?&])((?:ssl)?password)=([^&#]*)(&?)")
 def url_without_password(url: str) -> str:
     """``url`` without the password of its ``user:password@`` part or its ``password`` query parameters.
 
-    Example:
+    Examples:
         >>> url_without_password("http://bob:hunter2@127.0.0.1:8000/v1")
         'http://bob@127.0.0.1:8000/v1'
         >>> url_without_password("postgresql://ann:s3cret@db:5432/app?password=x&sslmode=require")

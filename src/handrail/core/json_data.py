@@ -13,7 +13,7 @@ escapes, nesting past :data:`MAX_DEPTH`); :func:`json_problem` and :func:`check_
 first part of a value that is not JSON data. So arguments that pass the parser can always be
 written to a snapshot, and a pause never fails on what a tool call was allowed to run with.
 
-Example:
+Examples:
     >>> parse_json('{"city": "Oslo", "days": [1, 2]}')
     {'city': 'Oslo', 'days': [1, 2]}
     >>> parse_json('{"v": NaN}')
@@ -71,7 +71,7 @@ def text_problem(text: str) -> str | None:
 def writable_text(text: str) -> str:
     r"""``text`` with each surrogate code point replaced by its ``\uXXXX`` escape: text a snapshot can hold.
 
-    Example:
+    Examples:
         >>> writable_text("ok \ud800")
         'ok \\ud800'
     """
@@ -81,7 +81,7 @@ def writable_text(text: str) -> str:
 def int_problem(value: int) -> str | None:
     """Why ``value`` cannot be written as JSON text (more digits than Python converts), or None when it can.
 
-    Example:
+    Examples:
         >>> int_problem(10**5000)
         'an integer of more than 4300 digits cannot be written as text (sys.get_int_max_str_digits())'
     """
@@ -196,7 +196,7 @@ def clip_path(path: str, limit: int = 160) -> str:
 
     A path into a value nested 64 levels deep would otherwise fill the error message.
 
-    Example:
+    Examples:
         >>> clip_path("args" + "['a']" * 40, limit=30)
         "args['a']['a']['a'][…'a']['a']"
     """
@@ -216,7 +216,7 @@ def check_json(value: Any, where: str = "value") -> None:
     Raises:
         SerializationError: Naming the place, e.g. ``messages[3]['meta']['when']``, and why.
 
-    Example:
+    Examples:
         >>> check_json({"a": [1, 2.5, None]})
         >>> check_json({"a": [1, float("nan")]}, "meta")
         Traceback (most recent call last):
@@ -284,7 +284,7 @@ def shown_text(value: Any, max_depth: int = MAX_DEPTH) -> str:
     containers deeper than ``max_depth + 1`` levels as ``"…"``, and other objects by their ``repr``: text
     that :func:`parse_json` refuses again, naming the same problem where it can.
 
-    Example:
+    Examples:
         >>> shown_text({"v": float("nan"), "s": "\ud800"})
         '{"v": NaN, "s": "\\ud800"}'
     """

@@ -47,7 +47,7 @@ class SecretType(StrEnum):
 class Secret(ABC):
     """A secret value such as an API key; build it with :meth:`from_token` or :meth:`from_env_var`.
 
-    Example:
+    Examples:
         >>> key = Secret.from_env_var("HANDRAIL_DOCTEST_KEY", strict=False)
         >>> key.to_dict()
         {'type': 'env_var', 'env_vars': ['HANDRAIL_DOCTEST_KEY'], 'strict': False}

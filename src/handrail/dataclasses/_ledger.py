@@ -64,7 +64,7 @@ class LedgerEntry:
             that is not a dict, or values of the wrong type.
         SerializationError: When ``arguments`` or ``result`` is not JSON data.
 
-    Example:
+    Examples:
         >>> entry = LedgerEntry("c1", "transfer", "done", {"amount": 5}, result={"text": "ok", "error": False})
         >>> LedgerEntry.from_dict(entry.to_dict()) == entry
         True

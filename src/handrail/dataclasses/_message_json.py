@@ -149,7 +149,7 @@ class MessageCache:
     object can take that id while the entry exists. Messages must not be changed after they were encoded (the
     agent loop never does). One cache serves one run; it is not meant to be shared between threads.
 
-    Example:
+    Examples:
         >>> cache = MessageCache()
         >>> cache.encode(ChatMessage.from_user("hi"))
         b'{"role":"user","meta":{},"name":null,"content":[{"text":"hi"}]}'

@@ -6,7 +6,7 @@ run stops, :class:`BreakpointException` carries the :class:`~handrail.dataclasse
 to resume from; :class:`HITLBreakpointException` is raised when a tool call needs a person's decision.
 Both are control-flow signals, not errors (they do not derive from ``HandrailError``).
 
-Example:
+Examples:
     >>> bp = AgentBreakpoint("helper", ToolBreakpoint(tool_name="transfer", visit_count=1))
     >>> AgentBreakpoint.from_dict(bp.to_dict()) == bp
     True
@@ -285,7 +285,7 @@ class HITLBreakpointException(BreakpointException):
         snapshot_file_path: As for :class:`BreakpointException`.
         break_point: As for :class:`BreakpointException`.
 
-    Example:
+    Examples:
         >>> message = HITLBreakpointException.confirmation_message("transfer")
         >>> exc = HITLBreakpointException(message, tool_name="transfer", tool_call_ids=["c1", "c2"])
         >>> str(exc), exc.tool_call_id

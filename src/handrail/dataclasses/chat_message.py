@@ -70,7 +70,7 @@ def call_id_problem(call_id: str, *, ascii_only: bool = True) -> str | None:
     selector, a combining mark, a Hangul filler, a braille blank). A :class:`ToolCall` built in Python, or read
     from a snapshot, is checked without it, so such ids written before still load.
 
-    Example:
+    Examples:
         >>> [call_id_problem(v) is None for v in ("call_1", "c1\\x1b[31m", "c1\x1b[31m", " c1", "", "c1\ufe0f")]
         [True, True, False, False, False, False]
         >>> call_id_problem("c1\ufe0f", ascii_only=False) is None
@@ -101,7 +101,7 @@ def call_id_from(value: object) -> str | None:
     before the step runs. Generators read wire ids with this, so an odd id never drops a reply or stops a run, and
     every id shown can be typed back.
 
-    Example:
+    Examples:
         >>> [call_id_from(v) for v in ("c1", 7, "", ["x"], {"x": 1}, None, "c1\n")]
         ['c1', '7', None, None, None, None, None]
     """
@@ -121,7 +121,7 @@ class ToolCall:
             other unprintable character, whitespace around it, more than :data:`MAX_CALL_ID_CHARS` characters;
             :func:`call_id_problem`); generators read a model's id with :func:`call_id_from`, which drops it.
 
-    Example:
+    Examples:
         >>> ToolCall(tool_name="weather", arguments={"city": "Oslo"}, id="call_1").arguments
         {'city': 'Oslo'}
     """
@@ -225,7 +225,7 @@ def _part_from_dict(data: dict[str, Any]) -> ContentPart:
 class ChatMessage:
     """One message of a conversation. Build it with the ``from_*`` factories.
 
-    Example:
+    Examples:
         >>> m = ChatMessage.from_user("Ciao, città 🍎")
         >>> ChatMessage.from_dict(m.to_dict()) == m
         True

@@ -44,7 +44,7 @@ def decided_by_problem(value: str) -> str | None:
     space, a BOM) and no line or paragraph separator, and has at least one visible character (white space and
     blank-rendering fillers such as U+3164 or U+2800 and lone combining marks are not).
 
-    Example:
+    Examples:
         >>> [decided_by_problem(v) is None for v in ("alice", "Zoë K.", "", " ", "\u200b", "a\nb", "\u3164")]
         [True, True, False, False, False, False, False]
     """
@@ -191,7 +191,7 @@ class ToolExecutionDecision:
 
         Who decided (``decided_by``) is not compared: the same decision recorded by somebody else is the same.
 
-        Example:
+        Examples:
             >>> approve = ToolExecutionDecision("transfer", True, "c1", decided_by="ana")
             >>> approve.same_as(ToolExecutionDecision("transfer", True, "c1", final_tool_params={"amount": 5}),
             ...                 proposed={"amount": 5})

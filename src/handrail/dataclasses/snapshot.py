@@ -5,7 +5,7 @@ A snapshot file is UTF-8 JSON, written atomically with mode 0o600 (:func:`write_
 :mod:`handrail.core._typed_json`; classes named in a file are imported only from handrail and the modules
 the reader allows (``allowed_modules``). A truncated file never loads.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from handrail.dataclasses import AgentBreakpoint, Breakpoint, ChatMessage
     >>> snap = AgentSnapshot(

@@ -125,7 +125,7 @@ class State:
     Raises:
         StateError: For an invalid schema or a data key outside it.
 
-    Example:
+    Examples:
         >>> s = State({"notes": {"type": list[str]}})
         >>> s.set("notes", "a"); s.set("notes", ["b"]); s.get("notes")
         ['a', 'b']

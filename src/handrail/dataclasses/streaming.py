@@ -114,7 +114,7 @@ class ChunkAssembler:
     starts a new call even when its index repeats; argument fragments are joined exactly;
     empty arguments mean ``{}``; text that is not a JSON object is kept raw (never dropped).
 
-    Example:
+    Examples:
         >>> a = ChunkAssembler()
         >>> a.add(StreamingChunk(content="Par"))
         >>> a.add(StreamingChunk(content="is", finish_reason="stop"))

@@ -94,7 +94,7 @@ class FunctionHook:
         ConfigurationTypeError: When ``function`` is async, ``async_function`` is not, or either is
             not callable.
 
-    Example:
+    Examples:
         >>> def stop_early(state: State) -> None:
         ...     state.data["stop_run"] = "early"
         >>> h = FunctionHook(function=stop_early)
@@ -251,7 +251,7 @@ def hook(function: SyncHookFunction | AsyncHookFunction) -> FunctionHook:
             ``State`` (the message names the function).
         ConfigurationTypeError: When ``function`` is not callable.
 
-    Example:
+    Examples:
         >>> from handrail.dataclasses import ChatMessage
         >>> @hook
         ... def stop_on_goodbye(state: State) -> None:

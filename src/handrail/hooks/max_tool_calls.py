@@ -39,7 +39,7 @@ class MaxToolCallsHook(ReadyMadeHook):
         ConfigurationTypeError: When ``limits`` is not a dict of str to int.
         ConfigurationError: When it is empty or a limit is negative.
 
-    Example:
+    Examples:
         >>> from handrail.dataclasses import ChatMessage, ToolCall
         >>> calls = [ToolCall(tool_name="search", arguments={"q": q}, id=f"call_{q}") for q in "ab"]
         >>> state = State()

@@ -50,7 +50,7 @@ class RedactionHook(ReadyMadeHook):
         ConfigurationError: When it is empty, a pattern is the empty string (named by its index), or a
             pattern does not compile (the message names it).
 
-    Example:
+    Examples:
         >>> from handrail.dataclasses import ChatMessage
         >>> state = State()
         >>> state.data["messages"] = [ChatMessage.from_user("My key is sk-abcdefghijklmnopqrstuv, use it.")]

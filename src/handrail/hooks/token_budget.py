@@ -28,7 +28,7 @@ def total_tokens(usage: Mapping[str, Any] | None) -> int | float:
         ``total_tokens`` when it is a number, else ``prompt_tokens + completion_tokens`` (a
         missing one counts as 0).
 
-    Example:
+    Examples:
         >>> total_tokens({"prompt_tokens": 120, "completion_tokens": 30})
         150
     """
@@ -59,7 +59,7 @@ class TokenBudgetHook(ReadyMadeHook):
             not a bool.
         ConfigurationError: When ``max_total_tokens`` is below 1.
 
-    Example:
+    Examples:
         >>> state = State()
         >>> state.data["token_usage"] = {"prompt_tokens": 900, "completion_tokens": 200, "total_tokens": 1100}
         >>> TokenBudgetHook(max_total_tokens=1000, add_final_message=True).run(state)

@@ -34,7 +34,7 @@ class ToolResultTruncationHook(ReadyMadeHook):
         ConfigurationTypeError: When ``max_chars`` is not an int.
         ConfigurationError: When it is below :attr:`MIN_MAX_CHARS`.
 
-    Example:
+    Examples:
         >>> from handrail.dataclasses import ChatMessage, ToolCall
         >>> call = ToolCall(tool_name="read_file", arguments={"path": "log.txt"}, id="call_1")
         >>> state = State()

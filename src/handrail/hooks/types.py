@@ -53,7 +53,7 @@ class Hook(Protocol):
     Write a function hook with :func:`~handrail.hooks.function_hook.hook` instead of a class when
     you need none of these.
 
-    Example:
+    Examples:
         >>> class StopAfterThreeSteps:
         ...     allowed_hook_points = ("before_llm",)
         ...

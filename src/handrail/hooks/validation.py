@@ -100,7 +100,7 @@ def validate_hooks(hooks: Mapping[str, Sequence[Any]] | None) -> dict[HookPoint,
             ``run``, one whose ``run`` is a coroutine function (it would never be awaited), or one
             whose ``run_async`` is not a coroutine function.
 
-    Example:
+    Examples:
         >>> from handrail.hooks import TokenBudgetHook
         >>> budget = TokenBudgetHook(max_total_tokens=10_000)
         >>> validate_hooks({"before_llm": [budget]})["before_llm"] == [budget]

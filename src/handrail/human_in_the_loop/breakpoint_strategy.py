@@ -52,7 +52,7 @@ class BreakpointConfirmationStrategy:
         ConfigurationError: When both or neither of ``snapshot_file_path`` / ``snapshot_store`` are given, the path
             is empty, or ``metadata`` is not JSON-compatible.
 
-    Example:
+    Examples:
         >>> strategy = BreakpointConfirmationStrategy("approvals", metadata={"ticket": 7})
         >>> try:
         ...     strategy.run(tool_name="transfer", tool_description="Move money.",

@@ -36,7 +36,7 @@ def params_digest(tool_params: Mapping[str, Any]) -> str:
         ``json.dumps(params, sort_keys=True, ensure_ascii=False, default=str)`` (the same text is
         built without recursion for arguments nested deeper than the recursion limit).
 
-    Example:
+    Examples:
         >>> params_digest({"a": 1, "b": 2}) == params_digest({"b": 2, "a": 1})
         True
     """
@@ -90,7 +90,7 @@ class _StatelessPolicy:
 class AlwaysAskPolicy(_StatelessPolicy):
     """Ask a person before every call.
 
-    Example:
+    Examples:
         >>> AlwaysAskPolicy().should_ask("delete_file", "Deletes a file.", {"path": "a.txt"})
         True
     """
@@ -112,7 +112,7 @@ class AlwaysAskPolicy(_StatelessPolicy):
 class NeverAskPolicy(_StatelessPolicy):
     """Never ask: every call runs as proposed (decided by "policy").
 
-    Example:
+    Examples:
         >>> NeverAskPolicy().should_ask("get_weather", "Weather.", {"city": "Oslo"})
         False
     """
@@ -144,7 +144,7 @@ class AskOncePolicy:
     thread-safe. ``copy.copy`` / ``copy.deepcopy`` give an independent policy with a copy of the
     memory.
 
-    Example:
+    Examples:
         >>> from handrail.dataclasses.decisions import ConfirmationUIResult
         >>> policy = AskOncePolicy()
         >>> policy.should_ask("get_weather", "Weather.", {"city": "Oslo"})

@@ -134,7 +134,7 @@ class BlockingConfirmationStrategy:
             methods, or a template is not a str.
         ConfigurationError: When a template is malformed or uses an unknown placeholder.
 
-    Example:
+    Examples:
         >>> from handrail.human_in_the_loop import AlwaysAskPolicy, SimpleConsoleUI
         >>> answers = iter(["n", "Wrong city"])
         >>> ui = SimpleConsoleUI(input_fn=lambda prompt: next(answers), output_fn=lambda line: None)

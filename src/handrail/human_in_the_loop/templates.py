@@ -12,7 +12,7 @@ Divergence from Haystack 2.x: ``{final_tool_params}`` is rendered as JSON
 (``{'x': 99}``), matching how handrail renders every other value the model reads.
 Values that JSON cannot encode fall back to ``str()``.
 
-Example:
+Examples:
     >>> render_reject("delete_file", "Not that one")
     "Tool execution for 'delete_file' was rejected by the user. With user feedback: Not that one"
     >>> print(render_modify("get_weather", {"city": "Zürich"}, None))

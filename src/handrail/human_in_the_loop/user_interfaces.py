@@ -180,7 +180,7 @@ class SimpleConsoleUI(_ConsoleUI):
             call, so it reads the current ``sys.stdin``). Runtime-only: not serialized.
         output_fn: Shows one line; default ``print``. Runtime-only: not serialized.
 
-    Example:
+    Examples:
         >>> answers = iter(["maybe", "n", "Use the staging database"])
         >>> ui = SimpleConsoleUI(input_fn=lambda prompt: next(answers), output_fn=lambda line: None)
         >>> ui.get_user_confirmation("drop_table", "Drops a table.", {"table": "users"})
@@ -255,7 +255,7 @@ class RichConsoleUI(_ConsoleUI):
         console: The rich ``Console`` to draw on; None creates one on each use (writing to the
             current ``sys.stdout``). Runtime-only: serialized as None.
 
-    Example:
+    Examples:
         >>> RichConsoleUI().to_dict()
         {'type': 'handrail.human_in_the_loop.user_interfaces.RichConsoleUI', 'init_parameters': {'console': None}}
     """

@@ -58,7 +58,7 @@ _SECRET_KEYWORDS = ("password", "sslpassword")
 def redact_dsn(dsn: str) -> str:
     """The DSN with any password replaced by ``***`` (for error messages).
 
-    Example:
+    Examples:
         >>> redact_dsn("postgresql://ann:s3cret@db:5432/app?sslmode=require")
         'postgresql://ann:***@db:5432/app?sslmode=require'
         >>> redact_dsn("host=db password='s 3' dbname=app")
@@ -82,7 +82,7 @@ def dsn_without_password(dsn: str) -> str:
         E.g. ``postgresql://user@host:5432/db?sslmode=require``; a key/value string becomes
         ``postgresql://?host=...&dbname=...``.
 
-    Example:
+    Examples:
         >>> dsn_without_password("postgresql://ann:s3cret@db.example:5432/app?password=x&sslmode=require")
         'postgresql://ann@db.example:5432/app?sslmode=require'
         >>> dsn_without_password("host=db dbname=app password=x")

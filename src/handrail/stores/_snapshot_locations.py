@@ -111,7 +111,7 @@ def register_snapshot_store(scheme: str, factory: SnapshotStoreFactory, *, repla
         ConfigurationError: An invalid scheme, one registered already (without ``replace=True``), or a factory
             that cannot be called with those arguments.
 
-    Example:
+    Examples:
         >>> from handrail.stores import FileSnapshotStore
         >>> def folder(url, *, allowed_modules, lock_timeout):  # myfolder:///abs/dir or myfolder:/abs/dir
         ...     return FileSnapshotStore(url.partition(":")[2].removeprefix("//"), allowed_modules=allowed_modules,

@@ -22,7 +22,7 @@ class InMemoryChatMessageStore(ChatMessageStoreBase):
         store_system_messages: Keep system messages (by default they are skipped: the agent's system prompt
             is configuration, not history).
 
-    Example:
+    Examples:
         >>> from handrail.dataclasses.chat_message import ChatMessage
         >>> store = InMemoryChatMessageStore()
         >>> store.write_messages("chat-1", [ChatMessage.from_user("Hi"), ChatMessage.from_assistant("Hello!")])

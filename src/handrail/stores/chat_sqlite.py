@@ -51,7 +51,7 @@ class SQLiteChatMessageStore(SQLChatMessageStore):
         path: The database file, or ``":memory:"`` for a private in-process database.
         store_system_messages: Keep system messages (skipped by default).
 
-    Example:
+    Examples:
         >>> from handrail.dataclasses.chat_message import ChatMessage
         >>> store = SQLiteChatMessageStore(":memory:")
         >>> store.write_messages("chat-1", [ChatMessage.from_user("Hi"), ChatMessage.from_assistant("Hello!")])

@@ -68,7 +68,7 @@ class InMemoryMemoryStore(MemoryStoreBase):
     removed; a query matches the memories holding at least one of its words; ``score`` is the BM25 score (higher
     is better). Thread-safe. ``to_dict`` writes no data: a store rebuilt by ``from_dict`` is empty.
 
-    Example:
+    Examples:
         >>> from handrail.dataclasses.chat_message import ChatMessage
         >>> store = InMemoryMemoryStore()
         >>> ids = store.add_memories(messages=[ChatMessage.from_user("I drink green tea")], user_id="ada")

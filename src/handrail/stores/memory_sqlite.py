@@ -77,7 +77,7 @@ class SQLiteMemoryStore(SQLMemoryStore):
     Raises (on first use):
         StoreError: The file cannot be opened, is not a database, or holds a newer schema of this store.
 
-    Example:
+    Examples:
         >>> from handrail.dataclasses.chat_message import ChatMessage
         >>> store = SQLiteMemoryStore(":memory:")
         >>> _ = store.add_memories(messages=[ChatMessage.from_user("Ada's cat is called Turing")], user_id="ada")

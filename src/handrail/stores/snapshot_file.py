@@ -16,7 +16,7 @@ file's ledger; a torn last line (a crash mid-append) is ignored, and a journal w
 the file removes the journal after the rename. A copy of the file alone holds the ledger as of its last full
 write: copy the journal with it, or copy a record that is not ``running``.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from handrail.dataclasses import AgentBreakpoint, AgentSnapshot, Breakpoint, ChatMessage
     >>> store = FileSnapshotStore(tempfile.mkdtemp())

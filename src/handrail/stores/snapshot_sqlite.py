@@ -11,7 +11,7 @@ transaction, so a decision is an atomic compare-and-set across processes. A clai
 on ``<db>.locks/<id>.lock`` beside the database (released when the process dies); for a ``":memory:"``
 database, claims live in this store object.
 
-Example:
+Examples:
     >>> from handrail.dataclasses import AgentBreakpoint, AgentSnapshot, Breakpoint, ChatMessage
     >>> store = SQLiteSnapshotStore(":memory:")
     >>> snap = AgentSnapshot(messages=[ChatMessage.from_user("Hi")], state={}, component_visits={},

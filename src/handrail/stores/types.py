@@ -54,7 +54,7 @@ def ensure_message_id(message: ChatMessage) -> str:
     Raises:
         ConfigurationTypeError: When ``meta["message_id"]`` holds something other than a non-empty string.
 
-    Example:
+    Examples:
         >>> message = ChatMessage.from_user("Hi", meta={"message_id": "m-1"})
         >>> ensure_message_id(message)
         'm-1'

@@ -44,7 +44,7 @@ class FunctionChatGenerator:
     Raises:
         ConfigurationTypeError: ``function`` is not callable.
 
-    Example:
+    Examples:
         >>> gen = FunctionChatGenerator(lambda messages, tools: f"you said {messages[-1].text}")
         >>> gen.run([ChatMessage.from_user("hello")])["replies"][0].text
         'you said hello'

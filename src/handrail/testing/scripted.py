@@ -47,7 +47,7 @@ class ScriptedChatGenerator:
     Raises:
         ConfigurationTypeError: When an item is none of the three kinds.
 
-    Example:
+    Examples:
         >>> gen = ScriptedChatGenerator([ChatMessage.from_assistant("hi")])
         >>> gen.run([ChatMessage.from_user("hello")])["replies"][0].text
         'hi'

@@ -67,7 +67,7 @@ class ComponentTool(Tool):
             the Tool's own checks fail (a bad name, an invalid schema).
         SchemaGenerationError: When pydantic cannot build a JSON Schema for a socket's type.
 
-    Example:
+    Examples:
         >>> from typing import Any
         >>> from handrail.core.component import component
         >>> @component

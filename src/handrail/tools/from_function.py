@@ -107,7 +107,7 @@ def create_tool_from_function(
         ConfigurationTypeError: When ``function`` is not callable, ``name`` is not a str, or the
             Tool's own type checks fail.
 
-    Example:
+    Examples:
         >>> def get_weather(city: str) -> str:
         ...     '''Get the weather for a city.
         ...
@@ -197,7 +197,7 @@ def tool(
     Raises:
         SchemaGenerationError: See :func:`create_tool_from_function`.
 
-    Example:
+    Examples:
         >>> @tool(name="add")
         ... def add_numbers(a: int, b: int = 1) -> int:
         ...     '''Add two numbers.'''
@@ -239,7 +239,7 @@ class FunctionTool(Tool):
     the function raise ``ValueError`` without running, so an agent answers the call with an error
     tool result.
 
-    Example:
+    Examples:
         >>> @dataclasses.dataclass
         ... class Size:
         ...     width: int

@@ -201,7 +201,7 @@ class Tool:
             naming a parameter the function does not have, or a malformed output config.
         ConfigurationTypeError: When no function is given or a function has the wrong kind.
 
-    Example:
+    Examples:
         >>> t = Tool(name="echo", description="Echo.", function=lambda text: text,
         ...          parameters={"type": "object", "properties": {"text": {"type": "string"}}})
         >>> t.invoke(text="hi")

@@ -29,7 +29,7 @@ class Toolset:
             than Tools is given.
         ConfigurationError: When two tools share a name.
 
-    Example:
+    Examples:
         >>> echo = Tool(name="echo", description="Echo.", function=lambda text: text,
         ...             parameters={"type": "object", "properties": {"text": {"type": "string"}}})
         >>> ts = Toolset([echo])

@@ -55,7 +55,7 @@ def flatten_tools(tools: ToolsType | None) -> list[Tool]:
             message names that type).
         ConfigurationError: When two tools share a name: "Duplicate tool names found: [...]".
 
-    Example:
+    Examples:
         >>> flatten_tools(None)
         []
     """

@@ -103,7 +103,7 @@ class Agent(FreshLockOnCopy):
         ConfigurationError: An invalid value (named in the message), or a not-yet-supported parameter.
         ConfigurationTypeError: A value of the wrong type, or tools for a generator without tools support.
 
-    Example:
+    Examples:
         >>> from handrail.testing import ScriptedChatGenerator
         >>> agent = Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("4")]))
         >>> agent.run([ChatMessage.from_user("2+2?")])["last_message"].text

@@ -32,7 +32,7 @@ class ChatGenerator(Protocol):
     at least one reply, each an assistant message (``ChatMessage.from_assistant``); tool calls go in the
     reply's ``tool_calls``. ``isinstance(obj, ChatGenerator)`` checks only that ``run`` exists.
 
-    Example:
+    Examples:
         >>> class Echo:
         ...     def run(self, messages, *, tools=None, streaming_callback=None, generation_kwargs=None):
         ...         return {"replies": [ChatMessage.from_assistant(f"you said: {messages[-1].text}")]}

@@ -6,7 +6,7 @@ rendered output becomes a Python value through :func:`ast.literal_eval` when it 
 Python objects, so ``{{replies}}`` yields the list of ChatMessages itself; the sandbox still
 refuses unsafe attribute access (``__class__``, ``_private``) either way.
 
-Example:
+Examples:
     >>> router = ConditionalRouter([
     ...     {"condition": "{{streams|length > 2}}", "output": "{{streams}}",
     ...      "output_name": "enough_streams", "output_type": list[int]},

@@ -65,7 +65,7 @@ class ToolInvoker(FreshLockOnCopy):
         ConfigurationTypeError: A tool that is not a Tool or Toolset, a callback that is not
             callable, or a flag that is not a bool.
 
-    Example:
+    Examples:
         >>> def weather(city: str) -> str:
         ...     return f"sunny in {city}"
         >>> t = Tool(name="weather", description="", function=weather,

@@ -1,6 +1,6 @@
 """Ready-made tools: ``calculator`` (safe arithmetic) and ``search`` (full-text search of local files).
 
-Example:
+Examples:
     >>> from handrail.tools.builtin import calculator, search
     >>> calculator.invoke(expression="17 * 23")
     '391'

@@ -71,7 +71,7 @@ def split_passages(source: str, text: str, max_chars: int = MAX_PASSAGE_CHARS) -
     Returns:
         The passages in document order; empty for a document without text.
 
-    Example:
+    Examples:
         >>> [p.heading for p in split_passages("a.md", "# A\n\nIntro.\n\n## B\n\nMore.")]
         ['A', 'A > B']
     """

@@ -123,7 +123,7 @@ def evaluate_expression(expression: str) -> int | float:
             integer wider than :data:`MAX_INTEGER_BITS` bits or a non-finite or complex value,
             divides by zero, or leaves a function's domain. A ``ValueError`` subclass.
 
-    Example:
+    Examples:
         >>> evaluate_expression("17 * 23")
         391
         >>> evaluate_expression("2 ** 10 / 4")

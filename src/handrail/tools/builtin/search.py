@@ -112,7 +112,7 @@ def match_expression(query: str) -> str | None:
     Returns:
         The ``MATCH`` expression, or None when the query holds no word.
 
-    Example:
+    Examples:
         >>> match_expression('What is "Haystack" AND (NEAR pipelines*)?')
         '"haystack" OR "near" OR "pipelines"'
     """
@@ -147,7 +147,7 @@ class SearchTool(Tool):
         ConfigurationError: When ``folder`` is not an existing directory or ``top_k`` is below 1.
         ConfigurationTypeError: When ``folder`` is not a str or path, or ``top_k`` not an int.
 
-    Example:
+    Examples:
         >>> tool = SearchTool(top_k=1)
         >>> tool.invoke(query="Maplebrook population").startswith("[maplebrook.md]")
         True

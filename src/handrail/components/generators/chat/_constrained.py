@@ -218,7 +218,7 @@ class FinalAnswerStream:
     previous call (JSON escapes resolved; an escape split across fragments waits for its end).
     Nothing is returned for a reply that is not a final answer.
 
-    Example:
+    Examples:
         >>> s = FinalAnswerStream()
         >>> [s.feed(f) for f in ['{"final_', 'answer": "caf', '\\u00e9 \\', 'n!"}']]
         ['', 'caf', 'é ', '\n!']

@@ -182,7 +182,7 @@ class LlamaCppChatGenerator:
         processes get ``401`` from every endpoint but ``/health``), and it runs generation on its
         own thread; :meth:`close` unloads the model and stops both.
 
-    Example:
+    Examples:
         >>> gen = LlamaCppChatGenerator(model="small", n_ctx=2048)
         >>> gen.to_dict()["init_parameters"]["model"]
         'small'

@@ -93,7 +93,7 @@ class OpenAIChatGenerator:
         ConfigurationError: For an invalid value or a reserved or unknown generation kwarg.
         ImportError: When the ``openai`` package is not installed.
 
-    Example:
+    Examples:
         >>> gen = OpenAIChatGenerator(model="qwen2.5", api_base_url="http://localhost:8000/v1",
         ...                           api_key=Secret.from_env_var("OPENAI_API_KEY", strict=False))
         >>> gen.to_dict()["init_parameters"]["api_key"]
