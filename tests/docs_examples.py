@@ -1,4 +1,8 @@
-"""The code blocks of the pages under docs/: read once here, run by tests/test_docs_pages.py."""
+"""The code blocks of README.md and of the pages under docs/: read here, run by tests/test_docs_pages.py.
+
+A block whose first line is exactly ``# needs the embedded model`` (:data:`NEEDS_MODEL`) runs only under the
+``model`` marker; every other block runs in the default test run.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,14 @@ import sys
 import types
 from pathlib import Path
 
-__all__ = ["DOCS", "code_blocks", "run_block"]
+__all__ = ["DOCS", "NEEDS_MODEL", "README", "ROOT", "code_blocks", "needs_model", "run_block"]
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-_FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+NEEDS_MODEL = "# needs the embedded model"
+# A fence's info string may carry attributes after the language (```python title="x.py"): the block still counts.
+_FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
 
 def code_blocks(page: str | Path, language: str = "python") -> list[tuple[int, str]]:
@@ -20,6 +28,11 @@ def code_blocks(page: str | Path, language: str = "python") -> list[tuple[int, s
     return [
         (source.count("\n", 0, m.start()) + 2, m.group(2)) for m in _FENCE.finditer(source) if m.group(1) == language
     ]
+
+
+def needs_model(code: str) -> bool:
+    """Whether a block says, on its first line, that it needs the embedded model."""
+    return code.split("\n", 1)[0] == NEEDS_MODEL
 
 
 def run_block(page: Path, line: int, code: str) -> None:
