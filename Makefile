@@ -1,11 +1,14 @@
 # Development commands. `make check` runs what CI runs (.ci/run), against the current environment.
 PYTHON ?= python3
 PYTEST_MARKERS ?= not model and not postgres
+# Where `make docs` builds the site (not committed: site/ is in .gitignore).
+SITE_DIR ?= site
 
-.PHONY: install test lint fmt typecheck importcheck check bench bench-peers ci
+.PHONY: install test lint fmt typecheck importcheck docs docs-serve check bench bench-peers ci
 
+# Everything `make check` needs: the test tools, the lint and type tools, the docs tools.
 install:
-	$(PYTHON) -m pip install -e '.[test]'
+	$(PYTHON) -m pip install -e '.[test,dev,docs]'
 
 test:
 	$(PYTHON) -m pytest -m '$(PYTEST_MARKERS)'
@@ -24,7 +27,17 @@ typecheck:
 importcheck:
 	$(PYTHON) -c 'import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())'
 
-check: lint typecheck importcheck test
+# The site, built strictly (a broken link, reference or nav entry fails), then every public name checked for an
+# anchor in its API reference.
+docs:
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir '$(SITE_DIR)'
+	$(PYTHON) tools/check_reference.py '$(SITE_DIR)'
+
+docs-serve:
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs serve
+
+check: lint typecheck importcheck docs
+	HANDRAIL_DOCS_SITE='$(abspath $(SITE_DIR))' $(PYTHON) -m pytest -m '$(PYTEST_MARKERS)'
 
 bench:
 	$(PYTHON) bench/bench_handrail.py

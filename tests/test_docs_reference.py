@@ -130,3 +130,19 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_built_reference_anchors_every_public_name(built_site: Path) -> None:
     assert check.missing(built_site) == []
+
+
+def _command_ids(command: Any, path: str) -> list[str]:
+    ids = [path]
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        ids += _command_ids(sub, f"{path}-{name}")
+    return ids
+
+
+def test_the_cli_page_documents_every_subcommand(built_site: Path) -> None:
+    from handrail.cli import main
+
+    page = (built_site / "cli" / "index.html").read_text(encoding="utf-8")
+    ids = _command_ids(main, "handrail")
+    assert len(ids) > 5
+    assert [command for command in ids if f'id="{command}"' not in page] == []
