@@ -1,6 +1,6 @@
 """The ``handrail`` command: run an agent file, decide paused tool calls, resume, print the agent file schema.
 
-Exit codes (also in ``handrail --help`` and the README):
+Exit codes (also in ``handrail --help`` and docs/cli.md):
 
 * 0: the agent answered, or a command succeeded;
 * 1: the run failed (a model or tool error, an I/O error);
