@@ -4,7 +4,8 @@ Usage: python bench/instructions.py [--tree DIR ...] [--mode sync|async]
 
 For each tree (a checkout of handrail; the current one by default) it counts the instructions of the W1 workload
 (50-step runs of one trivial tool, the fake model of bench_handrail.py) under ``valgrind --tool=cachegrind``
-twice, with 2 and 12 timed runs, and prints the difference per step: process start and imports cancel out.
+twice, with 2 and 12 timed runs, and prints the difference per step: process start and imports cancel out
+(``PYTHONHASHSEED=0``: with random string hashes the count varies by about 2 %).
 Needs valgrind (Debian package ``valgrind``); about 40 s per tree and mode on 2 cores.
 """
 
@@ -41,7 +42,7 @@ else:
 def count(tree: str, mode: str, n: int) -> int:
     """Instructions of one process running ``3 + n`` W1 runs from ``tree``."""
     code = _CHILD.format(bench=os.path.join(tree, "bench"), mode=mode, n=n, steps=STEPS)
-    env = {**os.environ, "PYTHONPATH": os.path.join(tree, "src")}
+    env = {**os.environ, "PYTHONPATH": os.path.join(tree, "src"), "PYTHONHASHSEED": "0"}  # str hashes vary the count
     with tempfile.TemporaryDirectory() as cwd:
         out = subprocess.run(
             ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
