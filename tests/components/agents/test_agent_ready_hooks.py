@@ -1,4 +1,4 @@
-"""The ready-made hooks, function hooks and hook serialization inside real Agent runs; docs/hooks.md examples.
+"""The ready-made hooks, function hooks and hook serialization inside real Agent runs; the hooks pages of docs/.
 
 Loop-level rules (order of points, stop/continue, rewrites) are in test_agent_hooks.py; the hooks'
 own behaviour on a bare State is in tests/hooks/.
@@ -536,21 +536,23 @@ def test_hooks_configured_as_empty_cost_nothing_observable(
     assert hooked.to_dict()["init_parameters"]["hooks"] is None
 
 
-# ----------------------------------------------------------------------------- docs/hooks.md
+# ----------------------------------------------------------------------------- the hooks pages of docs/
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "hooks.md"  # its examples run in tests/test_docs_pages.py
+# The guide, the ready-made hooks and the reference; their examples run in tests/test_docs_pages.py.
+_DOCS_DIR = Path(__file__).resolve().parents[3] / "docs"
+HOOK_PAGES = [_DOCS_DIR / name for name in ("hooks.md", "ready-made-hooks.md", "hooks-reference.md")]
 
 
 def _blocks(language: str) -> list[tuple[int, str]]:
-    return code_blocks(DOCS, language)
+    return [block for page in HOOK_PAGES for block in code_blocks(page, language)]
 
 
 def test_docs_cover_every_hook_point_and_ready_made_hook() -> None:
-    source = DOCS.read_text(encoding="utf-8")
+    sources = [page.read_text(encoding="utf-8") for page in HOOK_PAGES]
     for point in ("before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run"):
-        assert f"### `{point}`:" in source, point
+        assert any(f"### `{point}`:" in source for source in sources), point
     for name in ("TokenBudgetHook", "ToolResultTruncationHook", "RedactionHook", "MaxToolCallsHook"):
-        assert f"### `{name}`:" in source, name
+        assert any(f"### `{name}`:" in source for source in sources), name
     assert len(_blocks("python")) >= 12
     for _, block in _blocks("json"):
         json.loads(block)
