@@ -26,7 +26,11 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   ├── SnapshotError (ConfigurationError)     2  a snapshot is truncated, invalid or of an unknown schema
     │   │   └── SnapshotDriftError                 2  resuming against an agent whose definition changed (a diff)
     │   ├── DecisionConflictError (ConfigurationError)
-    │   │                                          2  a different decision is already recorded for a paused call
+    │   │   │                                      2  a different decision is already recorded for a paused call
+    │   │   └── ApprovalConflictError              2  an approval changed since it was read (a stale version)
+    │   │       └── ApprovalClosedError            2  an approval is decided, expired or cancelled: no more decisions
+    │   ├── ApprovalNotFoundError (ConfigurationError)
+    │   │                                          2  no approval with this id in the store
     │   ├── SnapshotUnavailableError (RunError)    5  a snapshot is held by another run right now: try again later
     │   │   ├── SnapshotFinishedError              2  the snapshot's run finished: it is not run again
     │   │   ├── SnapshotResumedError               2  the snapshot was resumed already: its run went on elsewhere
@@ -63,6 +67,9 @@ from collections.abc import Callable
 from typing import ClassVar
 
 __all__ = [
+    "ApprovalClosedError",
+    "ApprovalConflictError",
+    "ApprovalNotFoundError",
     "CalculationError",
     "ComponentError",
     "ConfigurationError",
@@ -286,6 +293,35 @@ class DecisionConflictError(PersistenceError, ConfigurationError):
 
     Still a ConfigurationError (and a ValueError), as before it moved to the persistence branch.
     """
+
+    exit_code: ClassVar[int] = 2
+
+
+class ApprovalConflictError(DecisionConflictError):
+    """A compare-and-set on an approval's version was refused: it changed since it was read.
+
+    The message names the current status, version, decider and time. The approval service maps it to HTTP 412
+    (this class) or, for :class:`ApprovalClosedError`, to 409 / 410.
+
+    Attributes:
+        approval_id: The approval.
+        current: The approval as it is now in the store (an :class:`~handrail.dataclasses.approval.Approval`).
+        expected_version: The version the caller expected (None when it gave none).
+    """
+
+    def __init__(self, message: str, *, approval_id: str, current: object, expected_version: int | None) -> None:
+        super().__init__(message)
+        self.approval_id = approval_id
+        self.current = current
+        self.expected_version = expected_version
+
+
+class ApprovalClosedError(ApprovalConflictError):
+    """The approval's status is terminal (decided, expired or cancelled): it takes no decision; see ``current``."""
+
+
+class ApprovalNotFoundError(PersistenceError, ConfigurationError):
+    """No approval with this id in the store (the message names the store and the id)."""
 
     exit_code: ClassVar[int] = 2
 

@@ -41,6 +41,7 @@ from typing import Any
 from handrail.core._files import FileLock, atomic_write, lock_path_for
 from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, decode_snapshot, encode_snapshot
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SnapshotUnavailableError
+from handrail.stores._approval_files import FileApprovalRecords
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._snapshot_common import check_snapshot, id_from_name
 from handrail.stores._snapshot_records import Changes
@@ -48,8 +49,10 @@ from handrail.stores._snapshot_records import Changes
 __all__ = ["FileSnapshotStore"]
 
 
-class FileSnapshotStore(SnapshotStoreBase):
-    """Snapshots as ``<directory>/<id>.json`` files (see the module docstring).
+class FileSnapshotStore(SnapshotStoreBase, FileApprovalRecords):
+    """Snapshots as ``<directory>/<id>.json`` files (see the module docstring), approvals in ``approvals/``.
+
+    Approval records and their audit trails are kept as :mod:`handrail.stores._approval_files` describes.
 
     Args:
         directory: The snapshot directory; created (mode 0o700) on the first write (until then the store lists

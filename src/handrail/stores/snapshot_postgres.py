@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.core.secret import Secret
 from handrail.dataclasses.snapshot import AgentSnapshot
+from handrail.stores._approval_sql import SQLApprovalRecords, approval_migration
 from handrail.stores._postgres import PostgresDatabase, dsn_without_password, read_dsn_parameter, redact_dsn
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._snapshot_records import Changes
@@ -64,6 +65,7 @@ _MIGRATIONS = [
         PRIMARY KEY (snapshot_id, call_id)
     );
     """,
+    approval_migration("BYTEA"),
 ]
 _STORE = "PostgresSnapshotStore"
 _ENTRIES = "handrail_snapshot_entries"
@@ -76,8 +78,11 @@ def _lock_key(snapshot_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class PostgresSnapshotStore(SnapshotStoreBase):
-    """Snapshots as rows of a PostgreSQL table (see the module docstring).
+class PostgresSnapshotStore(SnapshotStoreBase, SQLApprovalRecords):
+    """Snapshots as rows of a PostgreSQL table (see the module docstring), and approval records.
+
+    Approvals (schema version 3) are kept as :mod:`handrail.stores._approval_sql` describes; a decision reads the
+    row ``FOR UPDATE`` and compares-and-sets it in one transaction, so concurrent deciders queue on the row.
 
     Args:
         dsn: The database: a libpq URL or key/value string, or a :class:`~handrail.core.secret.Secret` that
@@ -263,6 +268,23 @@ class PostgresSnapshotStore(SnapshotStoreBase):
                 [(snapshot_id, call_id, first + i, line) for i, (call_id, line) in enumerate(changes)],
             )
         return True
+
+    # -- approvals ---------------------------------------------------------------------------------
+
+    _placeholder = "%s"
+    _lock_row = " FOR UPDATE"
+
+    @contextlib.contextmanager
+    def _approval_scope(self, approval_id: str, *, new: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        with self._db.transaction() as conn:
+            yield conn
+
+    def _approval_execute(self, handle: Any, sql: str, params: tuple[Any, ...]) -> Any:
+        return handle.execute(sql, params)
+
+    def _approval_query(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._execute(None, sql, params)
+        return rows
 
     def _some_ids(self) -> list[str]:
         rows = self._execute(

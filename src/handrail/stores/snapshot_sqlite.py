@@ -34,7 +34,8 @@ from typing import Any
 
 from handrail.core._files import FileLock
 from handrail.dataclasses.snapshot import AgentSnapshot
-from handrail.errors import ConfigurationError, SnapshotError, StoreError
+from handrail.errors import ApprovalNotFoundError, ConfigurationError, SnapshotError, StoreError
+from handrail.stores._approval_sql import SQLApprovalRecords, approval_migration
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._snapshot_records import Changes
 from handrail.stores._sqlite import SQLiteDatabase
@@ -62,13 +63,17 @@ _MIGRATIONS = [
         PRIMARY KEY (snapshot_id, call_id)
     );
     """,
+    approval_migration("BLOB"),
 ]
 _STORE = "SQLiteSnapshotStore"
 _ENTRIES = "handrail_snapshot_entries"
 
 
-class SQLiteSnapshotStore(SnapshotStoreBase):
-    """Snapshots as rows of a SQLite database file (see the module docstring).
+class SQLiteSnapshotStore(SnapshotStoreBase, SQLApprovalRecords):
+    """Snapshots as rows of a SQLite database file (see the module docstring), and approval records.
+
+    Approvals (schema version 3) are kept as :mod:`handrail.stores._approval_sql` describes; every change is one
+    ``BEGIN IMMEDIATE`` transaction, so a decision is a compare-and-set across processes.
 
     Args:
         path: The database file (it may hold other stores' tables too), or ``":memory:"`` for a private
@@ -285,6 +290,24 @@ class SQLiteSnapshotStore(SnapshotStoreBase):
             None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
         ).fetchall()
         return [str(row[0]) for row in rows]
+
+    # -- approvals ---------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _approval_scope(self, approval_id: str, *, new: bool = False) -> Iterator[sqlite3.Connection]:
+        if not new and self._missing():
+            raise ApprovalNotFoundError(f"No approval {approval_id} in {self}: no such database file ({self.path}).")
+        with self._db.transaction() as conn:
+            yield conn
+
+    def _approval_execute(self, handle: Any, sql: str, params: tuple[Any, ...]) -> Any:
+        return self._run(handle, sql, params)
+
+    def _approval_query(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        if self._missing():
+            return []
+        rows: list[tuple[Any, ...]] = self._run(None, sql, params).fetchall()
+        return rows
 
 
 def _label(snapshot_id: object, call_id: object) -> str:
