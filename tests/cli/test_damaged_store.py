@@ -22,7 +22,8 @@ __all__ = ["log"]  # a fixture of test_approvals, used here
         ("UPDATE handrail_schema SET version = 'x'", "records the schema version 'x' for this store"),
         (
             "DELETE FROM handrail_schema",
-            "has no version row for this store, yet its tables exist (handrail_snapshot_entries, handrail_snapshots)",
+            "has no version row for this store, yet its tables exist (handrail_approval_audit, "
+            "handrail_approval_labels, handrail_approvals, handrail_snapshot_entries, handrail_snapshots)",
         ),
     ],
 )

@@ -115,7 +115,9 @@ def test_a_version_1_database_is_migrated_to_keep_ledger_entries(db_path: Path) 
         running = dataclasses.replace(snapshot.ledger["c1"], status="running")
         store.append_entries("old", {"c1": running})
     assert store.load("old").ledger["c1"] == running
-    assert _sql(db_path, "SELECT version FROM handrail_schema WHERE store = 'SQLiteSnapshotStore'") == [(2,)]
+    assert _sql(db_path, "SELECT version FROM handrail_schema WHERE store = 'SQLiteSnapshotStore'") == [
+        (len(_MIGRATIONS),)
+    ]  # the latest (3 added the approval tables)
     store.close()
 
 

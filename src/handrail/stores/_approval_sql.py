@@ -80,6 +80,13 @@ def _where(filter: ApprovalFilter) -> tuple[list[str], list[Any]]:
     return conditions, params
 
 
+def _as_bytes(value: object) -> bytes:
+    """A ``data`` column as bytes (SQLite keeps any type in any column: an edited row may hold text)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    return b"" if value is None else str(value).encode("utf-8", "surrogatepass")
+
+
 class SQLApprovalRecords(ApprovalStoreBase):
     """The approval primitives and queries over SQL; a backend gives the placeholder, the row lock and the I/O."""
 
@@ -113,7 +120,7 @@ class SQLApprovalRecords(ApprovalStoreBase):
         rows = self._approval_rows(
             handle, f"SELECT data FROM handrail_approvals WHERE approval_id = ?{lock}", approval_id
         )
-        return bytes(rows[0][0]) if rows else None
+        return _as_bytes(rows[0][0]) if rows else None
 
     def _approval_write(self, handle: Any, approval: Approval, data: bytes, *, expected_version: int | None) -> bool:
         if expected_version is None:
@@ -144,7 +151,7 @@ class SQLApprovalRecords(ApprovalStoreBase):
         rows = self._approval_rows(
             handle, "SELECT data FROM handrail_approval_audit WHERE approval_id = ? ORDER BY seq", approval_id
         )
-        return [bytes(row[0]) for row in rows]
+        return [_as_bytes(row[0]) for row in rows]
 
     def _audit_write(self, handle: Any, entry: ApprovalAuditEntry, data: bytes) -> None:
         self._approval_exec(
@@ -165,7 +172,7 @@ class SQLApprovalRecords(ApprovalStoreBase):
             "ORDER BY created_us DESC, approval_id DESC LIMIT ?",
             *params, limit,
         )  # fmt: skip
-        return [self._decode_approval(str(row[0]), bytes(row[1])) for row in rows]
+        return [self._decode_approval(str(row[0]), _as_bytes(row[1])) for row in rows]
 
     def _approval_counts(self, filter: ApprovalFilter) -> dict[str, int]:
         conditions, params = _where(filter)

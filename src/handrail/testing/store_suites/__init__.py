@@ -5,6 +5,7 @@ Each suite is a mixin of ``test_*`` methods: subclass it in a test module (as ``
 conformance suite and Haystack's document store test mixins work. The suites need pytest, so they are
 imported on first use.
 
+- :class:`ApprovalStoreSuite` (:mod:`handrail.testing.store_suites.approvals`)
 - :class:`ChatMessageStoreSuite` (:mod:`handrail.testing.store_suites.chat`)
 - :class:`MemoryStoreSuite` (:mod:`handrail.testing.store_suites.memory`)
 - :class:`SnapshotStoreSuite` (:mod:`handrail.testing.store_suites.snapshots`)
@@ -24,16 +25,18 @@ import typing as _typing
 from handrail.core._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
+    "ApprovalStoreSuite": "handrail.testing.store_suites.approvals",
     "ChatMessageStoreSuite": "handrail.testing.store_suites.chat",
     "MemoryStoreSuite": "handrail.testing.store_suites.memory",
     "SnapshotStoreSuite": "handrail.testing.store_suites.snapshots",
 }
 
 if _typing.TYPE_CHECKING:
+    from handrail.testing.store_suites.approvals import ApprovalStoreSuite
     from handrail.testing.store_suites.chat import ChatMessageStoreSuite
     from handrail.testing.store_suites.memory import MemoryStoreSuite
     from handrail.testing.store_suites.snapshots import SnapshotStoreSuite
 
-__all__ = ["ChatMessageStoreSuite", "MemoryStoreSuite", "SnapshotStoreSuite"]
+__all__ = ["ApprovalStoreSuite", "ChatMessageStoreSuite", "MemoryStoreSuite", "SnapshotStoreSuite"]
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)
