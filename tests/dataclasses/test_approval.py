@@ -73,7 +73,7 @@ def test_from_dict_refuses_missing_and_unknown_keys_and_other_versions() -> None
 
 
 def test_building_refuses_with_configuration_errors() -> None:
-    with pytest.raises(ConfigurationTypeError, match="Approval.step"):
+    with pytest.raises(ConfigurationTypeError, match=r"Approval\.step"):
         make_approval(step="1")
     with pytest.raises(ConfigurationError, match="naive"):
         make_approval(created_at=dt.datetime(2025, 1, 2))
