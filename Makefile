@@ -16,12 +16,12 @@ test:
 	$(PYTHON) -m pytest -m '$(PYTEST_MARKERS)'
 
 lint:
-	$(PYTHON) -m ruff check src tests
-	$(PYTHON) -m ruff format --check src tests
+	$(PYTHON) -m ruff check src tests tools bench docs/_hooks
+	$(PYTHON) -m ruff format --check src tests tools bench docs/_hooks
 
 fmt:
-	$(PYTHON) -m ruff format src tests bench
-	$(PYTHON) -m ruff check --fix src tests bench
+	$(PYTHON) -m ruff format src tests tools bench docs/_hooks
+	$(PYTHON) -m ruff check --fix src tests tools bench docs/_hooks
 
 typecheck:
 	$(PYTHON) -m mypy
