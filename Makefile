@@ -1,4 +1,6 @@
-# Development commands. `make check` runs what CI runs (.ci/run), against the current environment.
+# Development commands. `make check` runs, against the current environment, ruff, mypy, import-linter, the strict
+# docs build with tools/check_reference.py, and pytest without the model and postgres markers: .ci/run's steps but
+# its PostgreSQL and embedded-model tests (and its fresh venv); `make ci` runs .ci/run itself.
 PYTHON ?= python3
 PYTEST_MARKERS ?= not model and not postgres
 # Where `make docs` builds the site (not committed: site/ is in .gitignore).
@@ -14,12 +16,12 @@ test:
 	$(PYTHON) -m pytest -m '$(PYTEST_MARKERS)'
 
 lint:
-	$(PYTHON) -m ruff check src tests
-	$(PYTHON) -m ruff format --check src tests
+	$(PYTHON) -m ruff check src tests tools bench docs/_hooks
+	$(PYTHON) -m ruff format --check src tests tools bench docs/_hooks
 
 fmt:
-	$(PYTHON) -m ruff format src tests bench
-	$(PYTHON) -m ruff check --fix src tests bench
+	$(PYTHON) -m ruff format src tests tools bench docs/_hooks
+	$(PYTHON) -m ruff check --fix src tests tools bench docs/_hooks
 
 typecheck:
 	$(PYTHON) -m mypy

@@ -21,7 +21,7 @@ PROJECT = PYPROJECT["project"]
 EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
 
 _LINT_AND_TYPE_TOOLS = {"ruff", "mypy", "import-linter", "types-jsonschema", "types-pyyaml"}
-_DOCS_TOOLS = {"mkdocs", "mkdocs-material", "mkdocstrings", "mkdocs-click"}
+_DOCS_TOOLS = {"mkdocs", "mkdocs-material", "mkdocstrings"}
 _TEST_TOOLS = {"pytest", "pytest-asyncio", "hypothesis", "respx", "pexpect"}
 
 

@@ -616,6 +616,25 @@ def test_resuming_without_decisions_pauses_again(tmp_path: Path, log: Path) -> N
     assert old.exit_code == 2 and f"it continued in {new_id}" in old.output
 
 
+def test_show_of_a_resumed_snapshot_lists_the_call_it_paused_for(tmp_path: Path, log: Path) -> None:
+    """The resumed run went on in the old record, whose last message became the next step's call: show listed
+    only that one (undecided) and not the approved call this snapshot paused for, which ran."""
+    pay_more = ChatMessage.from_assistant(tool_calls=[ToolCall("transfer", {"amount": 9}, "c7")])
+    agent, folder, paused = pause(tmp_path, [PAY])
+    sid = paused["snapshot_id"]
+    assert cli("approvals", "approve", sid, "--dir", folder, "--call", "c1", "--by", "alice").exit_code == 0
+    agent_yaml(agent, [pay_more, DONE])
+    again = cli("resume", "--json", sid, "--dir", folder)
+    assert again.exit_code == 4, again.output
+    shown = last_json(cli("approvals", "show", sid, "--dir", folder, "--json"))
+    by_id = {c["id"]: c for c in shown["calls"]}
+    assert list(by_id) == ["c1", "c7"]
+    assert by_id["c1"]["status"] == "done" and "by alice" in by_id["c1"]["details"]
+    assert by_id["c7"]["status"] == "undecided"
+    text = cli("approvals", "show", sid, "--dir", folder).output
+    assert "c1" in text and "by alice" in text
+
+
 def test_pause_needs_no_terminal_and_excludes_approve(tmp_path: Path, log: Path) -> None:
     agent = agent_yaml(tmp_path / "agent.yaml", [PAY])
     both = cli("run", "--approve", "all", "--pause-for-approval", tmp_path / "d", agent, "q")

@@ -172,6 +172,24 @@ def test_an_edit_failing_the_tools_schema_is_refused(params: dict[str, Any], fra
         with_decision(paused_snapshot(), approve(final_tool_params=params))
 
 
+def test_an_edit_adding_a_key_the_tool_does_not_declare_is_refused_as_the_agent_would() -> None:
+    """@tool schemas do not say additionalProperties: an extra key passed the store and failed at every resume."""
+    snapshot = paused_snapshot()
+    schema = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
+    tools = {
+        **snapshot.fingerprint["tools"],
+        "transfer": {**snapshot.fingerprint["tools"]["transfer"], "parameters": schema},
+    }
+    open_schema = paused_snapshot(fingerprint={**snapshot.fingerprint, "tools": tools})
+    with pytest.raises(ConfigurationError, match=r"\['note'\] are not parameters of 'transfer' .*Nothing was recorded"):
+        with_decision(open_schema, approve(final_tool_params={"amount": 5, "note": "x"}))
+    allowing = {**schema, "additionalProperties": True}
+    tools["transfer"] = {**tools["transfer"], "parameters": allowing}
+    allowed = with_decision(paused_snapshot(fingerprint={**snapshot.fingerprint, "tools": tools}),
+                            approve(final_tool_params={"amount": 5, "note": "x"}))  # fmt: skip
+    assert allowed.ledger["c1"].arguments == {"amount": 5, "note": "x"}
+
+
 def test_an_edit_is_not_checked_when_no_schema_was_recorded() -> None:
     updated = with_decision(paused_snapshot(fingerprint={}), approve(final_tool_params={"amount": "lots"}))
     assert updated.ledger["c1"].arguments == {"amount": "lots"}

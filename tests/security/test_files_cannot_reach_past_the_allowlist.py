@@ -179,3 +179,14 @@ def test_a_file_cannot_carry_a_regular_expression_that_backtracks_for_hours() ->
             Tool.from_dict(tool)
         assert RedactionHook.from_dict({**hook, "init_parameters": {"patterns": [r"sk-[A-Za-z0-9]{20,}"]}})
     assert RedactionHook(patterns=["(a+)+$"]).patterns == ["(a+)+$"]  # written in Python: the caller's own
+
+
+def test_an_object_reexported_under_handrail_but_defined_elsewhere_is_refused_in_a_readable_sentence() -> None:
+    from handrail.core.serialization import import_object
+    from handrail.errors import SerializationError
+
+    with pytest.raises(SerializationError) as caught:
+        import_object("handrail.cli.main", allowed_modules=())  # a click Group: defined in click.core
+    assert str(caught.value).startswith(
+        "Refusing to import 'handrail.cli.main': it is defined in 'click.core', which is not in the allowlist"
+    )

@@ -36,15 +36,15 @@ _EPILOG = (
     "  0 answered / done\n"
     "  1 the run failed (a model or tool error, an I/O error)\n"
     "  2 bad usage or input: not exactly one of --dir and --store; a bad agent\n"
-    "    file; a corrupt snapshot file, store record or store schema row; an unknown or finished\n"
-    "    snapshot; a decision for an interrupted\n"
-    "    snapshot (resume it instead); a refused or conflicting decision; the\n"
-    "    agent changed since the pause (--allow-drift); a call's outcome is\n"
-    "    unknown (--unknown-outcome); permission denied\n"
+    "    file; a corrupt snapshot file, store record or store schema row; an\n"
+    "    unknown or finished snapshot; a decision for an interrupted snapshot\n"
+    "    (resume it instead); a refused or conflicting decision; the agent changed\n"
+    "    since the pause (--allow-drift); a call's outcome is unknown\n"
+    "    (--unknown-outcome); permission denied\n"
     "  3 the run ended without an answer (step limit, length, content filter)\n"
     "  4 paused for approval (see 'handrail approvals --help')\n"
-    "  5 the snapshot is held by a running process (a resume in progress):\n"
-    "    try again later"
+    "  5 the snapshot is held by a running process (a resume in progress): try\n"
+    "    again later"
 )
 
 

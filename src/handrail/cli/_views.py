@@ -145,6 +145,26 @@ _STATES = {
 }
 
 
+def _shown_calls(snapshot: Any, state: str) -> list[Any]:
+    """The calls ``approvals show`` lists: the paused step's, after the decided calls its ledger records.
+
+    The decided calls come first for a resumed or finished snapshot only: the run went on in this record, so its
+    last message may be a later step's.
+    """
+    from handrail.dataclasses.chat_message import ToolCall
+
+    pending = list(snapshot.pending_tool_calls)
+    if state not in ("resumed", "done"):
+        return pending
+    ids = {c.id for c in pending}
+    decided = [
+        ToolCall(e.tool_name, dict(e.arguments), e.tool_call_id)
+        for e in snapshot.ledger.values()
+        if e.decision is not None and e.tool_call_id not in ids
+    ]
+    return decided + pending
+
+
 def print_snapshot(out: Any, where: Where, snapshot: Any, state: str, as_json: bool) -> None:
     """Print ``approvals show``: the snapshot's status, question and every call of its step with its status.
 
@@ -156,7 +176,7 @@ def print_snapshot(out: Any, where: Where, snapshot: Any, state: str, as_json: b
         as_json: One JSON object instead.
     """
     descriptions = _descriptions(snapshot)
-    calls = [(c, *_call_status(snapshot, c, state)) for c in snapshot.pending_tool_calls]
+    calls = [(c, *_call_status(snapshot, c, state)) for c in _shown_calls(snapshot, state)]
     question = next((m.text for m in snapshot.messages if m.role.value == "user" and m.text), None)
     model_calls = snapshot.component_visits.get("chat_generator", 0)
     if as_json:

@@ -238,7 +238,7 @@ def _check_allowed_in(path: str, allowed_modules: Iterable[str], shown: str | No
     named = (allowed_modules,) if isinstance(allowed_modules, str) else tuple(allowed_modules)
     prefixes = ("handrail", *named)
     if not any(path == p or path.startswith(p + ".") for p in prefixes):
-        where = f"'{shown}' is defined in '{path}', which is" if shown else f"'{path}': its module is"
+        where = f"'{shown}': it is defined in '{path}', which is" if shown else f"'{path}': its module is"
         raise SerializationError(
             f"Refusing to import {where} not in the allowlist {list(prefixes)}. "
             f"Name the module explicitly (allowed_modules=(...) or the CLI's --allow-module) to trust it."

@@ -36,6 +36,7 @@ from handrail.errors import (
     SnapshotUnavailableError,
 )
 from handrail.stores.types import PendingApproval
+from handrail.tools._validation import unknown_parameters
 
 __all__ = [
     "awaiting_decision",
@@ -313,7 +314,10 @@ def _check_edit(snapshot: AgentSnapshot, call: ToolCall, decision: ToolExecution
     schema = info.get("parameters") if isinstance(info, dict) else None
     if schema is None:
         return  # no recorded schema: the Agent validates the edit when the run resumes
-    problem = _schema_problem(schema, decision.final_tool_params)
+    edited = decision.final_tool_params
+    problem = _schema_problem(schema, edited) or (
+        unknown_parameters(call.tool_name, schema, edited) if isinstance(schema, dict) else None
+    )
     if problem is not None:
         raise ConfigurationError(
             f"The edited arguments for call '{call.id}' to '{call.tool_name}' were refused by schema validation: "

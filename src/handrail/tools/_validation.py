@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ArgumentValidator", "compile_validator", "reference_problem"]
+__all__ = ["ArgumentValidator", "compile_validator", "reference_problem", "unknown_parameters"]
 
 ArgumentValidator = Callable[[Mapping[str, Any]], str | None]
 """Returns None for valid arguments, else a one-line description of the first violation."""
@@ -169,3 +169,23 @@ def compile_validator(schema: Mapping[str, Any]) -> ArgumentValidator:
         return f"{error.message} (at '{where}')" if where else str(error.message)
 
     return validate
+
+
+def unknown_parameters(tool_name: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
+    """The edit rule beyond the JSON Schema: a person's edit may not add keys the tool does not declare.
+
+    A model's call is checked against the schema alone, but an edit is a person's change of a call: a key that is
+    not one of the schema's ``properties`` (when ``additionalProperties`` is absent or false) is refused, so a typo
+    cannot be approved and then fail when the call runs. The console, the strategies and a decision recorded in a
+    snapshot store all apply this rule.
+
+    Returns:
+        None when every key is declared (or the schema allows others), else a one-line description naming them.
+    """
+    known = schema.get("properties")
+    if not isinstance(known, Mapping) or schema.get("additionalProperties") not in (None, False):
+        return None
+    unknown = sorted(k for k in arguments if k not in known)
+    if not unknown:
+        return None
+    return f"{unknown} are not parameters of '{tool_name}' (its parameters: {sorted(known)})"

@@ -26,6 +26,7 @@ from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.human_in_the_loop.templates import render_modify, render_reject
 from handrail.human_in_the_loop.types import is_pausing_strategy
+from handrail.tools._validation import unknown_parameters
 
 if TYPE_CHECKING:
     from handrail.components.agents._ledger import Ledger
@@ -94,13 +95,7 @@ def _validator(inv: Invocation) -> Any:
         if changed:
             return f"{changed} come from the agent's State and cannot be edited."
         edited = {k: v for k, v in params.items() if k not in inv.injected}
-        schema = inv.tool.parameters
-        known = schema.get("properties")
-        if isinstance(known, dict) and schema.get("additionalProperties") in (None, False):
-            unknown = sorted(k for k in edited if k not in known)
-            if unknown:
-                return f"{unknown} are not parameters of '{inv.tool.name}' (its parameters: {sorted(known)})"
-        return inv.tool.arguments_error(edited)
+        return unknown_parameters(inv.tool.name, inv.tool.parameters, edited) or inv.tool.arguments_error(edited)
 
     return validate
 
