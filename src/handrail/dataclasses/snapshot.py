@@ -57,6 +57,7 @@ from handrail.errors import ConfigurationError, SerializationError, SnapshotErro
 
 __all__ = [
     "LEDGER_STATUSES",
+    "RUN_ID_KEY",
     "SNAPSHOT_SCHEMA_VERSION",
     "AgentSnapshot",
     "LedgerEntry",
@@ -71,6 +72,8 @@ __all__ = [
     "write_snapshot",
 ]
 
+RUN_ID_KEY = "run_id"
+"""The ``metadata`` key holding a continued snapshot's run id (:attr:`AgentSnapshot.run_id`); handrail sets it."""
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a store URL's scheme (a drive letter is one character)
 
 
@@ -157,6 +160,28 @@ class AgentSnapshot:
         if "#" in self.location and ("://" in self.location or _URL_SCHEME.match(self.location)):
             return self.location.rpartition("#")[2]
         return Path(self.location).stem
+
+    @property
+    def run_id(self) -> str | None:
+        """The id of the durable run this snapshot belongs to: the id of the first snapshot of its chain.
+
+        A run's first pause (or its first durable write) creates a record under a new snapshot id; that id is the
+        run's id, and every snapshot the run continues in carries it in ``metadata["run_id"]`` (see
+        :attr:`continued_in`). A snapshot without one (the first of its chain, or one written before run ids
+        existed) is its own run: the run id is its :attr:`snapshot_id` (None when it has no location either).
+        Approval ids derive from the run id and the call id, so one call of one run has one approval.
+
+        Examples:
+            >>> from handrail.dataclasses import AgentBreakpoint, Breakpoint
+            >>> snap = AgentSnapshot(messages=[], state={}, component_visits={}, position="chat_generator",
+            ...     break_point=AgentBreakpoint("a", Breakpoint()), location="/approvals/first.json")
+            >>> snap.run_id, dataclasses.replace(snap, metadata={"run_id": "first"}, location="/x/next.json").run_id
+            ('first', 'first')
+        """
+        recorded = self.metadata.get(RUN_ID_KEY) if isinstance(self.metadata, dict) else None
+        if isinstance(recorded, str) and recorded:
+            return recorded
+        return self.snapshot_id
 
     @property
     def step_count(self) -> int:

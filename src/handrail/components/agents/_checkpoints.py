@@ -35,7 +35,7 @@ from handrail.dataclasses.breakpoints import (
 )
 from handrail.dataclasses.chat_message import ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
-from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache, snapshot_file_name
+from handrail.dataclasses.snapshot import RUN_ID_KEY, AgentSnapshot, LedgerEntry, MessageCache, snapshot_file_name
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError
 
@@ -86,10 +86,23 @@ class Checkpoints:
         self.closed = False
         """True once :meth:`close` ran (it runs once: at a pause, at the end, or when the run is closed)."""
         self.last: AgentSnapshot | None = resumed
+        # The run id (AgentSnapshot.run_id): a resumed durable run keeps the id of its chain's first snapshot in
+        # every snapshot it writes; a fresh run has none until its first record is created (that record's id).
+        inherited = resumed.run_id if resumed is not None and self.resumed_id is not None else None
+        if inherited is not None:
+            self.metadata[RUN_ID_KEY] = inherited
+        else:
+            self.metadata.pop(RUN_ID_KEY, None)  # never a strategy's or an in-memory snapshot's: handrail's own
         self.written: tuple[StepStart, str, dict[str, LedgerEntry], list[ToolExecutionDecision]] | None = None
         """What the last write of the current record held: the step, the id, the entries and decisions."""
         if ledger is not None and self.durable:
             ledger.on_change = self.write_running
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id: the inherited one, or the id of the record this run created (None before it has one)."""
+        inherited = self.metadata.get(RUN_ID_KEY)
+        return inherited if isinstance(inherited, str) else self.current
 
     @property
     def durable(self) -> bool:
