@@ -19,6 +19,8 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   ├── StateError                             2  an unknown State key or an invalid state schema
     │   ├── SerializationError                     2  an object cannot be written to (or read from) a dict
     │   ├── ModelFilesError                        2  a local model's files are missing, damaged or not GGUF
+    │   ├── ApprovalDecisionError                  2  a decision the approval refuses: not allowed, a bad edit
+    │   │   └── IdempotencyKeyReusedError          2  an Idempotency-Key sent again with another decision
     │   ├── ComponentError                         2  a bad component definition, or a bad pipeline connection
     │   └── SpecError                              2  a bad agent file: names file, line and field (handrail.specs)
     ├── ConfigurationTypeError (TypeError)         1  an argument of the wrong type
@@ -29,6 +31,7 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   │   │                                      2  a different decision is already recorded for a paused call
     │   │   └── ApprovalConflictError              2  an approval changed since it was read (a stale version)
     │   │       └── ApprovalClosedError            2  an approval is decided, expired or cancelled: no more decisions
+    │   │           └── ApprovalExpiredError       2  an approval expired before it was decided (HTTP 410)
     │   ├── ApprovalNotFoundError (ConfigurationError)
     │   │                                          2  no approval with this id in the store
     │   ├── SnapshotUnavailableError (RunError)    5  a snapshot is held by another run right now: try again later
@@ -69,6 +72,8 @@ from typing import ClassVar
 __all__ = [
     "ApprovalClosedError",
     "ApprovalConflictError",
+    "ApprovalDecisionError",
+    "ApprovalExpiredError",
     "ApprovalNotFoundError",
     "CalculationError",
     "ComponentError",
@@ -78,6 +83,7 @@ __all__ = [
     "DecisionConflictError",
     "GenerationError",
     "HandrailError",
+    "IdempotencyKeyReusedError",
     "ModelFilesError",
     "NoRouteSelectedException",
     "NotSupportedYetError",
@@ -318,6 +324,32 @@ class ApprovalConflictError(DecisionConflictError):
 
 class ApprovalClosedError(ApprovalConflictError):
     """The approval's status is terminal (decided, expired or cancelled): it takes no decision; see ``current``."""
+
+
+class ApprovalExpiredError(ApprovalClosedError):
+    """The approval expired (``expires_at`` came) before it was decided: no decision is taken (HTTP 410)."""
+
+
+class ApprovalDecisionError(ConfigurationError):
+    """A decision the approval refuses, before anything is written (HTTP 422).
+
+    The decision is not in its ``allowed_decisions``, an edit renames the tool, or the edited arguments fail the
+    tool's argument schema (a key the tool does not declare, a wrong type, a missing required key).
+
+    Attributes:
+        approval_id: The approval.
+        errors: One ``{"pointer": JSON Pointer into the arguments ("" for the whole), "message": str}`` per
+            problem (empty when the problem is not with the arguments).
+    """
+
+    def __init__(self, message: str, *, approval_id: str, errors: tuple[dict[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.approval_id = approval_id
+        self.errors = errors
+
+
+class IdempotencyKeyReusedError(ApprovalDecisionError):
+    """The ``Idempotency-Key`` of the decision already recorded came with another decision, feedback or edit."""
 
 
 class ApprovalNotFoundError(PersistenceError, ConfigurationError):

@@ -168,9 +168,33 @@ class SnapshotStoreBase(SnapshotRecords):
             same decision was recorded already (by whoever decided first: the snapshot's decision for the call
             names them), and nothing was written.
 
+        In a store that keeps approvals (:class:`~handrail.stores.approvals.ApprovalStore`), a call that has an
+        approval record is decided through :func:`~handrail.stores._approval_decide.decide_call`, as the approval
+        service decides it: the approval (a compare-and-set) and the snapshot never disagree.
+
         Raises:
-            The errors of :meth:`record_decision`.
+            The errors of :meth:`record_decision`; for a call with an approval, also ApprovalClosedError /
+            ApprovalExpiredError (a different decision, or an expiry, came first) and ApprovalDecisionError (the
+            approval does not allow it, or refuses the edit).
         """
+        snapshot_id = self._id(snapshot_id)
+        if not isinstance(decision, ToolExecutionDecision):
+            raise ConfigurationTypeError(f"Expected a ToolExecutionDecision, got {type(decision).__name__}.")
+        check_decided_by(decided_by, "decided_by")
+        from handrail.stores._approval_base import ApprovalStoreBase
+
+        if isinstance(self, ApprovalStoreBase):
+            from handrail.stores._approval_decide import decide_recorded
+
+            found = decide_recorded(self, snapshot_id, decision, decided_by)
+            if found is not None:
+                return found
+        return self._decide_in_snapshot(snapshot_id, decision, decided_by=decided_by)
+
+    def _decide_in_snapshot(
+        self, snapshot_id: str, decision: ToolExecutionDecision, *, decided_by: str | None = None
+    ) -> tuple[AgentSnapshot, bool]:
+        """Record ``decision`` in the snapshot only (the approval record, if any, is the caller's)."""
         snapshot_id = self._id(snapshot_id)
         if not isinstance(decision, ToolExecutionDecision):
             raise ConfigurationTypeError(f"Expected a ToolExecutionDecision, got {type(decision).__name__}.")

@@ -1,0 +1,340 @@
+"""Deciding one paused call: its approval record and its snapshot's decision, kept in step by one function.
+
+A call a policy sent to a person is known twice in a store that keeps approvals: as its
+:class:`~handrail.dataclasses.approval.Approval` (what the inbox lists and decides) and as a pending ledger entry
+of the paused snapshot (what a resumed run applies). :func:`decide_call` is the only way a decision is recorded
+for such a call, whoever asks: the approval service, ``handrail approvals approve|reject`` and
+:func:`~handrail.human_in_the_loop.snapshots.record_decision` (through ``SnapshotStoreBase.decide``). It
+
+1. refuses what the approval refuses (a decision outside ``allowed_decisions``, an edit that renames the tool or
+   fails the stored schema) before anything is written;
+2. decides the approval by a compare-and-set on its version (the arbiter: of two deciders exactly one wins);
+   an identical repeat of the decision recorded returns it; a different one raises ApprovalClosedError (or
+   ApprovalExpiredError) naming the winner, the decision and the time;
+3. writes the matching :class:`~handrail.dataclasses.decisions.ToolExecutionDecision` into the snapshot that
+   holds the call now (the approval's snapshot, or the one its run continued in: ``continued_in``).
+
+Step 3 after step 2: if it cannot be written now (the snapshot is claimed by a resume for longer than the lock
+timeout, or the process dies in between), the approval is decided and the snapshot is not; the same request
+again writes it (an identical repeat repairs), and so does the run's next pause (:func:`sync_snapshot` of every
+held call whose approval is decided already).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from handrail.dataclasses.approval import Approval, Decision, approval_id
+from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.snapshot import AgentSnapshot
+from handrail.errors import (
+    ApprovalClosedError,
+    ApprovalConflictError,
+    ApprovalDecisionError,
+    ApprovalExpiredError,
+    ApprovalNotFoundError,
+    IdempotencyKeyReusedError,
+    SnapshotError,
+)
+from handrail.stores._snapshot_common import awaiting_decision, recorded_decision
+from handrail.tools._validation import unknown_parameters
+
+__all__ = [
+    "INJECTED_KEY",
+    "approval_of_call",
+    "decide_call",
+    "edit_problems",
+    "same_request",
+    "snapshot_decision",
+    "sync_snapshot",
+]
+
+INJECTED_KEY = "injected"
+"""``Approval.extra`` key: the names of the arguments that come from the agent's State (shown, never edited)."""
+_CHAIN_LIMIT = 10_000
+
+
+def _injected(approval: Approval) -> dict[str, Any]:
+    names = approval.extra.get(INJECTED_KEY) or []
+    return {k: approval.arguments[k] for k in names if isinstance(k, str) and k in approval.arguments}
+
+
+def edit_problems(approval: Approval, arguments: Any) -> tuple[dict[str, str], ...]:
+    """What is wrong with ``arguments`` as an edit of ``approval``: ``{"pointer", "message"}`` items (none: valid).
+
+    The agent's rule: State-injected values may not change; every other key must be declared by the tool
+    (:func:`~handrail.tools._validation.unknown_parameters`) and the arguments must pass the stored JSON Schema.
+    """
+    if not isinstance(arguments, dict):
+        return ({"pointer": "", "message": f"the edited arguments must be an object, got {type(arguments).__name__}"},)
+    injected = _injected(approval)
+    problems = [
+        {"pointer": f"/{k}", "message": f"{k!r} comes from the agent's State and cannot be edited"}
+        for k in sorted(injected) if k in arguments and arguments[k] != injected[k]
+    ]  # fmt: skip
+    edited = {k: v for k, v in arguments.items() if k not in injected}
+    schema = approval.arguments_schema
+    unknown = unknown_parameters(approval.tool_name, schema, edited)
+    if unknown is not None:
+        known = schema.get("properties") or {}
+        problems += [{"pointer": f"/{k}", "message": unknown} for k in sorted(edited) if k not in known]
+    problems += _schema_errors(schema, edited)
+    return tuple(problems)
+
+
+def _schema_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[dict[str, str]]:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+        errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except SchemaError as exc:
+        return [{"pointer": "", "message": f"the tool's recorded JSON Schema is invalid: {exc.message}"}]
+    return [{"pointer": _pointer(list(e.absolute_path)), "message": str(e.message)} for e in errors]
+
+
+def _pointer(parts: list[Any]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _edited_arguments(approval: Approval, decision: Decision, arguments: Any) -> dict[str, Any] | None:
+    """The arguments an edit records (the State's values put back), None for another decision; or refused."""
+    if decision != "edit":
+        return None  # a client's arguments count only for an edit: the stored ones are what runs
+    problems = edit_problems(approval, arguments)
+    if problems:
+        listed = "; ".join(f"{p['pointer'] or '(arguments)'}: {p['message']}" for p in problems)
+        raise ApprovalDecisionError(
+            f"Approval {approval.id}: the edited arguments for {approval.tool_name!r} are refused: {listed}. "
+            "Nothing was recorded.",
+            approval_id=approval.id, errors=problems,
+        )  # fmt: skip
+    return {**arguments, **_injected(approval)}
+
+
+def same_request(
+    approval: Approval, decision: Decision, principal: str, feedback: str | None, arguments: dict[str, Any] | None
+) -> bool:
+    """Whether a decided ``approval`` is the result of this very request (same principal, decision and content)."""
+    if approval.decision != decision or approval.decided_by != principal or approval.status == "expired":
+        return False
+    if (approval.feedback or None) != (feedback or None):
+        return False
+    return decision != "edit" or approval.arguments == arguments
+
+
+def _check_allowed(approval: Approval, decision: object, tool_name: str | None) -> None:
+    if tool_name is not None and tool_name != approval.tool_name:
+        raise ApprovalDecisionError(
+            f"Approval {approval.id} is for {approval.tool_name!r}; an edit may not rename the tool ({tool_name!r}).",
+            approval_id=approval.id, errors=({"pointer": "", "message": "the tool name cannot be changed"},),
+        )  # fmt: skip
+    if decision not in approval.allowed_decisions:
+        raise ApprovalDecisionError(
+            f"Approval {approval.id} allows {', '.join(approval.allowed_decisions)}; {decision!r} is not one of them.",
+            approval_id=approval.id,
+        )
+
+
+def _closed(current: Approval, error: ApprovalConflictError | None = None) -> ApprovalConflictError:
+    """The refusal of a decision for the terminal ``current`` (expired: its own class)."""
+    if current.status == "expired":
+        at = current.decided_at.isoformat() if current.decided_at else "?"
+        return ApprovalExpiredError(
+            f"Approval {current.id} expired at {at} (on expiry: {current.on_expiry}); it takes no decision.",
+            approval_id=current.id, current=current, expected_version=error.expected_version if error else None,
+        )  # fmt: skip
+    if error is not None:
+        return error
+    at = current.decided_at.isoformat() if current.decided_at else "?"
+    return ApprovalClosedError(
+        f"Approval {current.id} is {current.status} ({current.decision}) by {current.decided_by or 'nobody'} at "
+        f"{at} (version {current.version}); it takes no more decisions.",
+        approval_id=current.id, current=current, expected_version=None,
+    )  # fmt: skip
+
+
+def decide_call(
+    store: Any,
+    approval: Approval,
+    decision: Decision,
+    *,
+    principal: str,
+    at: datetime,
+    feedback: str | None = None,
+    arguments: dict[str, Any] | None = None,
+    tool_name: str | None = None,
+    expected_version: int | None = None,
+    idempotency_key: str | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> tuple[Approval, bool]:
+    """Decide ``approval`` (as read just now from ``store``) and record the decision in its snapshot.
+
+    Args:
+        store: A snapshot store that keeps approvals (the three built-in ones).
+        approval: The approval as read from ``store``.
+        decision: ``approve``, ``edit`` or ``reject``.
+        principal: Who decides (the caller's authenticated name).
+        at: Now (timezone-aware; expiry is judged against it).
+        feedback: Text for the model.
+        arguments: The edited arguments (only read for an edit; replaced, not merged).
+        tool_name: The tool an edit names, if the client sent one: it must be the approval's.
+        expected_version: The version the decider saw (None: the one read).
+        idempotency_key: The request's ``Idempotency-Key``, kept on the record.
+        details: JSON data for the audit entry.
+
+    Returns:
+        ``(the approval as decided, True when this call decided it)``; False for an identical repeat (the stored
+        result, with the snapshot's decision written again if it was missing).
+
+    Raises:
+        ApprovalDecisionError: Not allowed, a renamed tool, refused edited arguments (``errors`` lists them).
+        IdempotencyKeyReusedError: ``idempotency_key`` is the decided one's, with another decision or content.
+        ApprovalExpiredError: It expired (now, or before).
+        ApprovalClosedError: Somebody else decided it (``current`` names who, what and when).
+        ApprovalConflictError: Still pending at another version than ``expected_version``.
+        SnapshotUnavailableError: The approval is decided but its snapshot is held by a resume right now: the
+            same request again writes the snapshot's decision.
+    """
+    edited = None
+    if not approval.terminal and not approval.due(at):  # a due one is expired by the store, and refused (410)
+        _check_allowed(approval, decision, tool_name)
+        edited = _edited_arguments(approval, decision, arguments)
+    elif decision == "edit" and isinstance(arguments, dict):
+        edited = {**arguments, **_injected(approval)}
+    try:
+        if approval.terminal:
+            raise _closed(approval)
+        updated = store.decide_approval(
+            approval.id, decision, expected_version=expected_version or approval.version, principal=principal,
+            at=at, feedback=feedback, arguments=edited, idempotency_key=idempotency_key, details=details,
+        )  # fmt: skip
+    except ApprovalConflictError as exc:
+        current = exc.current
+        if not isinstance(current, Approval) or not current.terminal:
+            raise
+        if same_request(current, decision, principal, feedback, edited):
+            sync_snapshot(store, current)
+            return current, False
+        if idempotency_key is not None and current.idempotency_key == idempotency_key:
+            raise IdempotencyKeyReusedError(
+                f"Approval {current.id} was decided ({current.decision} by {current.decided_by}) with this "
+                "Idempotency-Key and another decision or content; a key names one request.",
+                approval_id=current.id,
+            ) from None
+        raise _closed(current, exc) from None
+    sync_snapshot(store, updated)
+    return updated, True
+
+
+def snapshot_decision(approval: Approval) -> ToolExecutionDecision:
+    """The snapshot's decision for a decided (or expired) approval: what the resumed run applies."""
+    assert approval.decision is not None
+    execute = approval.decision != "reject"
+    params = None
+    if approval.decision == "edit":
+        injected = _injected(approval)
+        params = {k: v for k, v in approval.arguments.items() if k not in injected}
+    return ToolExecutionDecision(
+        approval.tool_name, execute, approval.tool_call_id, feedback=approval.feedback, final_tool_params=params,
+        decided_by=approval.decided_by or "expiry",
+    )  # fmt: skip
+
+
+def current_snapshot(store: Any, snapshot_id: str) -> AgentSnapshot | None:
+    """The snapshot the run of ``snapshot_id`` is at now: it, or the last one it continued in (None: unknown)."""
+    seen: set[str] = set()
+    try:
+        snapshot = store.load(snapshot_id)
+        while snapshot.status == "resumed" and snapshot.continued_in and len(seen) < _CHAIN_LIMIT:
+            seen.add(snapshot.snapshot_id or "")
+            if snapshot.continued_in in seen:
+                break
+            snapshot = store.load(snapshot.continued_in)
+    except (SnapshotError, FileNotFoundError):
+        return None
+    return snapshot  # type: ignore[no-any-return]
+
+
+def sync_snapshot(store: Any, approval: Approval) -> None:
+    """Write ``approval``'s decision into the snapshot holding its call, unless it is there or the call moved on."""
+    if approval.decision is None or approval.status == "cancelled":
+        return
+    snapshot = current_snapshot(store, approval.snapshot_id)
+    if snapshot is None or snapshot.status != "paused" or snapshot.snapshot_id is None:
+        return  # finished, or being resumed (the resumed run pauses again, and syncs then)
+    if all(c.id != approval.tool_call_id for c in awaiting_decision(snapshot)):
+        return
+    if recorded_decision(snapshot, approval.tool_call_id) is not None:
+        return
+    store._decide_in_snapshot(snapshot.snapshot_id, snapshot_decision(approval), decided_by=approval.decided_by)
+
+
+def approval_of_call(store: Any, snapshot: AgentSnapshot, tool_call_id: str) -> Approval | None:
+    """The approval of call ``tool_call_id`` of ``snapshot``'s run, or None (no run id, no record)."""
+    run_id = snapshot.run_id
+    if run_id is None:
+        return None
+    try:
+        found: Approval = store.get_approval(approval_id(run_id, tool_call_id))
+    except ApprovalNotFoundError:
+        return None
+    return found
+
+
+def _os_principal() -> str:
+    from handrail.stores._snapshot_common import _os_user
+
+    return _os_user()
+
+
+def decide_recorded(
+    store: Any, snapshot_id: str, decision: ToolExecutionDecision, decided_by: str | None
+) -> tuple[AgentSnapshot, bool] | None:
+    """A decision given the old way (``record_decision``, ``handrail approvals``) for a call with an approval.
+
+    Checked against the snapshot first, exactly as before (so the old errors stay), then decided through
+    :func:`decide_call`. None when the call has no approval record (the caller records it in the snapshot alone).
+    """
+    from datetime import UTC
+    from datetime import datetime as _datetime
+
+    from handrail.stores._snapshot_common import with_decision
+
+    snapshot = store.load(snapshot_id)
+    if snapshot.status != "paused":
+        return None  # it takes no decision: the snapshot's own path refuses it, with its own error
+    approval = approval_of_call(store, snapshot, decision.tool_call_id or "")
+    if approval is None:
+        return None
+    updated = with_decision(snapshot, decision, decided_by=decided_by)  # refuses what it refused before
+    principal = decided_by or decision.decided_by or _os_principal()
+    if updated is snapshot:  # the same decision is in the snapshot already: the approval follows it, if behind
+        recorded = recorded_decision(snapshot, approval.tool_call_id)
+        if recorded is not None and not approval.terminal:
+            kind, edited = _kind_of(approval, recorded)
+            decide_call(store, approval, kind, principal=recorded.decided_by or principal, at=_datetime.now(UTC),
+                        feedback=recorded.feedback, arguments=edited)  # fmt: skip
+        return snapshot, False
+    kind, edited = _kind_of(approval, decision)
+    _, wrote = decide_call(
+        store, approval, kind, principal=principal, at=_datetime.now(UTC), feedback=decision.feedback,
+        arguments=edited,
+    )  # fmt: skip
+    loaded: AgentSnapshot = store.load(snapshot_id)
+    return loaded, wrote
+
+
+def _kind_of(approval: Approval, decision: ToolExecutionDecision) -> tuple[Decision, dict[str, Any] | None]:
+    """The approval decision a ToolExecutionDecision makes, with an edit's arguments."""
+    if not decision.execute:
+        return "reject", None
+    params = decision.final_tool_params
+    injected = _injected(approval)
+    proposed = {k: v for k, v in approval.arguments.items() if k not in injected}
+    if params is None or params == approval.arguments or params == proposed:
+        return "approve", None
+    return "edit", dict(params)
