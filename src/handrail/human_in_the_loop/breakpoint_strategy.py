@@ -12,19 +12,24 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from handrail.core.serialization import qualified_name
+from handrail.dataclasses.approval import DECISIONS, Decision
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
+from handrail.human_in_the_loop.types import check_approval_settings
 from handrail.stores.types import SnapshotStore
 
 if TYPE_CHECKING:
     from handrail.human_in_the_loop.strategies import ParamsValidator
 
 __all__ = ["BreakpointConfirmationStrategy"]
+
+_SETTINGS = ("description", "expires_after_seconds", "allowed_decisions")
 
 
 class BreakpointConfirmationStrategy:
@@ -45,6 +50,10 @@ class BreakpointConfirmationStrategy:
             ``postgresql://...``), so several processes share the approvals.
         metadata: Free JSON data copied into every snapshot this strategy causes (e.g.
             ``{"agent_file": "/abs/path/agent.yaml"}``, which ``handrail resume`` reads).
+        description: In a store that keeps approval records (the built-in ones): the text (markdown) each
+            paused call's approval shows the person.
+        expires_after: There: how long the approval stays open (None: never).
+        allowed_decisions: There: what the person may decide (default approve, edit and reject).
 
     Raises:
         ConfigurationTypeError: When ``snapshot_file_path`` is not a str/PathLike, ``snapshot_store`` is a class or
@@ -71,7 +80,11 @@ class BreakpointConfirmationStrategy:
         *,
         snapshot_store: SnapshotStore | str | None = None,
         metadata: dict[str, Any] | None = None,
+        description: str | None = None,
+        expires_after: timedelta | None = None,
+        allowed_decisions: Sequence[Decision] | None = None,
     ) -> None:
+        settings = check_approval_settings(description, expires_after, allowed_decisions, type(self).__name__)
         if (snapshot_file_path is None) == (snapshot_store is None):
             raise ConfigurationError(
                 "BreakpointConfirmationStrategy needs exactly one of snapshot_file_path (a directory) and "
@@ -113,6 +126,12 @@ class BreakpointConfirmationStrategy:
         """The SnapshotStore (or store URL) snapshots are written into, or None for a directory."""
         self.metadata: dict[str, Any] = copy.deepcopy(metadata) if metadata is not None else {}
         """Free JSON data copied into each snapshot's ``metadata``."""
+        self.description: str | None = settings.description or None
+        """The text (markdown) an approval record of a paused call shows the person, or None."""
+        self.expires_after: timedelta | None = settings.expires_after
+        """How long an approval record of a paused call stays open; None: it never expires."""
+        self.allowed_decisions: tuple[Decision, ...] = settings.allowed_decisions
+        """What a person may decide on a paused call (approve / edit / reject)."""
 
     def run(
         self,
@@ -203,6 +222,12 @@ class BreakpointConfirmationStrategy:
         if store is not None:
             params["snapshot_store"] = store
         params["metadata"] = copy.deepcopy(self.metadata)
+        if self.description is not None:
+            params["description"] = self.description
+        if self.expires_after is not None:
+            params["expires_after_seconds"] = self.expires_after.total_seconds()
+        if self.allowed_decisions != DECISIONS:
+            params["allowed_decisions"] = list(self.allowed_decisions)
         return {"type": qualified_name(self), "init_parameters": params}
 
     @classmethod
@@ -217,7 +242,7 @@ class BreakpointConfirmationStrategy:
             raise SerializationError(
                 f"{cls.__name__} data needs init_parameters.snapshot_file_path or snapshot_store: {data!r:.200}"
             )
-        unknown = sorted(set(params) - {"snapshot_file_path", "snapshot_store", "metadata"})
+        unknown = sorted(set(params) - {"snapshot_file_path", "snapshot_store", "metadata", *_SETTINGS})
         if unknown:
             raise SerializationError(f"Cannot rebuild {cls.__name__}: unknown init parameters {unknown}.")
         store = params.get("snapshot_store")
@@ -225,9 +250,14 @@ class BreakpointConfirmationStrategy:
             from handrail.core.serialization import object_from_dict
 
             store = object_from_dict(dict(store))
+        seconds = params.get("expires_after_seconds")
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
+            raise SerializationError(f"{cls.__name__}: expires_after_seconds must be a number, got {seconds!r:.80}.")
         return cls(
-            params.get("snapshot_file_path"), snapshot_store=store, metadata=copy.deepcopy(params.get("metadata"))
-        )
+            params.get("snapshot_file_path"), snapshot_store=store, metadata=copy.deepcopy(params.get("metadata")),
+            description=params.get("description"), allowed_decisions=params.get("allowed_decisions"),
+            expires_after=None if seconds is None else timedelta(seconds=seconds),
+        )  # fmt: skip
 
     def __repr__(self) -> str:
         where = f"snapshot_file_path={self.snapshot_file_path!r}"

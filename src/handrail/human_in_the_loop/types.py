@@ -6,11 +6,23 @@ split follows Haystack 2.x.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from handrail.dataclasses.approval import DECISIONS, Decision
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
+from handrail.errors import ConfigurationError, ConfigurationTypeError
 
-__all__ = ["ConfirmationPolicy", "ConfirmationStrategy", "ConfirmationUI", "PausingStrategy", "is_pausing_strategy"]
+__all__ = [
+    "ApprovalSettings",
+    "ConfirmationPolicy",
+    "ConfirmationStrategy",
+    "ConfirmationUI",
+    "PausingStrategy",
+    "approval_settings",
+    "is_pausing_strategy",
+]
 
 
 @runtime_checkable
@@ -115,3 +127,59 @@ class PausingStrategy(Protocol):
 def is_pausing_strategy(strategy: object) -> TypeGuard[PausingStrategy]:
     """Whether the Agent pauses the run for ``strategy``'s calls (a :class:`PausingStrategy`, ``pauses_run`` True)."""
     return isinstance(strategy, PausingStrategy) and strategy.pauses_run is True
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalSettings:
+    """What the approval record of a held call says besides the call: read by :func:`approval_settings`."""
+
+    description: str = ""
+    """The policy's text for the person (markdown); empty when it has none."""
+    expires_after: timedelta | None = None
+    """How long the approval stays open (from its creation); None: it never expires."""
+    allowed_decisions: tuple[Decision, ...] = DECISIONS
+    """What the person may decide (a non-empty subset of approve / edit / reject)."""
+
+
+def check_approval_settings(
+    description: object, expires_after: object, allowed_decisions: object, owner: str
+) -> ApprovalSettings:
+    """The settings, checked (ConfigurationError / ConfigurationTypeError naming ``owner`` and the field)."""
+    if description is not None and not isinstance(description, str):
+        raise ConfigurationTypeError(f"{owner}: description must be a str or None, got {type(description).__name__}.")
+    if expires_after is not None and (not isinstance(expires_after, timedelta) or expires_after <= timedelta(0)):
+        raise ConfigurationError(f"{owner}: expires_after must be a positive timedelta or None, got {expires_after!r}.")
+    if allowed_decisions is None:
+        allowed_decisions = DECISIONS
+    if (
+        isinstance(allowed_decisions, str)
+        or not isinstance(allowed_decisions, tuple | list | frozenset | set)
+        or not allowed_decisions
+        or any(d not in DECISIONS for d in allowed_decisions)
+    ):
+        raise ConfigurationError(
+            f"{owner}: allowed_decisions must be a non-empty collection of {', '.join(DECISIONS)}, "
+            f"got {allowed_decisions!r:.80} (an invalid setting never opens the gate: it is refused)."
+        )
+    chosen = tuple(d for d in DECISIONS if d in allowed_decisions)
+    return ApprovalSettings(description or "", expires_after, chosen)
+
+
+def approval_settings(strategy: object) -> ApprovalSettings:
+    """The approval settings of a pausing strategy: its ``description``, ``expires_after``, ``allowed_decisions``.
+
+    Each attribute is optional (a strategy without one gets the default); when the strategy has none, those of
+    its ``confirmation_policy`` are used, if it has one. An invalid value raises, never loosens the gate.
+    """
+    sources = [strategy, getattr(strategy, "confirmation_policy", None)]
+    values: dict[str, Any] = {}
+    for name in ("description", "expires_after", "allowed_decisions"):
+        for source in sources:
+            value = getattr(source, name, None) if source is not None else None
+            if value is not None:
+                values[name] = value
+                break
+    return check_approval_settings(
+        values.get("description"), values.get("expires_after"), values.get("allowed_decisions"),
+        type(strategy).__name__,
+    )  # fmt: skip

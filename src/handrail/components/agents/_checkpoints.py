@@ -22,6 +22,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
+from handrail.components.agents._approval_records import ExecutedTrail, keeps_approvals
 from handrail.components.agents._ledger import Ledger
 from handrail.components.agents._resume import let_go
 from handrail.components.agents._run_state import RunState, StepStart
@@ -97,12 +98,26 @@ class Checkpoints:
         """What the last write of the current record held: the step, the id, the entries and decisions."""
         if ledger is not None and self.durable:
             ledger.on_change = self.write_running
+        self.trail = ExecutedTrail(resumed)
+        """Audits the approved calls that ran (in a store that keeps approvals)."""
+        self._approvals: bool | None = None
 
     @property
     def run_id(self) -> str | None:
         """The run's id: the inherited one, or the id of the record this run created (None before it has one)."""
         inherited = self.metadata.get(RUN_ID_KEY)
         return inherited if isinstance(inherited, str) else self.current
+
+    @property
+    def keeps_approvals(self) -> bool:
+        """Whether the run's store keeps approval records (checked once the store is known)."""
+        if self._approvals is None and self.store is not None:
+            self._approvals = keeps_approvals(self.store)
+        return bool(self._approvals)
+
+    def _audit(self, ledger: dict[str, LedgerEntry]) -> None:
+        if self.keeps_approvals:
+            self.trail.written(self.store, self.run_id, ledger)
 
     @property
     def durable(self) -> bool:
@@ -230,12 +245,14 @@ class Checkpoints:
                 self.written = (step, written[1], snap.ledger, snap.tool_execution_decisions)
                 assert self.last is not None
                 self.last = dataclasses.replace(snap, location=self.last.location)
+                self._audit(snap.ledger)
                 return
         if self.current is None:
             self.current = self._create(snap, bp, step.visits["tool_invoker"])
         else:
             self._record(self.current, snap)
         self.written = (step, self.current, snap.ledger, snap.tool_execution_decisions)
+        self._audit(snap.ledger)
 
     def pause(self, snapshot: AgentSnapshot, held: list[ToolCall]) -> BreakpointException:
         """Write the pause snapshot (where a store is known) and return the exception to raise."""
@@ -300,6 +317,7 @@ class Checkpoints:
                 final, ledger=self.ledger.snapshot_entries(), tool_execution_decisions=list(self.ledger.decisions)
             )
         self._record(self.current, final)
+        self._audit(final.ledger)
 
     def close(self) -> None:
         """Release the claim on the run's record (the run ended, paused or failed); close a store it opened.

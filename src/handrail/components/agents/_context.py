@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from handrail.components.agents._approval_records import open_approvals
 from handrail.components.agents._confirm import ConfirmRequest, confirm_async, confirm_sync, find_strategy
 from handrail.components.agents._hook_checks import check_after_hook
 from handrail.components.agents._machine import RunParts, RunPlan
@@ -231,7 +232,10 @@ class AgentContext(ToolContext):
             return cp.pause(cp.snapshot(effect.position, self.state, cp.break_point), [])
         by_id = {c.id: c for c in self.run.held}
         held = [by_id[i] for i in effect.held if i in by_id] or list(self.run.held)
-        return cp.pause(cp.snapshot("tool_invoker", self.state, cp.tool_break_point(held[0].tool_name)), held)
+        error = cp.pause(cp.snapshot("tool_invoker", self.state, cp.tool_break_point(held[0].tool_name)), held)
+        approvals = self.parts.approvals
+        open_approvals(cp, held, approvals.strategies if approvals is not None else None)  # the snapshot is written
+        return error
 
     def _paused(self, effect: Pause) -> BaseException:
         try:

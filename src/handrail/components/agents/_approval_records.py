@@ -1,0 +1,136 @@
+"""Approval records of a durable run: created when it pauses, and told when an approved call ran.
+
+When a run pauses into a store that keeps approvals (:class:`~handrail.stores.approvals.ApprovalStore`: the
+three built-in snapshot stores), :func:`open_approvals` creates one pending
+:class:`~handrail.dataclasses.approval.Approval` per held call, after the snapshot is written: the effective
+arguments (the ledger's: after hooks and State injection), the tool's description and parameter schema (the
+run's fingerprint), the strategy's settings (:func:`~handrail.human_in_the_loop.types.approval_settings`), the
+step. Its id comes from the run id and the call id, so a retried pause, or the same call held again on a later
+pause of the run, finds the record already there (no duplicate); a held call whose approval is decided already
+gets that decision written into the new snapshot (:func:`~handrail.stores._approval_decide.sync_snapshot`).
+
+:class:`ExecutedTrail` appends the ``executed`` audit entry of an approved call once the ledger's record of its
+outcome is durable. A store that is not an ApprovalStore (a user's own) gets neither: its runs work as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import warnings
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from handrail.components.agents._confirm import find_strategy
+from handrail.dataclasses.approval import Approval, approval_id, args_digest
+from handrail.dataclasses.chat_message import ToolCall
+from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry
+from handrail.errors import ApprovalConflictError, ApprovalNotFoundError, SnapshotUnavailableError, StoreError
+from handrail.human_in_the_loop.types import approval_settings
+from handrail.stores._approval_decide import INJECTED_KEY, sync_snapshot
+from handrail.stores.approvals import ApprovalStore
+
+if TYPE_CHECKING:
+    from handrail.components.agents._checkpoints import Checkpoints
+
+__all__ = ["ExecutedTrail", "keeps_approvals", "open_approvals"]
+
+
+def keeps_approvals(store: object) -> bool:
+    """Whether ``store`` keeps approval records."""
+    return store is not None and isinstance(store, ApprovalStore)
+
+
+def _tool_info(snapshot: AgentSnapshot, tool_name: str) -> tuple[str, dict[str, Any]]:
+    tools = snapshot.fingerprint.get("tools")
+    info = tools.get(tool_name) if isinstance(tools, dict) else None
+    if not isinstance(info, dict):
+        return "", {"type": "object"}
+    description = info.get("description")
+    schema = info.get("parameters")
+    return (description if isinstance(description, str) else ""), (schema if isinstance(schema, dict) else {})
+
+
+def _new_approval(
+    snapshot: AgentSnapshot, run_id: str, agent_name: str, call: ToolCall, entry: LedgerEntry | None, strategy: Any
+) -> Approval:
+    settings = approval_settings(strategy)
+    proposed = call.arguments if isinstance(call.arguments, dict) else {}
+    arguments = dict(entry.arguments) if entry is not None else dict(proposed)
+    description, schema = _tool_info(snapshot, call.tool_name)
+    now = datetime.now(UTC)
+    created = Approval.new(
+        run_id=run_id, tool_call_id=call.id or "", snapshot_id=snapshot.snapshot_id or "", agent_name=agent_name,
+        step=snapshot.step_count, tool_name=call.tool_name, tool_description=description, arguments=arguments,
+        arguments_schema=schema, description=settings.description, created_at=now,
+        allowed_decisions=settings.allowed_decisions,
+        expires_at=None if settings.expires_after is None else now + settings.expires_after,
+    )  # fmt: skip
+    injected = sorted(k for k in arguments if k not in proposed)
+    return dataclasses.replace(created, extra={INJECTED_KEY: injected}) if injected else created
+
+
+def open_approvals(cp: Checkpoints, held: list[ToolCall], strategies: Mapping[Any, Any] | None) -> None:
+    """Create the approval records of the calls a pause holds (after its snapshot is written)."""
+    store, snapshot, run_id = cp.store, cp.last, cp.run_id
+    if not held or not keeps_approvals(store) or snapshot is None or run_id is None or not snapshot.snapshot_id:
+        return
+    for call in held:
+        if not call.id:
+            continue
+        try:
+            existing: Approval | None = store.get_approval(approval_id(run_id, call.id))
+        except ApprovalNotFoundError:
+            existing = None
+        if existing is None:
+            entry = cp.ledger.entries.get(call.id) if cp.ledger is not None else None
+            strategy = find_strategy(strategies, call.tool_name)
+            fresh = _new_approval(snapshot, run_id, cp.agent_name, call, entry, strategy)
+            try:
+                store.create_approval(fresh, details={"snapshot_id": snapshot.snapshot_id})
+            except ApprovalConflictError as exc:  # created meanwhile by a retried pause of this run
+                if getattr(exc.current, "run_id", None) != run_id:
+                    raise
+            continue
+        if existing.terminal:  # decided before this pause reached the snapshot: the new snapshot gets it
+            with contextlib.suppress(SnapshotUnavailableError):  # held by a resume now: it syncs when it pauses
+                sync_snapshot(store, existing)
+
+
+class ExecutedTrail:
+    """Appends the ``executed`` audit entry of each approved call of the run once its outcome is durable."""
+
+    def __init__(self, resumed: AgentSnapshot | None) -> None:
+        old = resumed.ledger if resumed is not None else {}
+        self.seen: set[str] = {cid for cid, e in old.items() if e.status in ("done", "failed")}
+        self.started: dict[str, datetime] = {}
+
+    def written(self, store: Any, run_id: str | None, ledger: Mapping[str, LedgerEntry]) -> None:
+        """The ledger ``ledger`` is durable now: audit the approved calls that ended since the last write."""
+        if run_id is None:
+            return
+        for call_id, entry in ledger.items():
+            if call_id in self.seen or entry.decision is None or not entry.decision.execute:
+                continue
+            if entry.status == "running":
+                self.started.setdefault(call_id, entry.updated_at)
+            elif entry.status in ("done", "failed"):
+                self.seen.add(call_id)
+                self._audit(store, run_id, entry)
+
+    def _audit(self, store: Any, run_id: str, entry: LedgerEntry) -> None:
+        try:
+            approval: Approval = store.get_approval(approval_id(run_id, entry.tool_call_id))
+        except ApprovalNotFoundError:
+            return  # decided at a console or by a policy: no record
+        error = entry.status == "failed" or bool((entry.result or {}).get("error"))
+        began = self.started.get(entry.tool_call_id)
+        duration = None if began is None else max(0.0, (entry.updated_at - began).total_seconds() * 1000)
+        try:
+            store.append_audit(
+                approval.id, at=entry.updated_at, outcome="error" if error else "ok", duration_ms=duration,
+                args_digest=args_digest(entry.tool_name, entry.arguments, approval.snapshot_id),
+            )  # fmt: skip
+        except StoreError as exc:  # the outcome is durable in the snapshot; only its audit line is missing
+            warnings.warn(f"The audit entry of approval {approval.id} was not written: {exc}", stacklevel=2)
