@@ -19,6 +19,7 @@ from handrail.human_in_the_loop import (
 def test_package_exports_exactly_all() -> None:
     expected = [
         "AlwaysAskPolicy",
+        "ApprovalService",
         "AskOncePolicy",
         "BlockingConfirmationStrategy",
         "BreakpointConfirmationStrategy",
@@ -41,7 +42,8 @@ def test_package_exports_exactly_all() -> None:
     ]
     assert handrail.human_in_the_loop.__all__ == expected  # sorted, exactly
     public = {n for n in vars(handrail.human_in_the_loop) if not n.startswith("_")}
-    modules = {"breakpoint_strategy", "policies", "snapshots", "strategies", "templates", "types", "user_interfaces"}
+    modules = {"breakpoint_strategy", "policies", "snapshots", "strategies", "templates", "types", "user_interfaces",
+               "service"}  # fmt: skip
     assert public - set(expected) <= modules
 
 

@@ -10,7 +10,9 @@ templates (:mod:`handrail.human_in_the_loop.templates`).
 :class:`BreakpointConfirmationStrategy` (a :class:`PausingStrategy`) pauses the run instead of asking: the
 Agent writes a snapshot and raises :class:`HITLBreakpointException`; a person decides later
 (:func:`list_pending`, :func:`record_decision`, :func:`with_decision`,
-:func:`get_tool_calls_and_descriptions_from_snapshot`) and the run resumes from the snapshot.
+:func:`get_tool_calls_and_descriptions_from_snapshot`) and the run resumes from the snapshot. In a store that keeps
+approval records (the built-in ones), each paused call also has an approval, listed and decided through
+:class:`ApprovalService` (:mod:`handrail.human_in_the_loop.service`).
 """
 
 import typing as _typing
@@ -18,6 +20,7 @@ import typing as _typing
 from handrail.core._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
+    "ApprovalService": "handrail.human_in_the_loop.service",
     "AlwaysAskPolicy": "handrail.human_in_the_loop.policies",
     "AskOncePolicy": "handrail.human_in_the_loop.policies",
     "NeverAskPolicy": "handrail.human_in_the_loop.policies",
@@ -45,6 +48,7 @@ if _typing.TYPE_CHECKING:
     from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
     from handrail.human_in_the_loop.breakpoint_strategy import BreakpointConfirmationStrategy
     from handrail.human_in_the_loop.policies import AlwaysAskPolicy, AskOncePolicy, NeverAskPolicy
+    from handrail.human_in_the_loop.service import ApprovalService
     from handrail.human_in_the_loop.snapshots import (
         PendingApproval,
         get_tool_calls_and_descriptions_from_snapshot,
@@ -64,6 +68,7 @@ if _typing.TYPE_CHECKING:
 
 __all__ = [
     "AlwaysAskPolicy",
+    "ApprovalService",
     "AskOncePolicy",
     "BlockingConfirmationStrategy",
     "BreakpointConfirmationStrategy",
