@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from handrail.core.serialization import qualified_name
-from handrail.dataclasses.approval import DECISIONS, Decision
+from handrail.dataclasses.approval import DECISIONS, Decision, ExpiryAction
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BreakpointConfirmationStrategy"]
 
-_SETTINGS = ("description", "expires_after_seconds", "allowed_decisions")
+_SETTINGS = ("description", "expires_after_seconds", "allowed_decisions", "on_expiry")
 
 
 class BreakpointConfirmationStrategy:
@@ -54,6 +54,8 @@ class BreakpointConfirmationStrategy:
             paused call's approval shows the person.
         expires_after: There: how long the approval stays open (None: never).
         allowed_decisions: There: what the person may decide (default approve, edit and reject).
+        on_expiry: There: what an expiry decides: ``"reject"`` (the default; fail closed, the model reads
+            "Approval request expired") or ``"approve"`` (only when set here, and only if approve is allowed).
 
     Raises:
         ConfigurationTypeError: When ``snapshot_file_path`` is not a str/PathLike, ``snapshot_store`` is a class or
@@ -83,8 +85,11 @@ class BreakpointConfirmationStrategy:
         description: str | None = None,
         expires_after: timedelta | None = None,
         allowed_decisions: Sequence[Decision] | None = None,
+        on_expiry: ExpiryAction | None = None,
     ) -> None:
-        settings = check_approval_settings(description, expires_after, allowed_decisions, type(self).__name__)
+        settings = check_approval_settings(
+            description, expires_after, allowed_decisions, type(self).__name__, on_expiry
+        )
         if (snapshot_file_path is None) == (snapshot_store is None):
             raise ConfigurationError(
                 "BreakpointConfirmationStrategy needs exactly one of snapshot_file_path (a directory) and "
@@ -132,6 +137,8 @@ class BreakpointConfirmationStrategy:
         """How long an approval record of a paused call stays open; None: it never expires."""
         self.allowed_decisions: tuple[Decision, ...] = settings.allowed_decisions
         """What a person may decide on a paused call (approve / edit / reject)."""
+        self.on_expiry: ExpiryAction = settings.on_expiry
+        """What an expiry of a paused call's approval decides (``reject`` unless set to ``approve``)."""
 
     def run(
         self,
@@ -228,6 +235,8 @@ class BreakpointConfirmationStrategy:
             params["expires_after_seconds"] = self.expires_after.total_seconds()
         if self.allowed_decisions != DECISIONS:
             params["allowed_decisions"] = list(self.allowed_decisions)
+        if self.on_expiry != "reject":
+            params["on_expiry"] = self.on_expiry
         return {"type": qualified_name(self), "init_parameters": params}
 
     @classmethod
@@ -256,7 +265,7 @@ class BreakpointConfirmationStrategy:
         return cls(
             params.get("snapshot_file_path"), snapshot_store=store, metadata=copy.deepcopy(params.get("metadata")),
             description=params.get("description"), allowed_decisions=params.get("allowed_decisions"),
-            expires_after=None if seconds is None else timedelta(seconds=seconds),
+            expires_after=None if seconds is None else timedelta(seconds=seconds), on_expiry=params.get("on_expiry"),
         )  # fmt: skip
 
     def __repr__(self) -> str:

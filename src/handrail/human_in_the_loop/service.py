@@ -40,6 +40,7 @@ from handrail.dataclasses.approval_audit import ApprovalAuditEntry
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SnapshotError
 from handrail.stores._approval_decide import current_snapshot, decide_call
+from handrail.stores._approval_decide import expire_due as _expire_due
 from handrail.stores.approvals import MAX_PAGE, ApprovalFilter, ApprovalPage, ApprovalStore
 
 __all__ = ["ApprovalDetail", "ApprovalService", "DecisionResult"]
@@ -179,6 +180,27 @@ class ApprovalService:
             idempotency_key=idempotency_key, details=details,
         )  # fmt: skip
         return DecisionResult(decided, replayed=not wrote)
+
+    def expire_due(self, now: datetime | None = None) -> builtins.list[Approval]:
+        """One pass of the expiry sweeper: expire every pending approval whose ``expires_at <= now``.
+
+        Each expiry applies the approval's ``on_expiry``: ``reject`` (the default: fail closed, feedback
+        "Approval request expired", status ``expired``, no ``decided_by``) or ``approve`` (only when the strategy
+        set it). The matching decision goes into the snapshot holding the call (as a person's decision does), so
+        ``handrail.resume()`` then rejects (the model reads the feedback) or runs the call. Nothing is kept in
+        memory: a pass after a restart finds the same due approvals in the store, and a decision on an expired
+        one raises ApprovalExpiredError.
+
+        Args:
+            now: The time to judge expiry by (timezone-aware); None: :attr:`clock`.
+
+        Returns:
+            The approvals this pass expired, oldest expiry first (one decided meanwhile is not among them).
+        """
+        moment = self.clock() if now is None else now
+        if not isinstance(moment, datetime) or moment.tzinfo is None:
+            raise ConfigurationError(f"now must be a timezone-aware datetime, got {moment!r:.80}.")
+        return _expire_due(self.store, moment)
 
     def snapshot_of(self, approval_id: str) -> str | None:
         """The id of the snapshot holding the approval's call now (the one to resume), or None."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from handrail.dataclasses.approval import DECISIONS, Decision
+from handrail.dataclasses.approval import DECISIONS, Decision, ExpiryAction
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
@@ -139,12 +139,18 @@ class ApprovalSettings:
     """How long the approval stays open (from its creation); None: it never expires."""
     allowed_decisions: tuple[Decision, ...] = DECISIONS
     """What the person may decide (a non-empty subset of approve / edit / reject)."""
+    on_expiry: ExpiryAction = "reject"
+    """What an expiry decides: ``reject`` (fail closed, the default) or ``approve`` (only when set explicitly)."""
 
 
 def check_approval_settings(
-    description: object, expires_after: object, allowed_decisions: object, owner: str
+    description: object, expires_after: object, allowed_decisions: object, owner: str, on_expiry: object = None
 ) -> ApprovalSettings:
-    """The settings, checked (ConfigurationError / ConfigurationTypeError naming ``owner`` and the field)."""
+    """The settings, checked (ConfigurationError / ConfigurationTypeError naming ``owner`` and the field).
+
+    ``on_expiry`` None is ``reject``; ``approve`` is refused unless ``approve`` is an allowed decision (an expiry
+    may not decide what a person could not).
+    """
     if description is not None and not isinstance(description, str):
         raise ConfigurationTypeError(f"{owner}: description must be a str or None, got {type(description).__name__}.")
     if expires_after is not None and (not isinstance(expires_after, timedelta) or expires_after <= timedelta(0)):
@@ -162,18 +168,29 @@ def check_approval_settings(
             f"got {allowed_decisions!r:.80} (an invalid setting never opens the gate: it is refused)."
         )
     chosen = tuple(d for d in DECISIONS if d in allowed_decisions)
-    return ApprovalSettings(description or "", expires_after, chosen)
+    if on_expiry not in (None, "reject", "approve"):
+        raise ConfigurationError(
+            f"{owner}: on_expiry must be 'reject' or 'approve', got {on_expiry!r:.80} (an invalid setting never "
+            "opens the gate: it is refused)."
+        )
+    action: ExpiryAction = "approve" if on_expiry == "approve" else "reject"
+    if action == "approve" and "approve" not in chosen:
+        raise ConfigurationError(
+            f"{owner}: on_expiry='approve' needs 'approve' among allowed_decisions ({', '.join(chosen)}): an expiry "
+            "may not decide what a person could not."
+        )
+    return ApprovalSettings(description or "", expires_after, chosen, action)
 
 
 def approval_settings(strategy: object) -> ApprovalSettings:
-    """The approval settings of a pausing strategy: its ``description``, ``expires_after``, ``allowed_decisions``.
+    """A pausing strategy's approval settings: ``description``, ``expires_after``, ``allowed_decisions``, ``on_expiry``.
 
     Each attribute is optional (a strategy without one gets the default); when the strategy has none, those of
     its ``confirmation_policy`` are used, if it has one. An invalid value raises, never loosens the gate.
     """
     sources = [strategy, getattr(strategy, "confirmation_policy", None)]
     values: dict[str, Any] = {}
-    for name in ("description", "expires_after", "allowed_decisions"):
+    for name in ("description", "expires_after", "allowed_decisions", "on_expiry"):
         for source in sources:
             value = getattr(source, name, None) if source is not None else None
             if value is not None:
@@ -181,5 +198,5 @@ def approval_settings(strategy: object) -> ApprovalSettings:
                 break
     return check_approval_settings(
         values.get("description"), values.get("expires_after"), values.get("allowed_decisions"),
-        type(strategy).__name__,
+        type(strategy).__name__, values.get("on_expiry"),
     )  # fmt: skip

@@ -46,6 +46,7 @@ __all__ = [
     "approval_of_call",
     "decide_call",
     "edit_problems",
+    "expire_due",
     "same_request",
     "snapshot_decision",
     "sync_snapshot",
@@ -207,6 +208,8 @@ def decide_call(
         edited = {**arguments, **_injected(approval)}
     try:
         if approval.terminal:
+            if approval.status == "expired":
+                _sync_quietly(store, approval)
             raise _closed(approval)
         updated = store.decide_approval(
             approval.id, decision, expected_version=expected_version or approval.version, principal=principal,
@@ -216,6 +219,8 @@ def decide_call(
         current = exc.current
         if not isinstance(current, Approval) or not current.terminal:
             raise
+        if current.status == "expired":  # expired by this very request (or before): its snapshot gets the expiry
+            _sync_quietly(store, current)
         if same_request(current, decision, principal, feedback, edited):
             sync_snapshot(store, current)
             return current, False
@@ -228,6 +233,33 @@ def decide_call(
         raise _closed(current, exc) from None
     sync_snapshot(store, updated)
     return updated, True
+
+
+def _sync_quietly(store: Any, approval: Approval) -> None:
+    """:func:`sync_snapshot`, unless the snapshot is held by a resume now (the run's next pause writes it)."""
+    import contextlib
+
+    from handrail.errors import SnapshotUnavailableError
+
+    with contextlib.suppress(SnapshotUnavailableError):
+        sync_snapshot(store, approval)
+
+
+def expire_due(store: Any, now: datetime) -> list[Approval]:
+    """Expire every approval of ``store`` due at ``now`` and write each expiry's decision into its snapshot.
+
+    The expiry is the approval's compare-and-set (one decided meanwhile stays decided); the snapshot's decision
+    is :func:`snapshot_decision` of the expired record (``on_expiry``, the feedback "Approval request expired"
+    for a rejection, decided by ``expiry``), written as for a person's decision (:func:`sync_snapshot`, the
+    ``continued_in`` rule). A snapshot held by a resume right now gets it at the run's next pause.
+
+    Returns:
+        The approvals this pass expired, oldest expiry first.
+    """
+    expired: list[Approval] = store.expire_approvals(now)
+    for approval in expired:
+        _sync_quietly(store, approval)
+    return expired
 
 
 def snapshot_decision(approval: Approval) -> ToolExecutionDecision:

@@ -66,6 +66,7 @@ def _new_approval(
         arguments_schema=schema, description=settings.description, created_at=now,
         allowed_decisions=settings.allowed_decisions,
         expires_at=None if settings.expires_after is None else now + settings.expires_after,
+        on_expiry=settings.on_expiry,
     )  # fmt: skip
     injected = sorted(k for k in arguments if k not in proposed)
     return dataclasses.replace(created, extra={INJECTED_KEY: injected}) if injected else created
