@@ -14,6 +14,7 @@ from handrail.cli._common import (
     printable,
     resume_hint,
 )
+from handrail.cli._service import APPROVAL_ID, decide_approval, parse_now, print_expired, service_of, show_approval
 from handrail.cli._stores import Where, opened, where_options
 from handrail.cli._views import HELD, calls_text, print_list, print_snapshot
 from handrail.dataclasses.decisions import decided_by_problem
@@ -68,24 +69,34 @@ def list_command(directory: Path | None, store_url: str | None, as_json: bool, a
         warn.print(Text(printable(f"warning: skipped {name}, which cannot be read: {exc}"), style="yellow"),
                    soft_wrap=True)  # fmt: skip
 
-    with opened(out, directory, store_url, allow_modules) as where:
-        with errors_as_exit_codes(out):
-            paused, running, interrupted = where.scan(skipped)
+    with opened(out, directory, store_url, allow_modules) as where, errors_as_exit_codes(out):
+        paused, running, interrupted = where.scan(skipped)
+        service = service_of(where.store)
         rows = [(s, awaiting_decision(s)) for s in paused]
-        print_list(out, where, rows, running, interrupted, as_json, unreadable=tuple(unreadable))
+        print_list(out, where, rows, running, interrupted, as_json, unreadable=tuple(unreadable),
+                   approvals=service)  # fmt: skip
 
 
 @approvals.command("show")
-@click.argument("snapshot_id")
+@click.argument("snapshot_id", metavar="SNAPSHOT_ID|APPROVAL_ID")
 @where_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @_ALLOW
 def show(
     snapshot_id: str, directory: Path | None, store_url: str | None, as_json: bool, allow_modules: tuple[str, ...]
 ) -> None:
-    """Show one snapshot: its status, the question, and every call of the paused step with its status."""
+    """Show one snapshot: its status, the question, and every call of the paused step with its status.
+
+    An approval id (ap_ and 32 hex digits, from 'approvals list') shows that approval instead: the call, the
+    policy's text, its status, expiry and decision, and its audit trail.
+    """
     out, _ = _consoles(as_json)
     with opened(out, directory, store_url, allow_modules) as where:
+        service = service_of(where.store)
+        if service is not None and APPROVAL_ID.fullmatch(snapshot_id):
+            with errors_as_exit_codes(out):
+                show_approval(out, service, snapshot_id, as_json)
+            return
         with errors_as_exit_codes(out):
             found = where.find(out, snapshot_id)
         with errors_as_exit_codes(out, busy=where.busy(found)):
@@ -180,20 +191,71 @@ def _decide(
     deciding one call differently, one wins and the other gets a conflict error (exit code 2).
     """
     from handrail.dataclasses.decisions import ToolExecutionDecision
-    from handrail.human_in_the_loop.snapshots import awaiting_decision
+    from handrail.stores._approval_decide import approval_of_call
 
     out, _ = _consoles()
     params = _parse_edit(out, edit)
+    service = service_of(where.store)
+    if service is not None and APPROVAL_ID.fullmatch(snapshot_id):
+        _decide_approval_id(out, service, where, snapshot_id, call_id, execute=execute, feedback=feedback,
+                            params=params, by=by)  # fmt: skip
+        return
     with errors_as_exit_codes(out):
         found = where.find(out, snapshot_id)
     with errors_as_exit_codes(out, busy=where.busy(found)):
         snapshot = where.store.load(found)
         _check_open(out, snapshot, where)
         call = _choose_call(out, snapshot, call_id, where)
-        decision = ToolExecutionDecision(call.tool_name, execute=execute, tool_call_id=call.id, feedback=feedback,
-                                         final_tool_params=params)  # fmt: skip
-        updated, recorded_now = where.store.decide(found, decision, decided_by=by)
+        approval = None if service is None else approval_of_call(where.store, snapshot, call.id or "")
+        if approval is None:  # no record (a snapshot written by hand, or before records): the snapshot alone
+            decision = ToolExecutionDecision(call.tool_name, execute=execute, tool_call_id=call.id,
+                                             feedback=feedback, final_tool_params=params)  # fmt: skip
+            updated, recorded_now = where.store.decide(found, decision, decided_by=by)
+    if approval is not None:
+        _decide_approval_id(out, service, where, approval.id, None, execute=execute, feedback=feedback,
+                            params=params, by=by)  # fmt: skip
+        return
     _say_decided(out, updated, call, recorded_now)
+    _say_left(out, updated, where)
+
+
+def _kind(execute: bool, params: dict[str, Any] | None) -> Any:
+    return "reject" if not execute else ("edit" if params is not None else "approve")
+
+
+def _decide_approval_id(
+    out: Any,
+    service: Any,
+    where: Where,
+    approval_id: str,
+    call_id: str | None,
+    *,
+    execute: bool,
+    feedback: str | None,
+    params: dict[str, Any] | None,
+    by: str | None,
+) -> None:
+    """Decide one approval through the service (the checks the API shares), then say what is left to do."""
+    from handrail.stores._snapshot_common import _os_user
+
+    with errors_as_exit_codes(out):
+        approval = service.get(approval_id, context_messages=0).approval
+    if call_id is not None and call_id != approval.tool_call_id:
+        fail_usage(out, f"--call {printable(call_id)}: approval {approval_id} is for call "
+                        f"{printable(approval.tool_call_id)} ({printable(approval.tool_name)}).")  # fmt: skip
+    with errors_as_exit_codes(out):
+        decide_approval(out, service, approval, _kind(execute, params), by=by or _os_user(), feedback=feedback,
+                        edit=params)  # fmt: skip
+        now_id = service.snapshot_of(approval_id)
+        updated = where.store.load(now_id) if now_id is not None else None
+    if updated is not None and updated.status == "paused":
+        _say_left(out, updated, where)
+
+
+def _say_left(out: Any, updated: Any, where: Where) -> None:
+    """Say which calls of the paused snapshot still wait, or how to resume."""
+    from handrail.human_in_the_loop.snapshots import awaiting_decision
+
     waiting = awaiting_decision(updated)
     if waiting:
         them = "it" if len(waiting) == 1 else "them"
@@ -238,7 +300,7 @@ _BY = click.option("--by", metavar="NAME", callback=_check_by,
 
 
 @approvals.command()
-@click.argument("snapshot_id")
+@click.argument("snapshot_id", metavar="SNAPSHOT_ID|APPROVAL_ID")
 @where_options
 @_CALL
 @click.option("--edit", metavar="JSON", help="Run the call with these arguments instead (a JSON object; "
@@ -256,14 +318,18 @@ def approve(
     by: str | None,
     allow_modules: tuple[str, ...],
 ) -> None:
-    """Approve a paused call of SNAPSHOT_ID (optionally with edited arguments)."""
+    """Approve a paused call of SNAPSHOT_ID, or the approval APPROVAL_ID (optionally with edited arguments).
+
+    In a store that keeps approval records, the decision goes through the approval service: the same decision
+    again prints the one stored (exit 0); a different one, or one on an expired approval, is refused (exit 2).
+    """
     out, _ = _consoles()
     with opened(out, directory, store_url, allow_modules) as where:
         _decide(snapshot_id, where, call_id, execute=True, feedback=feedback, edit=edit, by=by)
 
 
 @approvals.command()
-@click.argument("snapshot_id")
+@click.argument("snapshot_id", metavar="SNAPSHOT_ID|APPROVAL_ID")
 @where_options
 @_CALL
 @click.option("--feedback", metavar="TEXT", required=True, help="Why: the model reads it instead of a result.")
@@ -278,9 +344,35 @@ def reject(
     by: str | None,
     allow_modules: tuple[str, ...],
 ) -> None:
-    """Reject a paused call of SNAPSHOT_ID: it will not run; the model reads the feedback."""
+    """Reject a paused call of SNAPSHOT_ID, or the approval APPROVAL_ID: it will not run; the model reads why."""
     if not feedback.strip():
         raise click.UsageError("--feedback is empty; say why the call is rejected (the model reads it).")
     out, _ = _consoles()
     with opened(out, directory, store_url, allow_modules) as where:
         _decide(snapshot_id, where, call_id, execute=False, feedback=feedback, edit=None, by=by)
+
+
+@approvals.command()
+@where_options
+@click.option("--now", "now_text", metavar="ISO", help="Judge expiry at this time (ISO 8601; without a zone: UTC) "
+              "instead of now.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@_ALLOW
+def expire(
+    directory: Path | None, store_url: str | None, now_text: str | None, as_json: bool, allow_modules: tuple[str, ...]
+) -> None:
+    """Expire the approvals whose time has come (one pass of the sweeper) and print them.
+
+    Each gets its expiry action: reject (the default; the model reads "Approval request expired") or approve
+    (only where the strategy set on_expiry='approve'), written into the paused snapshot; 'handrail resume'
+    continues the run. An expired approval takes no decision.
+    """
+    out, _ = _consoles(as_json)
+    now = parse_now(out, now_text)
+    with opened(out, directory, store_url, allow_modules) as where:
+        service = service_of(where.store)
+        if service is None:
+            fail_usage(out, f"{where.label} keeps no approval records: nothing can expire there.")
+        with errors_as_exit_codes(out):
+            expired = service.expire_due(now)
+        print_expired(out, expired, as_json, where.label)

@@ -27,7 +27,7 @@ HELD = "a run or resume in progress, or a cancelled run whose tool call is still
 
 def print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], running: list[Any],
                 interrupted: list[Any], as_json: bool,
-                unreadable: tuple[dict[str, str], ...] = ()) -> None:  # fmt: skip
+                unreadable: tuple[dict[str, str], ...] = (), approvals: Any = None) -> None:  # fmt: skip
     """Print ``approvals list``.
 
     Args:
@@ -40,9 +40,14 @@ def print_list(out: Any, where: Where, rows: list[tuple[Any, list[Any]]], runnin
             ``unreadable``) instead.
         unreadable: ``{"snapshot_id", "error"}`` of the records skipped because they cannot be read (the text
             output leaves them to the warnings already printed on stderr).
+        approvals: For a store that keeps approval records: the service; the status counts and each pending
+            approval (id, tool, age, time left before expiry) are printed first (JSON: ``counts``, ``approvals``).
     """
+    from handrail.cli._service import list_approvals
+
+    extra = None if approvals is None else list_approvals(out, approvals, as_json)
     if as_json:
-        echo_json({**_list_json(rows, running, interrupted, where), "unreadable": list(unreadable)})
+        echo_json({**_list_json(rows, running, interrupted, where), "unreadable": list(unreadable), **(extra or {})})
         return
     if not rows:
         out.print(f"No paused runs in {where.label}.", markup=False)
