@@ -12,9 +12,9 @@ import contextlib
 import json
 import re
 from abc import abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from handrail.dataclasses._approval_checks import Checker, canonical_json, iso
 from handrail.dataclasses.approval import STATUSES, Approval, Decision
@@ -74,6 +74,13 @@ def _refusal(current: Approval, expected: int | None) -> ApprovalConflictError:
         "read; read it again."
     )
     return ApprovalConflictError(message, approval_id=current.id, current=current, expected_version=expected)
+
+
+def _check_new(approval: object) -> None:
+    if not isinstance(approval, Approval):
+        raise ConfigurationTypeError(f"Expected an Approval, got {type(approval).__name__}.")
+    if approval.status != "pending" or approval.version != 1:
+        raise ConfigurationError(f"A new approval is pending at version 1; {approval.id} is {approval.status}.")
 
 
 class ApprovalStoreBase:
@@ -194,6 +201,10 @@ class ApprovalStoreBase:
 
     # -- the protocol ------------------------------------------------------------------------------
 
+    _approvals_in_one_transaction: ClassVar[bool] = False
+    """True where one scope can hold writes to several approvals (SQL: one transaction); a directory store locks
+    each approval's file on its own."""
+
     def create_approval(self, approval: Approval, *, details: Mapping[str, Any] | None = None) -> Approval:
         """Store a pending approval and its ``created`` audit entry, or return the one stored under its id.
 
@@ -209,23 +220,11 @@ class ApprovalStoreBase:
             ApprovalConflictError: An approval with this id exists for another tool, snapshot or arguments.
             StoreError: The backend failed; nothing was written.
         """
-        if not isinstance(approval, Approval):
-            raise ConfigurationTypeError(f"Expected an Approval, got {type(approval).__name__}.")
-        if approval.status != "pending" or approval.version != 1:
-            raise ConfigurationError(f"A new approval is pending at version 1; {approval.id} is {approval.status}.")
-        extra = _details(details)
+        _check_new(approval)
         with self._approval_scope(approval.id, new=True) as handle:
-            existing = self._approval_read(handle, approval.id)
-            inserted = existing is None and self._approval_write(
-                handle, approval, canonical_json(approval.to_dict()), expected_version=None
-            )
-            if inserted:
-                self._append_entry(
-                    handle, approval.id, kind="created", at=approval.created_at, args_digest=approval.args_digest,
-                    details=extra,
-                )  # fmt: skip
-                return approval
-            stored = self._current_approval(handle, approval.id)
+            stored = self._create_or_stored(handle, approval, _details(details))
+        if stored is approval:
+            return approval
         same = (stored.tool_name, stored.snapshot_id, stored.args_digest) == (
             approval.tool_name, approval.snapshot_id, approval.args_digest
         )  # fmt: skip
@@ -238,6 +237,46 @@ class ApprovalStoreBase:
                 approval_id=approval.id, current=stored, expected_version=None,
             )  # fmt: skip
         return stored
+
+    def create_approvals(
+        self, approvals: Sequence[Approval], *, details: Mapping[str, Any] | None = None
+    ) -> list[Approval]:
+        """Store the approvals of one pause at once, each unless its id is taken; returns what is stored, in order.
+
+        An approval whose id exists is not written again and comes back as stored, whatever changed since (a call
+        held again by a later pause keeps its first record). SQL stores write the batch in one transaction (all or
+        nothing); a directory store writes each approval's file on its own.
+
+        Raises:
+            ConfigurationError: An approval is not pending at version 1.
+            StoreError: The backend failed (SQL: nothing was written).
+        """
+        for approval in approvals:
+            _check_new(approval)
+        extra = _details(details)
+        if not approvals:
+            return []
+        if self._approvals_in_one_transaction:
+            with self._approval_scope(approvals[0].id, new=True) as handle:
+                return [self._create_or_stored(handle, a, extra) for a in approvals]
+        out = []
+        for approval in approvals:
+            with self._approval_scope(approval.id, new=True) as handle:
+                out.append(self._create_or_stored(handle, approval, extra))
+        return out
+
+    def _create_or_stored(self, handle: Any, approval: Approval, extra: dict[str, Any]) -> Approval:
+        """Insert ``approval`` with its ``created`` entry and return it, or return the record stored under its id."""
+        existing = self._approval_read(handle, approval.id)
+        if existing is None and self._approval_write(
+            handle, approval, canonical_json(approval.to_dict()), expected_version=None
+        ):
+            self._append_entry(
+                handle, approval.id, kind="created", at=approval.created_at, args_digest=approval.args_digest,
+                details=extra,
+            )  # fmt: skip
+            return approval
+        return self._current_approval(handle, approval.id)
 
     def get_approval(self, approval_id: str) -> Approval:
         """The approval as it is now.

@@ -94,6 +94,7 @@ class SQLApprovalRecords(ApprovalStoreBase):
     """``?`` (sqlite3) or ``%s`` (psycopg)."""
     _lock_row: ClassVar[str] = ""
     """Appended to the read of a row inside a scope: ``" FOR UPDATE"`` for PostgreSQL."""
+    _approvals_in_one_transaction: ClassVar[bool] = True
 
     @abstractmethod
     def _approval_execute(self, handle: Any, sql: str, params: tuple[Any, ...]) -> Any:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
@@ -148,6 +148,12 @@ class ApprovalStore(Protocol):
 
     def create_approval(self, approval: Approval, *, details: Mapping[str, Any] | None = None) -> Approval:
         """Store a pending approval (version 1) and its ``created`` audit entry; the stored one if it exists."""
+        ...
+
+    def create_approvals(
+        self, approvals: Sequence[Approval], *, details: Mapping[str, Any] | None = None
+    ) -> list[Approval]:
+        """Store the approvals of one pause at once, each unless its id is taken; what is stored, in order."""
         ...
 
     def get_approval(self, approval_id: str) -> Approval:

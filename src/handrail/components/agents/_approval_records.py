@@ -26,7 +26,7 @@ from handrail.components.agents._confirm import find_strategy
 from handrail.dataclasses.approval import Approval, approval_id, args_digest
 from handrail.dataclasses.chat_message import ToolCall
 from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry
-from handrail.errors import ApprovalConflictError, ApprovalNotFoundError, SnapshotUnavailableError, StoreError
+from handrail.errors import ApprovalNotFoundError, SnapshotUnavailableError, StoreError
 from handrail.human_in_the_loop.types import approval_settings
 from handrail.stores._approval_decide import INJECTED_KEY, sync_snapshot
 from handrail.stores.approvals import ApprovalStore
@@ -77,23 +77,17 @@ def open_approvals(cp: Checkpoints, held: list[ToolCall], strategies: Mapping[An
     store, snapshot, run_id = cp.store, cp.last, cp.run_id
     if not held or not keeps_approvals(store) or snapshot is None or run_id is None or not snapshot.snapshot_id:
         return
-    for call in held:
-        if not call.id:
-            continue
-        try:
-            existing: Approval | None = store.get_approval(approval_id(run_id, call.id))
-        except ApprovalNotFoundError:
-            existing = None
-        if existing is None:
-            entry = cp.ledger.entries.get(call.id) if cp.ledger is not None else None
-            strategy = find_strategy(strategies, call.tool_name)
-            fresh = _new_approval(snapshot, run_id, cp.agent_name, call, entry, strategy)
-            try:
-                store.create_approval(fresh, details={"snapshot_id": snapshot.snapshot_id})
-            except ApprovalConflictError as exc:  # created meanwhile by a retried pause of this run
-                if getattr(exc.current, "run_id", None) != run_id:
-                    raise
-            continue
+    entries = cp.ledger.entries if cp.ledger is not None else {}
+    fresh = [
+        _new_approval(
+            snapshot, run_id, cp.agent_name, call, entries.get(call.id), find_strategy(strategies, call.tool_name)
+        )
+        for call in held
+        if call.id
+    ]
+    # one write for the whole pause (SQL: one transaction): a record per held call cost a transaction each
+    stored = store.create_approvals(fresh, details={"snapshot_id": snapshot.snapshot_id})
+    for existing in stored:
         if existing.terminal:  # decided before this pause reached the snapshot: the new snapshot gets it
             with contextlib.suppress(SnapshotUnavailableError):  # held by a resume now: it syncs when it pauses
                 sync_snapshot(store, existing)

@@ -111,6 +111,23 @@ class ApprovalStoreSuite:
         assert all(r == approval for r in results)
         assert len(stores[0].audit_trail(approval.id)) == 1
 
+    def test_a_batch_creates_each_new_approval_once_and_returns_a_taken_id_as_stored(
+        self, approvals: ApprovalStore
+    ) -> None:
+        """A pause's batch creates each new approval with its created entry; a taken id comes back as stored."""
+        first = make_approval()
+        approvals.create_approval(first)
+        decided = approvals.decide_approval(first.id, "approve", expected_version=1, principal="ann", at=T0)
+        held_again = make_approval(arguments={"amount": 500})  # the same call, held again with other arguments
+        others = [make_approval(f"c{i}") for i in (2, 3)]
+        stored = approvals.create_approvals([others[0], held_again, others[1]], details={"snapshot_id": "s2"})
+        assert stored == [others[0], decided, others[1]]
+        for approval in others:
+            assert approvals.get_approval(approval.id) == approval
+            assert [e.kind for e in approvals.audit_trail(approval.id)] == ["created"]
+        assert [e.kind for e in approvals.audit_trail(first.id)] == ["created", "decided"]
+        assert approvals.create_approvals([]) == []
+
     def test_an_unknown_or_malformed_id_is_not_found(self, approvals: ApprovalStore) -> None:
         """An unknown or malformed id is not found."""
         with pytest.raises(ApprovalNotFoundError):
