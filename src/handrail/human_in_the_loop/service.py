@@ -167,8 +167,9 @@ class ApprovalService:
             The result; ``replayed`` True for an identical repeat (same principal, decision and content).
 
         Raises:
-            The errors listed in the module docstring; SnapshotUnavailableError when the decision is recorded in
-            the approval but its snapshot is held by a resume right now (the same request again completes it).
+            HandrailError: The errors listed in the module docstring.
+            SnapshotUnavailableError: The decision is recorded in the approval but its snapshot is held by a resume
+                right now (the same request again completes it).
         """
         check_principal(principal)
         if feedback is not None and not isinstance(feedback, str):

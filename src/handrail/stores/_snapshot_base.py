@@ -173,9 +173,11 @@ class SnapshotStoreBase(SnapshotRecords):
         service decides it: the approval (a compare-and-set) and the snapshot never disagree.
 
         Raises:
-            The errors of :meth:`record_decision`; for a call with an approval, also ApprovalClosedError /
-            ApprovalExpiredError (a different decision, or an expiry, came first) and ApprovalDecisionError (the
-            approval does not allow it, or refuses the edit).
+            HandrailError: The errors of :meth:`record_decision`.
+            ApprovalClosedError: For a call with an approval: a different decision, or an expiry
+                (ApprovalExpiredError), came first.
+            ApprovalDecisionError: For a call with an approval: the approval does not allow the decision, or refuses
+                the edit.
         """
         snapshot_id = self._id(snapshot_id)
         if not isinstance(decision, ToolExecutionDecision):
