@@ -52,7 +52,7 @@ class BreakpointConfirmationStrategy:
             ``{"agent_file": "/abs/path/agent.yaml"}``, which ``handrail resume`` reads).
         description: In a store that keeps approval records (the built-in ones): the text (markdown) each
             paused call's approval shows the person.
-        expires_after: There: how long the approval stays open (None: never).
+        expires_after: There: how long the approval stays open: at most 366 days (None: never).
         allowed_decisions: There: what the person may decide (default approve, edit and reject).
         on_expiry: There: what an expiry decides: ``"reject"`` (the default; fail closed, the model reads
             "Approval request expired") or ``"approve"`` (only when set here, and only if approve is allowed).
@@ -260,7 +260,9 @@ class BreakpointConfirmationStrategy:
 
             store = object_from_dict(dict(store))
         seconds = params.get("expires_after_seconds")
-        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, int | float) or not abs(seconds) < 1e15
+        ):  # a finite number timedelta can hold (a bound on it is checked by the constructor)
             raise SerializationError(f"{cls.__name__}: expires_after_seconds must be a number, got {seconds!r:.80}.")
         return cls(
             params.get("snapshot_file_path"), snapshot_store=store, metadata=copy.deepcopy(params.get("metadata")),

@@ -108,9 +108,23 @@ class ApprovalService:
         return page
 
     def counts(self, filters: ApprovalFilter | None = None) -> dict[str, int]:
-        """How many approvals match ``filters`` (its status ignored), per status (every status a key)."""
+        """How many approvals match ``filters`` (its status ignored), per status (every status a key).
+
+        A directory store skips a record it cannot read; SQL stores count by the rows' ``status`` column, so a
+        damaged row still counts under its column's status (:meth:`unreadable` names it).
+        """
         counts: dict[str, int] = self.store.count_approvals(filters)
         return counts
+
+    def unreadable(self) -> builtins.list[tuple[str, str]]:
+        """The approvals whose record cannot be read (damaged or edited by hand), as ``(id, error)``, by id.
+
+        :meth:`list` and :meth:`expire_due` skip them, so one damaged record never blocks the others; reading
+        one on its own (:meth:`get`, :meth:`decide`) raises CorruptRecordError naming it. This reads every record.
+        """
+        find = getattr(self.store, "unreadable_approvals", None)
+        found: builtins.list[tuple[str, str]] = find() if callable(find) else []
+        return found
 
     def get(self, approval_id: str, context_messages: int = 6) -> ApprovalDetail:
         """The approval and the last ``context_messages`` messages of the snapshot holding its call.
@@ -196,7 +210,9 @@ class ApprovalService:
             now: The time to judge expiry by (timezone-aware); None: :attr:`clock`.
 
         Returns:
-            The approvals this pass expired, oldest expiry first (one decided meanwhile is not among them).
+            The approvals this pass expired, oldest expiry first (one decided meanwhile is not among them, nor
+            one whose record cannot be read: :meth:`unreadable` names those). Each is recorded as expired at its
+            ``expires_at`` (the audit entry's details keep this pass's time as ``swept_at``).
         """
         moment = self.clock() if now is None else now
         if not isinstance(moment, datetime) or moment.tzinfo is None:

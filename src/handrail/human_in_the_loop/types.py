@@ -129,6 +129,11 @@ def is_pausing_strategy(strategy: object) -> TypeGuard[PausingStrategy]:
     return isinstance(strategy, PausingStrategy) and strategy.pauses_run is True
 
 
+MAX_EXPIRES_AFTER = timedelta(days=366)
+"""The longest ``expires_after``: a year (leap or not). Longer is refused when the strategy is built (far longer
+would not even fit a ``datetime`` from now); an approval that should wait for ever takes None."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalSettings:
     """What the approval record of a held call says besides the call: read by :func:`approval_settings`."""
@@ -155,6 +160,11 @@ def check_approval_settings(
         raise ConfigurationTypeError(f"{owner}: description must be a str or None, got {type(description).__name__}.")
     if expires_after is not None and (not isinstance(expires_after, timedelta) or expires_after <= timedelta(0)):
         raise ConfigurationError(f"{owner}: expires_after must be a positive timedelta or None, got {expires_after!r}.")
+    if expires_after is not None and expires_after > MAX_EXPIRES_AFTER:
+        raise ConfigurationError(
+            f"{owner}: expires_after is at most 366 days, got {expires_after!r:.80} (for an approval that should "
+            "stay open longer, use None: it never expires)."
+        )
     if allowed_decisions is None:
         allowed_decisions = DECISIONS
     if (

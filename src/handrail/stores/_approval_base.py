@@ -114,8 +114,11 @@ class ApprovalStoreBase:
     def _audit_write(self, handle: Any, entry: ApprovalAuditEntry, data: bytes) -> None:
         """Append one audit entry."""
 
-    def _approval_all(self) -> Iterator[tuple[str, bytes]]:
-        """Every record as ``(id, bytes)`` (the default queries below filter them; SQL stores override those)."""
+    def _approval_all(self) -> Iterator[tuple[str, bytes | CorruptRecordError]]:
+        """Every record as ``(id, bytes)``, or ``(id, the error)`` for one that cannot be read.
+
+        The default queries below filter them; SQL stores override those.
+        """
         raise NotImplementedError  # pragma: no cover - a backend overrides this or the three queries
 
     def _approval_scan(self, filter: ApprovalFilter, after: Cursor | None, limit: int) -> list[Approval]:
@@ -139,9 +142,27 @@ class ApprovalStoreBase:
         due.sort(key=lambda a: (micros(a.expires_at or now), a.id))
         return [a.id for a in due]
 
-    def _decoded_all(self) -> Iterator[Approval]:
+    def _decoded_all(self, unreadable: list[tuple[str, str]] | None = None) -> Iterator[Approval]:
+        """Every readable record; a damaged one is skipped (and appended to ``unreadable`` as ``(id, error)``)."""
         for approval_id, data in self._approval_all():
-            yield self._decode_approval(approval_id, data)
+            try:
+                if isinstance(data, CorruptRecordError):
+                    raise data
+                yield self._decode_approval(approval_id, data)
+            except CorruptRecordError as exc:
+                if unreadable is not None:
+                    unreadable.append((approval_id, str(exc)))
+
+    def unreadable_approvals(self) -> list[tuple[str, str]]:
+        """The approvals whose record cannot be read (damaged, hand-edited), as ``(id, error)``, by id.
+
+        Listing, counting and the expiry sweep skip them (each is refused by name when read on its own); this
+        names them, reading every record.
+        """
+        unreadable: list[tuple[str, str]] = []
+        for _ in self._decoded_all(unreadable):
+            pass
+        return sorted(unreadable)
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -192,11 +213,18 @@ class ApprovalStoreBase:
             )  # pragma: no cover - the scope excludes it
 
     def _approval_expire(self, handle: Any, current: Approval, at: datetime) -> Approval:
-        expired = current.expired(at)
+        """Expire the due ``current``, found due at ``at`` (a sweep's or a late decider's clock).
+
+        It expired at its ``expires_at``: that is the record's ``decided_at`` and the audit entry's time; ``at``
+        goes into the entry's details as ``swept_at``.
+        """
+        moment = current.expires_at or at
+        expired = current.expired(moment)
         self._approval_cas(handle, expired, current.version)
         self._append_entry(
-            handle, current.id, kind="expired", at=at, decision=expired.decision, feedback=expired.feedback
-        )
+            handle, current.id, kind="expired", at=moment, decision=expired.decision, feedback=expired.feedback,
+            details={"swept_at": iso(at)},
+        )  # fmt: skip
         return expired
 
     # -- the protocol ------------------------------------------------------------------------------
@@ -413,7 +441,8 @@ class ApprovalStoreBase:
     def expire_approvals(self, now: datetime) -> list[Approval]:
         """Expire every pending approval whose ``expires_at <= now``, each with its ``expired`` audit entry.
 
-        Each is a compare-and-set of its own: one decided meanwhile stays decided and is not returned.
+        Each is a compare-and-set of its own: one decided meanwhile stays decided and is not returned. A record
+        that cannot be read is skipped (:meth:`unreadable_approvals` names it); the others still expire.
 
         Returns:
             The approvals expired by this call, oldest expiry first.
@@ -421,10 +450,13 @@ class ApprovalStoreBase:
         moment = _moment("now", now)
         expired: list[Approval] = []
         for approval_id in self._approval_due(moment):
-            with self._approval_scope(approval_id) as handle:
-                current = self._current_approval(handle, approval_id)
-                if current.due(moment):
-                    expired.append(self._approval_expire(handle, current, moment))
+            try:
+                with self._approval_scope(approval_id) as handle:
+                    current = self._current_approval(handle, approval_id)
+                    if current.due(moment):
+                        expired.append(self._approval_expire(handle, current, moment))
+            except CorruptRecordError:
+                continue  # damaged: refused by name when read on its own; it must not stop the sweep
         return expired
 
     def append_audit(

@@ -123,7 +123,7 @@ class FileApprovalRecords(ApprovalStoreBase):
         opened.audit.append(data)
         opened.changed = True
 
-    def _approval_all(self) -> Iterator[tuple[str, bytes]]:
+    def _approval_all(self) -> Iterator[tuple[str, bytes | CorruptRecordError]]:
         folder = self.approvals_directory
         if not folder.is_dir():
             return
@@ -132,6 +132,10 @@ class FileApprovalRecords(ApprovalStoreBase):
                 raw = path.read_bytes()
             except FileNotFoundError:  # pragma: no cover - files are never deleted
                 continue
-            record = self._approval_parse(path.stem, raw).record
+            try:
+                record = self._approval_parse(path.stem, raw).record
+            except CorruptRecordError as exc:
+                yield path.stem, exc  # one damaged file must not hide the others
+                continue
             if record is not None:
                 yield path.stem, record

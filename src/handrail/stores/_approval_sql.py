@@ -9,12 +9,15 @@ transaction that read the row first (PostgreSQL: ``FOR UPDATE``; SQLite: ``BEGIN
 
 from __future__ import annotations
 
+import contextlib
 from abc import abstractmethod
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, ClassVar
 
 from handrail.dataclasses.approval import STATUSES, Approval
 from handrail.dataclasses.approval_audit import ApprovalAuditEntry
+from handrail.errors import ApprovalNotFoundError, CorruptRecordError
 from handrail.stores._approval_base import ApprovalStoreBase, Cursor
 from handrail.stores.approvals import ApprovalFilter, micros
 
@@ -123,6 +126,31 @@ class SQLApprovalRecords(ApprovalStoreBase):
         )
         return _as_bytes(rows[0][0]) if rows else None
 
+    def _decode_row(self, approval_id: str, status: object, version: object, data: object) -> Approval:
+        """The record of one row, refused as damaged when its ``status`` / ``version`` columns disagree with it.
+
+        The queries and the compare-and-set go by the columns, the record by ``data``: a row where they differ
+        (a hand edit) would be listed under one status and decided under another, stuck for good.
+        """
+        approval = self._decode_approval(approval_id, _as_bytes(data))
+        for name, column, held in (("status", status, approval.status), ("version", version, approval.version)):
+            if column != held:
+                raise CorruptRecordError(
+                    f"{self}: the row of approval {approval_id} is damaged: its {name} column says {column!r:.40} "
+                    f"but its record says {held!r:.40} (edited by hand?)."
+                )
+        return approval
+
+    def _current_approval(self, handle: Any, approval_id: str) -> Approval:
+        lock = self._lock_row if handle is not None else ""
+        rows = self._approval_rows(
+            handle, f"SELECT status, version, data FROM handrail_approvals WHERE approval_id = ?{lock}", approval_id
+        )
+        if not rows:
+            raise ApprovalNotFoundError(f"No approval {approval_id} in {self}.")
+        status, version, data = rows[0]
+        return self._decode_row(approval_id, status, version, data)
+
     def _approval_write(self, handle: Any, approval: Approval, data: bytes, *, expected_version: int | None) -> bool:
         if expected_version is None:
             cursor = self._approval_exec(
@@ -162,18 +190,41 @@ class SQLApprovalRecords(ApprovalStoreBase):
         )  # fmt: skip
 
     def _approval_scan(self, filter: ApprovalFilter, after: Cursor | None, limit: int) -> list[Approval]:
-        conditions, params = _where(filter)
-        if after is not None:
-            conditions.append("(created_us < ? OR (created_us = ? AND approval_id < ?))")
-            params.extend([after[0], after[0], after[1]])
-        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        rows = self._approval_rows(
-            None,
-            f"SELECT approval_id, data FROM handrail_approvals{where} "
-            "ORDER BY created_us DESC, approval_id DESC LIMIT ?",
-            *params, limit,
-        )  # fmt: skip
-        return [self._decode_approval(str(row[0]), _as_bytes(row[1])) for row in rows]
+        """Up to ``limit`` readable matching approvals, newest first; a damaged row is skipped, not a failure."""
+        base, params = _where(filter)
+        found: list[Approval] = []
+        while len(found) < limit:
+            conditions = list(base)
+            extra: list[Any] = []
+            if after is not None:
+                conditions.append("(created_us < ? OR (created_us = ? AND approval_id < ?))")
+                extra = [after[0], after[0], after[1]]
+            where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+            wanted = limit - len(found)
+            rows = self._approval_rows(
+                None,
+                f"SELECT approval_id, status, version, data, created_us FROM handrail_approvals{where} "
+                "ORDER BY created_us DESC, approval_id DESC LIMIT ?",
+                *params, *extra, wanted,
+            )  # fmt: skip
+            for approval_id, status, version, data, _ in rows:
+                with contextlib.suppress(CorruptRecordError):  # named by unreadable_approvals()
+                    found.append(self._decode_row(str(approval_id), status, version, data))
+            if len(rows) < wanted:
+                break  # no more rows
+            after = (int(rows[-1][4]), str(rows[-1][0]))
+        return found
+
+    def _approval_all(self) -> Iterator[tuple[str, bytes | CorruptRecordError]]:
+        for approval_id, status, version, data in self._approval_rows(
+            None, "SELECT approval_id, status, version, data FROM handrail_approvals ORDER BY approval_id"
+        ):
+            try:
+                self._decode_row(str(approval_id), status, version, data)
+            except CorruptRecordError as exc:
+                yield str(approval_id), exc
+                continue
+            yield str(approval_id), _as_bytes(data)
 
     def _approval_counts(self, filter: ApprovalFilter) -> dict[str, int]:
         conditions, params = _where(filter)

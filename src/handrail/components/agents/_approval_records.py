@@ -15,7 +15,6 @@ outcome is durable. A store that is not an ApprovalStore (a user's own) gets nei
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import warnings
 from collections.abc import Mapping
@@ -85,12 +84,33 @@ def open_approvals(cp: Checkpoints, held: list[ToolCall], strategies: Mapping[An
         for call in held
         if call.id
     ]
-    # one write for the whole pause (SQL: one transaction): a record per held call cost a transaction each
-    stored = store.create_approvals(fresh, details={"snapshot_id": snapshot.snapshot_id})
+    # The snapshot is written and is the truth: nothing here may turn the pause into a crash. A record that
+    # cannot be created or read (a damaged one of a call held again) is warned about, and the others still go.
+    details = {"snapshot_id": snapshot.snapshot_id}
+    try:
+        # one write for the whole pause (SQL: one transaction): a record per held call cost a transaction each
+        stored = store.create_approvals(fresh, details=details)
+    except StoreError:
+        stored = []
+        for approval in fresh:  # the batch failed as a whole (SQL: rolled back): each on its own
+            try:
+                stored.append(store.create_approval(approval, details=details))
+            except StoreError as exc:
+                _warn(f"The approval record of call {approval.tool_call_id} ({approval.tool_name}) of the paused "
+                      f"snapshot {snapshot.snapshot_id} was not created: {exc}")  # fmt: skip
     for existing in stored:
         if existing.terminal:  # decided before this pause reached the snapshot: the new snapshot gets it
-            with contextlib.suppress(SnapshotUnavailableError):  # held by a resume now: it syncs when it pauses
+            try:
                 sync_snapshot(store, existing)
+            except SnapshotUnavailableError:  # held by a resume now: it syncs when it pauses
+                pass
+            except StoreError as exc:
+                _warn(f"The decision of approval {existing.id} was not written into the paused snapshot "
+                      f"{snapshot.snapshot_id}: {exc}")  # fmt: skip
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 class ExecutedTrail:
