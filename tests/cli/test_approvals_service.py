@@ -110,7 +110,7 @@ def test_expire_then_deciding_says_it_expired(place: tuple[Any, list[str]]) -> N
     assert early.exit_code == 0 and "was due to expire" in early.output
     swept = cli("approvals", "expire", *where, "--now", _iso(6))
     assert swept.exit_code == 0, swept.output
-    assert approval.id in swept.output and "expired: rejected" in swept.output
+    assert approval.id in swept.output and ": rejected · snapshot" in swept.output and "expired at " in swept.output
     assert last_json(cli("approvals", "expire", *where, "--json"))["expired"] == []
     late = cli("approvals", "approve", approval.id, *where, "--by", "ann")
     assert late.exit_code == 2 and "expired at" in late.output
@@ -124,3 +124,33 @@ def test_expire_refuses_a_bad_time(place: tuple[Any, list[str]]) -> None:
     _, where = place
     bad = cli("approvals", "expire", *where, "--now", "tomorrow")
     assert bad.exit_code == 2 and "ISO 8601" in bad.output
+
+
+def test_one_damaged_approval_is_named_and_the_others_listed_and_expired(place: tuple[Any, list[str]]) -> None:
+    from tests.human_in_the_loop.test_approval_damage import damage
+
+    store, where = place
+    _pause(store, [("c1", "transfer", {"amount": 5}), ("c2", "transfer", {"amount": 7})],
+           expires_after=timedelta(minutes=5))  # fmt: skip
+    by_call = {a.tool_call_id: a for a in store.list_approvals().items}
+    good, bad = by_call["c1"], by_call["c2"]
+    damage(store, bad.id)
+    listed = cli("approvals", "list", *where)
+    assert listed.exit_code == 0, listed.output
+    no_traceback(listed)
+    assert good.id in listed.stdout and bad.id not in listed.stdout
+    (warning,) = [line for line in listed.stderr.splitlines() if bad.id in line]
+    assert warning.startswith(f"warning: skipped approval {bad.id}, which cannot be read")
+    data = last_json(cli("approvals", "list", *where, "--json"))
+    assert [a["id"] for a in data["approvals"]] == [good.id]
+    assert [u["approval_id"] for u in data["unreadable"]] == [bad.id] and bad.id in data["unreadable"][0]["error"]
+
+    swept = cli("approvals", "expire", *where, "--now", _iso(60))
+    assert swept.exit_code == 0, swept.output
+    assert good.id in swept.stdout and f"warning: skipped approval {bad.id}" in swept.stderr
+    assert f"expired at {good.expires_at.isoformat(timespec='seconds')}" in swept.stdout
+    data = last_json(cli("approvals", "expire", *where, "--now", _iso(60), "--json"))
+    assert data["expired"] == [] and [u["approval_id"] for u in data["unreadable"]] == [bad.id]
+    shown = cli("approvals", "show", bad.id, *where)
+    assert shown.exit_code == 2 and bad.id in shown.output
+    no_traceback(shown)

@@ -92,7 +92,7 @@ def test_paging_past_a_damaged_record_still_finds_the_rest(store: Any) -> None:
 
 
 def test_the_sweep_expires_the_others_and_skips_the_damaged_one(store: Any) -> None:
-    snapshot_id, good, bad = _two_approvals_one_damaged(store, expires_after=timedelta(minutes=5))
+    _, good, bad = _two_approvals_one_damaged(store, expires_after=timedelta(minutes=5))
     service = ApprovalService(store)
     expired = service.expire_due(datetime.now(UTC) + timedelta(hours=1))
     assert [a.id for a in expired] == [good.id]

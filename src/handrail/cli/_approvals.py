@@ -14,7 +14,15 @@ from handrail.cli._common import (
     printable,
     resume_hint,
 )
-from handrail.cli._service import APPROVAL_ID, decide_approval, parse_now, print_expired, service_of, show_approval
+from handrail.cli._service import (
+    APPROVAL_ID,
+    decide_approval,
+    parse_now,
+    print_expired,
+    service_of,
+    show_approval,
+    skipped_approvals,
+)
 from handrail.cli._stores import Where, opened, where_options
 from handrail.cli._views import HELD, calls_text, print_list, print_snapshot
 from handrail.dataclasses.decisions import decided_by_problem
@@ -54,8 +62,9 @@ def list_command(directory: Path | None, store_url: str | None, as_json: bool, a
     process is running them (a resume that crashed, failed or was cancelled); each comes with the
     'handrail resume' command that continues it. Finished runs are not listed.
 
-    A snapshot that cannot be read (a damaged or hand-edited file or record) is skipped and named in a warning
-    on stderr (with --json also under "unreadable"); the others are listed and the exit code stays 0.
+    A snapshot or approval record that cannot be read (a damaged or hand-edited file or record) is skipped and
+    named in a warning on stderr (with --json also under "unreadable", as {"snapshot_id"|"approval_id",
+    "error"}); the others are listed and the exit code stays 0.
     """
     from handrail.human_in_the_loop.snapshots import awaiting_decision
 
@@ -72,6 +81,7 @@ def list_command(directory: Path | None, store_url: str | None, as_json: bool, a
     with opened(out, directory, store_url, allow_modules) as where, errors_as_exit_codes(out):
         paused, running, interrupted = where.scan(skipped)
         service = service_of(where.store)
+        unreadable += skipped_approvals(warn, service)
         rows = [(s, awaiting_decision(s)) for s in paused]
         print_list(out, where, rows, running, interrupted, as_json, unreadable=tuple(unreadable),
                    approvals=service)  # fmt: skip
@@ -365,9 +375,11 @@ def expire(
 
     Each gets its expiry action: reject (the default; the model reads "Approval request expired") or approve
     (only where the strategy set on_expiry='approve'), written into the paused snapshot; 'handrail resume'
-    continues the run. An expired approval takes no decision.
+    continues the run. An expired approval takes no decision. Each is recorded as expired at its expiry time
+    (--now only judges which are due). A record that cannot be read is skipped and named in a warning on stderr
+    (with --json also under "unreadable"); the others still expire and the exit code stays 0.
     """
-    out, _ = _consoles(as_json)
+    out, warn = _consoles(as_json)
     now = parse_now(out, now_text)
     with opened(out, directory, store_url, allow_modules) as where:
         service = service_of(where.store)
@@ -375,4 +387,5 @@ def expire(
             fail_usage(out, f"{where.label} keeps no approval records: nothing can expire there.")
         with errors_as_exit_codes(out):
             expired = service.expire_due(now)
-        print_expired(out, expired, as_json, where.label)
+            unreadable = skipped_approvals(warn, service)
+        print_expired(out, expired, as_json, where.label, unreadable)

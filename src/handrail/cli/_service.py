@@ -26,6 +26,7 @@ __all__ = [
     "print_expired",
     "service_of",
     "show_approval",
+    "skipped_approvals",
 ]
 
 APPROVAL_ID = re.compile(r"ap_[0-9a-f]{32}")
@@ -173,15 +174,32 @@ def decide_approval(
     return decided
 
 
-def print_expired(out: Any, expired: list[Any], as_json: bool, label: str) -> None:
-    """Print what one expiry pass expired."""
+def skipped_approvals(warn: Any, service: Any) -> list[dict[str, str]]:
+    """Warn on ``warn`` (stderr) of each approval record that cannot be read; ``{"approval_id", "error"}`` each."""
+    from rich.text import Text
+
+    if service is None:
+        return []
+    found = []
+    for approval_id, message in service.unreadable():
+        found.append({"approval_id": approval_id, "error": message})
+        warn.print(Text(printable(f"warning: skipped approval {approval_id}, which cannot be read: {message}"),
+                        style="yellow"), soft_wrap=True)  # fmt: skip
+    return found
+
+
+def print_expired(
+    out: Any, expired: list[Any], as_json: bool, label: str, unreadable: list[dict[str, str]] | None = None
+) -> None:
+    """Print what one expiry pass expired (``unreadable``: the records it skipped, warned about already)."""
     if as_json:
-        echo_json({"expired": [approval_json(a) for a in expired]})
+        echo_json({"expired": [approval_json(a) for a in expired], "unreadable": unreadable or []})
         return
     if not expired:
         out.print(f"No approval in {label} was due to expire.", markup=False)
     for approval in expired:
         line = call_line(approval.id, approval.tool_name, approval.arguments, limit=120)
         done = "approved" if approval.on_expiry == "approve" else "rejected"
-        line.append(f"  expired: {done} · snapshot {printable(approval.snapshot_id)}", style="dim")
+        at = approval.decided_at.isoformat(timespec="seconds") if approval.decided_at else "?"
+        line.append(f"  expired at {at}: {done} · snapshot {printable(approval.snapshot_id)}", style="dim")
         out.print(line)
