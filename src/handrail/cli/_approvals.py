@@ -55,7 +55,10 @@ def approvals() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @_ALLOW
 def list_command(directory: Path | None, store_url: str | None, as_json: bool, allow_modules: tuple[str, ...]) -> None:
-    """List the calls waiting for a decision, oldest first, then the runs in progress and the interrupted runs.
+    """List the calls waiting for a decision, then the runs in progress and the interrupted runs.
+
+    A store that keeps approval records (the built-in ones) starts with their status counts and each pending
+    approval, newest first; the paused runs follow, oldest first (the one waiting longest on top).
 
     Runs in progress have status 'running' and a process holds them (a run or resume under way, or a
     cancelled run whose tool call is still finishing). Interrupted runs have status 'running' while no
@@ -331,7 +334,8 @@ def approve(
     """Approve a paused call of SNAPSHOT_ID, or the approval APPROVAL_ID (optionally with edited arguments).
 
     In a store that keeps approval records, the decision goes through the approval service: the same decision
-    again prints the one stored (exit 0); a different one, or one on an expired approval, is refused (exit 2).
+    again by the same --by prints the one stored (exit 0); a different one, the same one by somebody else, or
+    one on an expired approval is refused (exit 2), naming who decided first.
     """
     out, _ = _consoles()
     with opened(out, directory, store_url, allow_modules) as where:
