@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,25 +21,15 @@ from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.errors import ConfigurationError, CorruptRecordError
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.human_in_the_loop.service import ApprovalService
-from handrail.stores import FileSnapshotStore, SQLiteSnapshotStore, open_snapshot_store
+from handrail.stores import FileSnapshotStore
 from handrail.stores.approvals import ApprovalFilter
 from tests.cases._helpers import asst
+from tests.human_in_the_loop import test_approval_service as _service_tests
 from tests.human_in_the_loop.test_approval_service import _agent, _pause
 from tests.stores.conftest import postgres_database, postgres_dsn, postgres_server_dsn  # noqa: F401 - fixtures
 
-
-@pytest.fixture(params=["directory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "directory":
-        made: Any = FileSnapshotStore(tmp_path / "snaps")
-    elif request.param == "sqlite":
-        made = SQLiteSnapshotStore(tmp_path / "a.db")
-    else:
-        made = open_snapshot_store(request.getfixturevalue("postgres_dsn"))
-    yield made
-    close = getattr(made, "close", None)
-    if callable(close):
-        close()
+store = _service_tests.store
+"""The same store fixture (directory, SQLite, PostgreSQL) as the service tests."""
 
 
 def _sql(store: Any, statement: str, *params: Any) -> None:
