@@ -24,6 +24,7 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   ├── ComponentError                         2  a bad component definition, or a bad pipeline connection
     │   └── SpecError                              2  a bad agent file: names file, line and field (handrail.specs)
     ├── ConfigurationTypeError (TypeError)         1  an argument of the wrong type
+    ├── PermissionDeniedError                      1  the principal may not do this (HTTP 403): role, tool, initiator
     ├── PersistenceError                           1  a snapshot, a recorded decision or a store cannot be used
     │   ├── SnapshotError (ConfigurationError)     2  a snapshot is truncated, invalid or of an unknown schema
     │   │   └── SnapshotDriftError                 2  resuming against an agent whose definition changed (a diff)
@@ -34,6 +35,7 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   │           └── ApprovalExpiredError       2  an approval expired before it was decided (HTTP 410)
     │   ├── ApprovalNotFoundError (ConfigurationError)
     │   │                                          2  no approval with this id in the store
+    │   ├── RunNotFoundError (ConfigurationError)  2  no service run with this id in the store
     │   ├── SnapshotUnavailableError (RunError)    5  a snapshot is held by another run right now: try again later
     │   │   ├── SnapshotFinishedError              2  the snapshot's run finished: it is not run again
     │   │   ├── SnapshotResumedError               2  the snapshot was resumed already: its run went on elsewhere
@@ -75,6 +77,8 @@ __all__ = [
     "ApprovalDecisionError",
     "ApprovalExpiredError",
     "ApprovalNotFoundError",
+    "PermissionDeniedError",
+    "RunNotFoundError",
     "CalculationError",
     "ComponentError",
     "ConfigurationError",
@@ -356,6 +360,27 @@ class ApprovalNotFoundError(PersistenceError, ConfigurationError):
     """No approval with this id in the store (the message names the store and the id)."""
 
     exit_code: ClassVar[int] = 2
+
+
+class RunNotFoundError(PersistenceError, ConfigurationError):
+    """No service run with this id in the store (the message names the store and the id; HTTP 404)."""
+
+    exit_code: ClassVar[int] = 2
+
+
+class PermissionDeniedError(HandrailError):
+    """The principal may not do this (HTTP 403).
+
+    A viewer deciding, an approver outside its tool patterns, a run's initiator approving it where the policy
+    forbids that, a non-admin exporting the audit log or managing tokens.
+
+    Attributes:
+        principal: The principal's name.
+    """
+
+    def __init__(self, message: str, *, principal: str) -> None:
+        super().__init__(message)
+        self.principal = principal
 
 
 class SnapshotUnavailableError(PersistenceError, RunError):
