@@ -15,6 +15,7 @@ from handrail.components.agents import Agent
 from handrail.dataclasses import ChatMessage
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.service import Principal
 from handrail.errors import (
     ApprovalClosedError,
     ApprovalConflictError,
@@ -22,6 +23,7 @@ from handrail.errors import (
     ApprovalExpiredError,
     DecisionConflictError,
     IdempotencyKeyReusedError,
+    PermissionDeniedError,
 )
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.human_in_the_loop.service import ApprovalService
@@ -273,3 +275,27 @@ def test_a_store_without_approval_records_still_pauses_and_resumes(tmp_path: Pat
     plain.record_decision(snapshot_id, ToolExecutionDecision("transfer", True, "c1"), decided_by="ana")
     resume(snapshot_id, store=plain, agent=_agent([asst("paid")], plain))
     assert SENT == [5] and files.list_approvals().items == ()
+
+
+@pytest.mark.parametrize(
+    ("principal", "allowed"),
+    [
+        (Principal("vic", "viewer"), False),
+        (Principal("rita", "approver", tools=("read_*",)), False),
+        (Principal("tom", "approver", tools=("trans*",)), True),
+        (Principal("ada", "admin", tools=("read_*",)), True),
+    ],
+)
+def test_a_principal_decides_only_the_tools_its_role_allows(store: Any, principal: Principal, allowed: bool) -> None:
+    _pause(store, [("c1", "transfer", {"amount": 5})])
+    service = ApprovalService(store)
+    (approval,) = service.list().items
+    if allowed:
+        assert service.decide(approval.id, "approve", principal=principal).approval.decided_by == principal.name
+        return
+    with pytest.raises(PermissionDeniedError, match=rf"{principal.name} \({principal.role}\) may not decide") as info:
+        service.decide(approval.id, "approve", principal=principal)
+    assert info.value.principal == principal.name
+    assert (
+        service.get(approval.id).approval.status == "pending" and service.audit_trail(approval.id)[-1].kind == "created"
+    )

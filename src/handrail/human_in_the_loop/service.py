@@ -38,7 +38,8 @@ from typing import Any
 from handrail.dataclasses.approval import Approval, Decision, check_principal
 from handrail.dataclasses.approval_audit import ApprovalAuditEntry
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.errors import ConfigurationError, ConfigurationTypeError, SnapshotError
+from handrail.dataclasses.service import Principal
+from handrail.errors import ConfigurationError, ConfigurationTypeError, PermissionDeniedError, SnapshotError
 from handrail.stores._approval_decide import current_snapshot, decide_call
 from handrail.stores._approval_decide import expire_due as _expire_due
 from handrail.stores.approvals import MAX_PAGE, ApprovalFilter, ApprovalPage, ApprovalStore
@@ -155,7 +156,7 @@ class ApprovalService:
         approval_id: str,
         decision: Decision,
         *,
-        principal: str,
+        principal: str | Principal,
         feedback: str | None = None,
         arguments: dict[str, Any] | None = None,
         tool_name: str | None = None,
@@ -168,7 +169,9 @@ class ApprovalService:
         Args:
             approval_id: The approval.
             decision: ``approve``, ``edit`` or ``reject`` (one of its ``allowed_decisions``).
-            principal: Who decides: the authenticated caller (recorded as the decider; never from a request body).
+            principal: Who decides: the authenticated caller (recorded as the decider; never from a request body). A
+                :class:`~handrail.dataclasses.service.Principal` (the HTTP API's) is held to its role and tool
+                patterns; a name (the CLI's ``--by`` on the local machine, Python) is trusted as given.
             feedback: Text for the model (a rejection's reason reaches it).
             arguments: An edit's new arguments (they replace the stored ones; validated against the stored
                 schema as the agent validates edits). Ignored for approve and reject: the stored arguments run.
@@ -182,15 +185,25 @@ class ApprovalService:
 
         Raises:
             HandrailError: The errors listed in the module docstring.
+            PermissionDeniedError: The principal may not decide this tool (a viewer; an approver whose patterns do
+                not match it).
             SnapshotUnavailableError: The decision is recorded in the approval but its snapshot is held by a resume
                 right now (the same request again completes it).
         """
-        check_principal(principal)
+        name = principal.name if isinstance(principal, Principal) else principal
+        check_principal(name)
         if feedback is not None and not isinstance(feedback, str):
             raise ConfigurationTypeError(f"feedback must be a str or None, got {type(feedback).__name__}.")
         approval: Approval = self.store.get_approval(approval_id)
+        if isinstance(principal, Principal) and not principal.may_decide(approval.tool_name):
+            raise PermissionDeniedError(
+                f"{principal.name} ({principal.role}) may not decide calls of {approval.tool_name!r}"
+                + ("" if principal.role == "viewer" else f" (allowed tools: {', '.join(principal.tools)})")
+                + f"; approval {approval.id} is unchanged.",
+                principal=principal.name,
+            )
         decided, wrote = decide_call(
-            self.store, approval, decision, principal=principal, at=self.clock(), feedback=feedback,
+            self.store, approval, decision, principal=name, at=self.clock(), feedback=feedback,
             arguments=arguments, tool_name=tool_name, expected_version=expected_version,
             idempotency_key=idempotency_key, details=details,
         )  # fmt: skip
