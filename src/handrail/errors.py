@@ -36,6 +36,7 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   ├── ApprovalNotFoundError (ConfigurationError)
     │   │                                          2  no approval with this id in the store
     │   ├── RunNotFoundError (ConfigurationError)  2  no service run with this id in the store
+    │   ├── RunConflictError                       1  a service run changed since it was read, or has ended
     │   ├── SnapshotUnavailableError (RunError)    5  a snapshot is held by another run right now: try again later
     │   │   ├── SnapshotFinishedError              2  the snapshot's run finished: it is not run again
     │   │   ├── SnapshotResumedError               2  the snapshot was resumed already: its run went on elsewhere
@@ -78,6 +79,7 @@ __all__ = [
     "ApprovalExpiredError",
     "ApprovalNotFoundError",
     "PermissionDeniedError",
+    "RunConflictError",
     "RunNotFoundError",
     "CalculationError",
     "ComponentError",
@@ -366,6 +368,26 @@ class RunNotFoundError(PersistenceError, ConfigurationError):
     """No service run with this id in the store (the message names the store and the id; HTTP 404)."""
 
     exit_code: ClassVar[int] = 2
+
+
+class RunConflictError(PersistenceError):
+    """A compare-and-set on a service run's version was refused: it changed since it was read, or it has ended.
+
+    The store's ``update_run`` raises it for a stale ``expected_version`` and for a run that is ``finished`` or
+    ``failed`` (terminal: it takes no more changes); the message says which. Not a ConfigurationError: the
+    caller did nothing wrong, another process got there first (read the run again).
+
+    Attributes:
+        run_id: The run.
+        current: The run record as it is now in the store (a :class:`~handrail.dataclasses.service.RunRecord`).
+        expected_version: The version the caller expected.
+    """
+
+    def __init__(self, message: str, *, run_id: str, current: object, expected_version: int) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.current = current
+        self.expected_version = expected_version
 
 
 class PermissionDeniedError(HandrailError):

@@ -29,11 +29,11 @@ def _sql(path: Path, statement: str, *params: object) -> list[tuple[object, ...]
         conn.close()
 
 
-def test_the_approval_tables_are_schema_version_3(tmp_path: Path) -> None:
+def test_the_approval_tables_came_with_schema_version_3(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
     store = SQLiteSnapshotStore(path)
     approval = store.create_approval(make_approval(labels=("eu",)))
-    assert _sql(path, "SELECT version FROM handrail_schema WHERE store = 'SQLiteSnapshotStore'") == [(3,)]
+    assert _sql(path, "SELECT version FROM handrail_schema WHERE store = 'SQLiteSnapshotStore'") == [(4,)]
     assert _sql(path, "SELECT status, version, created_us FROM handrail_approvals") == [
         ("pending", 1, int(approval.created_at.timestamp()) * 1_000_000 + approval.created_at.microsecond)
     ]
@@ -50,7 +50,7 @@ def test_a_version_2_database_gains_the_approval_tables(tmp_path: Path) -> None:
     assert _sql(path, "SELECT version FROM handrail_schema") == [(2,)]
     store = SQLiteSnapshotStore(path)
     store.create_approval(make_approval())
-    assert _sql(path, "SELECT version FROM handrail_schema") == [(3,)]
+    assert _sql(path, "SELECT version FROM handrail_schema") == [(4,)]
 
 
 def test_a_changed_audit_row_breaks_the_chain(tmp_path: Path) -> None:

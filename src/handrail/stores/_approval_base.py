@@ -3,87 +3,44 @@
 A backend supplies an exclusive write scope per approval (:meth:`ApprovalStoreBase._approval_scope`: a
 transaction, or for files the approval file's lock), reads and writes of one record's bytes and of its audit
 entries inside it, and (optionally, for speed) the queries behind listing, counting and the expiry sweep. The
-rules (what a decision checks, what each change writes to the audit trail, in the same scope) live here only.
+rules (what a decision checks, what each change writes to the audit trail and to the store's event log, in
+the same scope) live here only.
+
+Every change of an approval appends its event (``approval.created`` / ``decided`` / ``expired`` / ``cancelled``,
+:func:`~handrail.stores._approval_rules.event_of`) through :meth:`~handrail.stores._events.EventLog._events_write`
+at the end of the change's scope: in its transaction on SQL stores, under the approval file's lock in a
+directory store. The batch paths (a pause's ``create_approvals``, the expiry sweep) change many approvals in one
+scope (:meth:`ApprovalStoreBase._approvals_scope`): one transaction on SQL, one durable write of the changed files
+for a directory store.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
 from handrail.dataclasses._approval_checks import Checker, canonical_json, iso
-from handrail.dataclasses.approval import STATUSES, Approval, Decision
-from handrail.dataclasses.approval_audit import ApprovalAuditEntry, arguments_diff, verify_chain
-from handrail.errors import (
-    ApprovalClosedError,
-    ApprovalConflictError,
-    ApprovalNotFoundError,
-    ConfigurationError,
-    ConfigurationTypeError,
-    CorruptRecordError,
-)
+from handrail.dataclasses.approval import Approval, Decision
+from handrail.dataclasses.approval_audit import ApprovalAuditEntry, arguments_diff
+from handrail.errors import ApprovalConflictError, ApprovalNotFoundError, ConfigurationTypeError, CorruptRecordError
+from handrail.stores._approval_reading import ApprovalReading, Cursor
+from handrail.stores._approval_rules import check_details, check_moment, check_new, event_of, refusal
+from handrail.stores._events import EventItem, EventLog
 from handrail.stores.approvals import (
     ApprovalFilter,
     ApprovalPage,
     check_limit,
     decode_cursor,
     encode_cursor,
-    micros,
 )
 
-__all__ = ["ApprovalStoreBase"]
-
-_ID = re.compile(r"ap_[0-9a-f]{32}")
-Cursor = tuple[int, str]
+__all__ = ["ApprovalStoreBase", "Cursor"]
 
 
-def _moment(name: str, value: object) -> datetime:
-    moment = Checker("approval store", reading=False).moment(name, value)
-    assert moment is not None
-    return moment
-
-
-def _details(value: Mapping[str, Any] | None) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigurationTypeError(f"details must be a mapping of JSON data, got {type(value).__name__}.")
-    data: dict[str, Any] = Checker("audit entry", reading=False).json_data("details", dict(value))
-    return data
-
-
-def _refusal(current: Approval, expected: int | None) -> ApprovalConflictError:
-    """The error for a compare-and-set refused against ``current``, naming its status, decider and time."""
-    who = f" by {current.decided_by}" if current.decided_by else ""
-    when = f" at {iso(current.decided_at)}" if current.decided_at else ""
-    what = f" ({current.decision})" if current.decision and current.status in ("expired",) else ""
-    wanted = "" if expected is None else f"; the request expected version {expected}"
-    if current.terminal:
-        message = (
-            f"Approval {current.id} is {current.status}{what}{who}{when} (version {current.version}){wanted}; "
-            "it takes no more decisions."
-        )
-        return ApprovalClosedError(message, approval_id=current.id, current=current, expected_version=expected)
-    message = (
-        f"Approval {current.id} is at version {current.version} (still pending){wanted}: it changed since it was "
-        "read; read it again."
-    )
-    return ApprovalConflictError(message, approval_id=current.id, current=current, expected_version=expected)
-
-
-def _check_new(approval: object) -> None:
-    if not isinstance(approval, Approval):
-        raise ConfigurationTypeError(f"Expected an Approval, got {type(approval).__name__}.")
-    if approval.status != "pending" or approval.version != 1:
-        raise ConfigurationError(f"A new approval is pending at version 1; {approval.id} is {approval.status}.")
-
-
-class ApprovalStoreBase:
+class ApprovalStoreBase(ApprovalReading, EventLog):
     """Approval records and audit trails over backend primitives (mixed into the snapshot stores)."""
 
     # -- backend primitives ------------------------------------------------------------------------
@@ -94,10 +51,6 @@ class ApprovalStoreBase:
 
         ``new``: the scope may create the backing file or directory (only ``create_approval`` passes it).
         """
-
-    @abstractmethod
-    def _approval_read(self, handle: Any, approval_id: str) -> bytes | None:
-        """The record's bytes (``handle`` None: outside any scope), or None."""
 
     @abstractmethod
     def _approval_write(self, handle: Any, approval: Approval, data: bytes, *, expected_version: int | None) -> bool:
@@ -114,91 +67,16 @@ class ApprovalStoreBase:
     def _audit_write(self, handle: Any, entry: ApprovalAuditEntry, data: bytes) -> None:
         """Append one audit entry."""
 
-    def _approval_all(self) -> Iterator[tuple[str, bytes | CorruptRecordError]]:
-        """Every record as ``(id, bytes)``, or ``(id, the error)`` for one that cannot be read.
+    def _approvals_scope(self, approval_ids: Sequence[str], *, new: bool) -> contextlib.AbstractContextManager[Any]:
+        """One write scope for several approvals (SQL: one transaction); :meth:`_approval_handle` gives each's handle.
 
-        The default queries below filter them; SQL stores override those.
+        The default is :meth:`_approval_scope` of the first id, for a backend whose scope is a transaction.
         """
-        raise NotImplementedError  # pragma: no cover - a backend overrides this or the three queries
+        return self._approval_scope(approval_ids[0], new=new)
 
-    def _approval_scan(self, filter: ApprovalFilter, after: Cursor | None, limit: int) -> list[Approval]:
-        """Up to ``limit`` matching approvals, newest first, strictly after the cursor ``after``."""
-        found = [a for a in self._decoded_all() if filter.matches(a)]
-        found.sort(key=lambda a: (micros(a.created_at), a.id), reverse=True)
-        if after is not None:
-            found = [a for a in found if (micros(a.created_at), a.id) < after]
-        return found[:limit]
-
-    def _approval_counts(self, filter: ApprovalFilter) -> dict[str, int]:
-        counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
-        for approval in self._decoded_all():
-            if filter.matches(approval):
-                counts[approval.status] += 1
-        return counts
-
-    def _approval_due(self, now: datetime) -> list[str]:
-        """The ids of pending approvals with ``expires_at <= now``, oldest expiry first."""
-        due = [a for a in self._decoded_all() if a.due(now)]
-        due.sort(key=lambda a: (micros(a.expires_at or now), a.id))
-        return [a.id for a in due]
-
-    def _decoded_all(self, unreadable: list[tuple[str, str]] | None = None) -> Iterator[Approval]:
-        """Every readable record; a damaged one is skipped (and appended to ``unreadable`` as ``(id, error)``)."""
-        for approval_id, data in self._approval_all():
-            try:
-                if isinstance(data, CorruptRecordError):
-                    raise data
-                yield self._decode_approval(approval_id, data)
-            except CorruptRecordError as exc:
-                if unreadable is not None:
-                    unreadable.append((approval_id, str(exc)))
-
-    def unreadable_approvals(self) -> list[tuple[str, str]]:
-        """The approvals whose record cannot be read (damaged, hand-edited), as ``(id, error)``, by id.
-
-        Listing, counting and the expiry sweep skip them (each is refused by name when read on its own); this
-        names them, reading every record.
-        """
-        unreadable: list[tuple[str, str]] = []
-        for _ in self._decoded_all(unreadable):
-            pass
-        return sorted(unreadable)
-
-    # -- helpers -----------------------------------------------------------------------------------
-
-    def _approval_key(self, approval_id: object) -> str:
-        if not isinstance(approval_id, str):
-            raise ConfigurationTypeError(f"An approval id is a str, got {type(approval_id).__name__}.")
-        if not _ID.fullmatch(approval_id):
-            raise ApprovalNotFoundError(
-                f"No approval {approval_id!r:.80} in {self}: approval ids look like ap_<32 hex>."
-            )
-        return approval_id
-
-    def _decode_approval(self, approval_id: str, data: bytes) -> Approval:
-        try:
-            approval = Approval.from_dict(json.loads(data))
-        except (ValueError, TypeError, RecursionError) as exc:  # SerializationError is a ValueError
-            raise CorruptRecordError(f"{self}: the record of approval {approval_id} cannot be read: {exc}") from exc
-        if approval.id != approval_id:
-            raise CorruptRecordError(f"{self}: the record of approval {approval_id} holds approval {approval.id}.")
-        return approval
-
-    def _decode_entries(self, approval_id: str, rows: list[bytes]) -> list[ApprovalAuditEntry]:
-        try:
-            entries = [ApprovalAuditEntry.from_dict(json.loads(row)) for row in rows]
-            verify_chain(entries)
-        except (ValueError, TypeError, RecursionError) as exc:  # ConfigurationError is a ValueError
-            raise CorruptRecordError(f"{self}: the audit trail of approval {approval_id} is damaged: {exc}") from exc
-        if any(entry.approval_id != approval_id for entry in entries):
-            raise CorruptRecordError(f"{self}: the audit trail of approval {approval_id} holds another's entries.")
-        return entries
-
-    def _current_approval(self, handle: Any, approval_id: str) -> Approval:
-        data = self._approval_read(handle, approval_id)
-        if data is None:
-            raise ApprovalNotFoundError(f"No approval {approval_id} in {self}.")
-        return self._decode_approval(approval_id, data)
+    def _approval_handle(self, scope: Any, approval_id: str) -> Any:
+        """The handle of one approval inside a scope of :meth:`_approvals_scope` (it may read the record now)."""
+        return scope
 
     def _append_entry(self, handle: Any, approval_id: str, **fields: Any) -> ApprovalAuditEntry:
         entries = self._decode_entries(approval_id, self._audit_read(handle, approval_id))
@@ -208,7 +86,7 @@ class ApprovalStoreBase:
 
     def _approval_cas(self, handle: Any, updated: Approval, expected: int) -> None:
         if not self._approval_write(handle, updated, canonical_json(updated.to_dict()), expected_version=expected):
-            raise _refusal(
+            raise refusal(
                 self._current_approval(handle, updated.id), expected
             )  # pragma: no cover - the scope excludes it
 
@@ -227,11 +105,39 @@ class ApprovalStoreBase:
         )  # fmt: skip
         return expired
 
+    @contextlib.contextmanager
+    def _changing(self, approval_id: str, *, new: bool = False) -> Iterator[tuple[Any, list[EventItem]]]:
+        """The write scope of one approval and the list of its change's events, written last in that scope."""
+        events: list[EventItem] = []
+        with self._approval_scope(approval_id, new=new) as handle:
+            yield handle, events
+            if events:
+                self._events_write(handle, events)
+
+    @contextlib.contextmanager
+    def _changing_many(
+        self, approval_ids: Sequence[str], *, new: bool = False
+    ) -> Iterator[tuple[Any, list[EventItem]]]:
+        """:meth:`_changing` for several approvals at once (:meth:`_approvals_scope`)."""
+        events: list[EventItem] = []
+        with self._approvals_scope(approval_ids, new=new) as scope:
+            yield scope, events
+            if events:
+                self._events_write(scope, events)
+
+    def _batches(self, ids: list[str], *, whole: bool) -> Iterator[list[str]]:
+        """``ids`` in the batches one scope takes: all at once (``whole``, on SQL), else :attr:`_batch_size` each."""
+        size = len(ids) if whole and self._approvals_in_one_transaction else self._batch_size
+        for start in range(0, len(ids), max(1, size)):
+            yield ids[start : start + size]
+
     # -- the protocol ------------------------------------------------------------------------------
 
     _approvals_in_one_transaction: ClassVar[bool] = False
     """True where one scope can hold writes to several approvals (SQL: one transaction); a directory store locks
-    each approval's file on its own."""
+    the files of a batch together."""
+    _batch_size: ClassVar[int] = 64
+    """How many approvals one scope of the expiry sweep changes (a directory store: files locked at once)."""
 
     def create_approval(self, approval: Approval, *, details: Mapping[str, Any] | None = None) -> Approval:
         """Store a pending approval and its ``created`` audit entry, or return the one stored under its id.
@@ -248,9 +154,9 @@ class ApprovalStoreBase:
             ApprovalConflictError: An approval with this id exists for another tool, snapshot or arguments.
             StoreError: The backend failed; nothing was written.
         """
-        _check_new(approval)
-        with self._approval_scope(approval.id, new=True) as handle:
-            stored = self._create_or_stored(handle, approval, _details(details))
+        check_new(approval)
+        with self._changing(approval.id, new=True) as (handle, events):
+            stored = self._create_or_stored(handle, approval, check_details(details), events)
         if stored is approval:
             return approval
         same = (stored.tool_name, stored.snapshot_id, stored.args_digest) == (
@@ -273,28 +179,33 @@ class ApprovalStoreBase:
 
         An approval whose id exists is not written again and comes back as stored, whatever changed since (a call
         held again by a later pause keeps its first record). SQL stores write the batch in one transaction (all or
-        nothing); a directory store writes each approval's file on its own.
+        nothing); a directory store writes the files of each 64 approvals together (each file fsynced before its
+        rename, the folder once), then their events.
 
         Raises:
             ConfigurationError: An approval is not pending at version 1.
             StoreError: The backend failed (SQL: nothing was written).
         """
         for approval in approvals:
-            _check_new(approval)
-        extra = _details(details)
+            check_new(approval)
+        extra = check_details(details)
         if not approvals:
             return []
-        if self._approvals_in_one_transaction:
-            with self._approval_scope(approvals[0].id, new=True) as handle:
-                return [self._create_or_stored(handle, a, extra) for a in approvals]
-        out = []
+        by_id: dict[str, Approval] = {}
         for approval in approvals:
-            with self._approval_scope(approval.id, new=True) as handle:
-                out.append(self._create_or_stored(handle, approval, extra))
-        return out
+            by_id.setdefault(approval.id, approval)  # an id given twice: the first one is created
+        stored: dict[str, Approval] = {}
+        for batch in self._batches(list(by_id), whole=True):
+            with self._changing_many(batch, new=True) as (scope, events):
+                for key in batch:
+                    handle = self._approval_handle(scope, key)
+                    stored[key] = self._create_or_stored(handle, by_id[key], extra, events)
+        return [stored[a.id] for a in approvals]
 
-    def _create_or_stored(self, handle: Any, approval: Approval, extra: dict[str, Any]) -> Approval:
-        """Insert ``approval`` with its ``created`` entry and return it, or return the record stored under its id."""
+    def _create_or_stored(
+        self, handle: Any, approval: Approval, extra: dict[str, Any], events: list[EventItem]
+    ) -> Approval:
+        """Insert ``approval`` with its ``created`` entry and event, or return the record stored under its id."""
         existing = self._approval_read(handle, approval.id)
         if existing is None and self._approval_write(
             handle, approval, canonical_json(approval.to_dict()), expected_version=None
@@ -303,6 +214,7 @@ class ApprovalStoreBase:
                 handle, approval.id, kind="created", at=approval.created_at, args_digest=approval.args_digest,
                 details=extra,
             )  # fmt: skip
+            events.append(event_of("created", approval, approval.created_at))
             return approval
         return self._current_approval(handle, approval.id)
 
@@ -384,16 +296,18 @@ class ApprovalStoreBase:
                 principal, a naive time.
         """
         key = self._approval_key(approval_id)
-        moment = _moment("at", at)
+        moment = check_moment("at", at)
         Checker("decide_approval", reading=False).integer("expected_version", expected_version, minimum=1)
-        extra = _details(details)
+        extra = check_details(details)
         refused: ApprovalConflictError | None = None
-        with self._approval_scope(key) as handle:
+        with self._changing(key) as (handle, events):
             current = self._current_approval(handle, key)
             if current.due(moment):
-                refused = _refusal(self._approval_expire(handle, current, moment), expected_version)
+                expired = self._approval_expire(handle, current, moment)
+                events.append(event_of("expired", expired, expired.decided_at or moment))
+                refused = refusal(expired, expected_version)
             elif current.terminal or current.version != expected_version:
-                refused = _refusal(current, expected_version)
+                refused = refusal(current, expected_version)
             else:
                 updated = current.decided(
                     decision, principal=principal, at=moment, feedback=feedback, arguments=arguments,
@@ -405,6 +319,7 @@ class ApprovalStoreBase:
                     handle, key, kind="decided", at=moment, principal=updated.decided_by, decision=decision,
                     feedback=feedback, changes=changes, args_digest=updated.args_digest, details=extra,
                 )  # fmt: skip
+                events.append(event_of("decided", updated, moment))
         if refused is not None:
             raise refused
         return updated
@@ -424,16 +339,17 @@ class ApprovalStoreBase:
             The errors of :meth:`decide_approval`.
         """
         key = self._approval_key(approval_id)
-        moment = _moment("at", at)
+        moment = check_moment("at", at)
         refused: ApprovalConflictError | None = None
-        with self._approval_scope(key) as handle:
+        with self._changing(key) as (handle, events):
             current = self._current_approval(handle, key)
             if current.terminal or current.version != expected_version:
-                refused = _refusal(current, expected_version)
+                refused = refusal(current, expected_version)
             else:
                 updated = current.cancelled(moment, principal=principal, reason=reason)
                 self._approval_cas(handle, updated, expected_version)
                 self._append_entry(handle, key, kind="cancelled", at=moment, principal=principal, feedback=reason)
+                events.append(event_of("cancelled", updated, moment))
         if refused is not None:
             raise refused
         return updated
@@ -441,22 +357,29 @@ class ApprovalStoreBase:
     def expire_approvals(self, now: datetime) -> list[Approval]:
         """Expire every pending approval whose ``expires_at <= now``, each with its ``expired`` audit entry.
 
-        Each is a compare-and-set of its own: one decided meanwhile stays decided and is not returned. A record
-        that cannot be read is skipped (:meth:`unreadable_approvals` names it); the others still expire.
+        Each is a compare-and-set of its own (read again in the scope: one decided meanwhile stays decided and is
+        not returned), with its ``approval.expired`` event. They are changed in batches of :attr:`_batch_size`:
+        one transaction each on SQL; for a directory store the batch's files are locked together and written
+        together (each file fsynced before its rename, the folder once, then the events). A record that cannot
+        be read is skipped (:meth:`unreadable_approvals` names it); the others still expire.
 
         Returns:
             The approvals expired by this call, oldest expiry first.
         """
-        moment = _moment("now", now)
+        moment = check_moment("now", now)
         expired: list[Approval] = []
-        for approval_id in self._approval_due(moment):
-            try:
-                with self._approval_scope(approval_id) as handle:
-                    current = self._current_approval(handle, approval_id)
+        for batch in self._batches(self._approval_due(moment), whole=False):
+            with self._changing_many(batch) as (scope, events):
+                for approval_id in batch:
+                    try:
+                        handle = self._approval_handle(scope, approval_id)
+                        current = self._current_approval(handle, approval_id)
+                    except (CorruptRecordError, ApprovalNotFoundError):
+                        continue  # damaged: refused by name when read on its own; it must not stop the sweep
                     if current.due(moment):
-                        expired.append(self._approval_expire(handle, current, moment))
-            except CorruptRecordError:
-                continue  # damaged: refused by name when read on its own; it must not stop the sweep
+                        done = self._approval_expire(handle, current, moment)
+                        events.append(event_of("expired", done, done.decided_at or moment))
+                        expired.append(done)
         return expired
 
     def append_audit(
@@ -476,8 +399,8 @@ class ApprovalStoreBase:
             ApprovalNotFoundError: No such id. ConfigurationError: A bad field (named).
         """
         key = self._approval_key(approval_id)
-        moment = _moment("at", at)
-        extra = _details(details)
+        moment = check_moment("at", at)
+        extra = check_details(details)
         with self._approval_scope(key) as handle:
             self._current_approval(handle, key)
             return self._append_entry(

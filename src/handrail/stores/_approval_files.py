@@ -3,15 +3,25 @@
 A file holds the record and its whole audit trail, ``{"approval": {...}, "audit": [{...}, ...],
 "schema_version": 1}`` (UTF-8 JSON, mode 0o600), so a change and its audit entry land together: every change
 reads the file, and rewrites it atomically (temp file, fsync, rename) under an exclusive ``flock`` on
-``approvals/.<id>.json.lock`` held for the whole read-check-write (waiting at most ``lock_timeout``). Listing
-reads every file; a directory store suits one machine and modest numbers of approvals.
+``approvals/.<id>.json.lock`` held for the whole read-check-write (waiting at most ``lock_timeout``). The
+change's events are appended to the store's event log (``service/events.jsonl``) after the file is renamed,
+still under its lock. Listing reads every file; a directory store suits one machine and modest numbers of
+approvals.
+
+A batch (a pause's approvals, a batch of the expiry sweep) locks its files together, in id order, and writes
+them together: every changed file's temp file is written, then each is fsynced, renamed, and the folder is
+fsynced once (instead of two fsyncs per file), then the batch's events are appended (one fsync). Each file is
+as durable as a single change's, and a crash leaves each file old or new, never torn; a crash between the
+renames and the event append loses those events (the approvals are what they say).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+import os
+import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +32,7 @@ from handrail.dataclasses.approval import Approval
 from handrail.dataclasses.approval_audit import ApprovalAuditEntry
 from handrail.errors import ApprovalNotFoundError, CorruptRecordError, SnapshotUnavailableError
 from handrail.stores._approval_base import ApprovalStoreBase
+from handrail.stores._events import EventItem
 
 __all__ = ["FileApprovalRecords"]
 
@@ -35,6 +46,28 @@ class _Open:
     record: bytes | None
     audit: list[bytes] = field(default_factory=list)
     changed: bool = False
+    events: list[EventItem] = field(default_factory=list)
+    """The change's events, appended to the log once the file is written."""
+
+    def content(self) -> bytes:
+        """The file's new bytes."""
+        assert self.record is not None
+        body = b",".join(self.audit)
+        return b'{"approval":%s,"audit":[%s],"schema_version":%d}\n' % (self.record, body, _FORMAT)
+
+
+@dataclass
+class _Batch:
+    """The files of a batch, each read on first use inside the batch's locks, and the batch's events."""
+
+    store: FileApprovalRecords
+    opened: dict[str, _Open] = field(default_factory=dict)
+    events: list[EventItem] = field(default_factory=list)
+
+    def get(self, approval_id: str) -> _Open:
+        if approval_id not in self.opened:
+            self.opened[approval_id] = self.store._approval_file(approval_id)
+        return self.opened[approval_id]
 
 
 class FileApprovalRecords(ApprovalStoreBase):
@@ -73,6 +106,15 @@ class FileApprovalRecords(ApprovalStoreBase):
             return _Open(None)
         return self._approval_parse(approval_id, raw)
 
+    def _approval_lock(self, approval_id: str) -> FileLock:
+        lock = FileLock(lock_path_for(self.approval_path(approval_id)), timeout=self.lock_timeout)
+        if not lock.acquire():
+            raise SnapshotUnavailableError(
+                f"Approval {approval_id} in {self} is being changed by another process (its lock stayed held for "
+                f"{self.lock_timeout:g} s); try again."
+            )
+        return lock
+
     @contextlib.contextmanager
     def _approval_scope(self, approval_id: str, *, new: bool = False) -> Iterator[_Open]:
         path = self.approval_path(approval_id)
@@ -80,21 +122,42 @@ class FileApprovalRecords(ApprovalStoreBase):
             self.approvals_directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         elif not path.is_file():
             raise ApprovalNotFoundError(f"No approval {approval_id} in {self}.")
-        lock = FileLock(lock_path_for(path), timeout=self.lock_timeout)
-        if not lock.acquire():
-            raise SnapshotUnavailableError(
-                f"Approval {approval_id} in {self} is being changed by another process (its lock stayed held for "
-                f"{self.lock_timeout:g} s); try again."
-            )
+        lock = self._approval_lock(approval_id)
         try:
             handle = self._approval_file(approval_id)
             yield handle
             if handle.changed and handle.record is not None:
-                body = b",".join(handle.audit)
-                data = b'{"approval":%s,"audit":[%s],"schema_version":%d}\n' % (handle.record, body, _FORMAT)
-                atomic_write(path, data)
+                atomic_write(path, handle.content())
+                if handle.events:
+                    self._events_append(handle.events)
         finally:
             lock.release()
+
+    @contextlib.contextmanager
+    def _approvals_scope(self, approval_ids: Sequence[str], *, new: bool) -> Iterator[_Batch]:
+        if new:
+            self.approvals_directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        locks: list[FileLock] = []
+        try:
+            for approval_id in sorted(set(approval_ids)):  # one order for every batch: no two wait for each other
+                locks.append(self._approval_lock(approval_id))
+            batch = _Batch(self)
+            yield batch
+            changed = [(self.approval_path(k), o.content()) for k, o in batch.opened.items() if o.changed and o.record]
+            _write_files(self.approvals_directory, changed)
+            if batch.events:
+                self._events_append(batch.events)
+        finally:
+            for lock in locks:
+                lock.release()
+
+    def _approval_handle(self, scope: Any, approval_id: str) -> Any:
+        batch: _Batch = scope
+        return batch.get(approval_id)
+
+    def _events_write(self, handle: Any, items: Sequence[EventItem]) -> None:
+        target: _Open | _Batch = handle
+        target.events.extend(items)  # appended by the scope, after its files are written
 
     def _approval_read(self, handle: Any, approval_id: str) -> bytes | None:
         opened: _Open = handle if handle is not None else self._approval_file(approval_id)
@@ -139,3 +202,50 @@ class FileApprovalRecords(ApprovalStoreBase):
                 continue
             if record is not None:
                 yield path.stem, record
+
+
+def _write_files(folder: Path, files: list[tuple[Path, bytes]]) -> None:
+    """Replace each file atomically (temp file, fsync, rename), with one fsync of ``folder`` for them all.
+
+    Raises:
+        OSError: A write failed: files renamed before it are new, the others old; temp files are removed.
+    """
+    if not files:
+        return
+    if len(files) == 1:
+        atomic_write(*files[0])
+        return
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            temp = str(path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"))
+            fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o600)
+            temps.append((temp, path))
+            with open(fd, "wb", closefd=True) as out:
+                out.write(data)
+        for temp, _ in temps:  # after every write: the file system flushes them together
+            fd = os.open(temp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for temp, path in temps:
+            os.replace(temp, path)
+    finally:
+        for temp, _ in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+    _fsync_folder(folder)
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

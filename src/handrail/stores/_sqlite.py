@@ -160,6 +160,13 @@ class SQLiteDatabase:
             (self.store, len(self.migrations)),
         )
 
+    def close_thread(self) -> None:
+        """Close the calling thread's connection of a file database (a thread that ends calls it)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
     def close(self) -> None:
         """Close this thread's connection (and the shared one of a ``:memory:`` database)."""
         conn = getattr(self._local, "conn", None)

@@ -42,6 +42,7 @@ from handrail.core._files import FileLock, atomic_write, lock_path_for
 from handrail.dataclasses.snapshot import AgentSnapshot, MessageCache, decode_snapshot, encode_snapshot
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SnapshotUnavailableError
 from handrail.stores._approval_files import FileApprovalRecords
+from handrail.stores._service_files import FileServiceRecords
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._snapshot_common import check_snapshot, id_from_name
 from handrail.stores._snapshot_records import Changes
@@ -49,10 +50,12 @@ from handrail.stores._snapshot_records import Changes
 __all__ = ["FileSnapshotStore"]
 
 
-class FileSnapshotStore(SnapshotStoreBase, FileApprovalRecords):
+class FileSnapshotStore(SnapshotStoreBase, FileApprovalRecords, FileServiceRecords):
     """Snapshots as ``<directory>/<id>.json`` files (see the module docstring), approvals in ``approvals/``.
 
-    Approval records and their audit trails are kept as :mod:`handrail.stores._approval_files` describes.
+    Approval records and their audit trails are kept as :mod:`handrail.stores._approval_files` describes; the
+    service's tokens, event log and runs (:class:`~handrail.stores.service.ServiceStore`) in ``service/``, as
+    :mod:`handrail.stores._service_files` describes.
 
     Args:
         directory: The snapshot directory; created (mode 0o700) on the first write (until then the store lists
@@ -98,6 +101,10 @@ class FileSnapshotStore(SnapshotStoreBase, FileApprovalRecords):
 
     def _init_parameters(self) -> dict[str, Any]:
         return {"directory": str(self.directory)}
+
+    def close(self) -> None:
+        """Stop the event watcher thread, if :meth:`wait_for_events` started one (a later wait starts it again)."""
+        self._close_watcher()
 
     def path_of(self, snapshot_id: str) -> Path:
         """The file of a snapshot id: ``<directory>/<id>.json`` (absolute; it need not exist).

@@ -36,6 +36,8 @@ from handrail.core.secret import Secret
 from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.stores._approval_sql import SQLApprovalRecords, approval_migration
 from handrail.stores._postgres import PostgresDatabase, dsn_without_password, read_dsn_parameter, redact_dsn
+from handrail.stores._postgres_listen import CHANNEL, event_listener
+from handrail.stores._service_sql import SQLServiceRecords, service_migration
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._snapshot_records import Changes
 
@@ -66,10 +68,12 @@ _MIGRATIONS = [
     );
     """,
     approval_migration("BYTEA"),
+    service_migration("postgres"),
 ]
 _STORE = "PostgresSnapshotStore"
 _ENTRIES = "handrail_snapshot_entries"
 _LOCK_SPACE = b"handrail_snapshots\x00"
+_EVENTS_LOCK = 0x68726576  # "hrev": held (per transaction) while events are appended, so ids follow commit order
 
 
 def _lock_key(snapshot_id: str) -> int:
@@ -78,11 +82,16 @@ def _lock_key(snapshot_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class PostgresSnapshotStore(SnapshotStoreBase, SQLApprovalRecords):
+class PostgresSnapshotStore(SnapshotStoreBase, SQLApprovalRecords, SQLServiceRecords):
     """Snapshots as rows of a PostgreSQL table (see the module docstring), and approval records.
 
     Approvals (schema version 3) are kept as :mod:`handrail.stores._approval_sql` describes; a decision reads the
     row ``FOR UPDATE`` and compares-and-sets it in one transaction, so concurrent deciders queue on the row.
+    The service's tokens, event log and runs (schema version 4, :class:`~handrail.stores.service.ServiceStore`)
+    as :mod:`handrail.stores._service_sql` describes. Events are appended under a transaction-scoped advisory
+    lock (ids in commit order) with a ``NOTIFY`` in the same transaction; :meth:`wait_for_events` wakes on it
+    through one ``LISTEN`` connection per store object that waits (:mod:`handrail.stores._postgres_listen`),
+    shared by all its waiters. A run's claim is a session advisory lock, like a snapshot's, on another key.
 
     Args:
         dsn: The database: a libpq URL or key/value string, or a :class:`~handrail.core.secret.Secret` that
@@ -153,7 +162,11 @@ class PostgresSnapshotStore(SnapshotStoreBase, SQLApprovalRecords):
         return f"{self._url}#{self._id(snapshot_id)}"
 
     def close(self) -> None:
-        """Stop using the shared connections (they reopen on next use); held leases keep them open until released."""
+        """Stop using the shared connections (they reopen on next use); held leases keep them open until released.
+
+        The event watcher's listening connection, if :meth:`wait_for_events` opened one, is closed too.
+        """
+        self._close_watcher()
         self._db.close()
 
     # -- claims ------------------------------------------------------------------------------------
@@ -291,6 +304,34 @@ class PostgresSnapshotStore(SnapshotStoreBase, SQLApprovalRecords):
             None, "SELECT snapshot_id FROM handrail_snapshots ORDER BY updated_at DESC, snapshot_id LIMIT 5", ()
         )
         return [str(row[0]) for row in rows]
+
+    # -- the service store -------------------------------------------------------------------------
+
+    def _sql_transaction(self) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
+        return self._db.transaction()
+
+    def _sql_execute(self, handle: Any, sql: str, params: tuple[Any, ...]) -> Any:
+        return handle.execute(sql, params)
+
+    def _sql_executemany(self, handle: Any, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        with handle.cursor() as cursor:
+            cursor.executemany(sql, rows)
+
+    def _sql_query(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._execute(None, sql, params)
+        return rows
+
+    def _events_locked(self, handle: Any) -> None:
+        handle.execute("SELECT pg_advisory_xact_lock(%s)", (_EVENTS_LOCK,))
+
+    def _events_inserted(self, handle: Any, last_id: int) -> None:
+        handle.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(last_id)))
+
+    def _event_listener(self) -> Any:
+        return event_listener(self._dsn, str(self), connect_timeout=self._db.timeout)
+
+    def _run_claim(self, run_id: str) -> Release | None:
+        return self._db.claim(_lock_key(f".run-{run_id}"))  # no snapshot id starts with '.'
 
 
 def _label(call_id: object) -> str:

@@ -36,6 +36,7 @@ from handrail.core._files import FileLock
 from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import ApprovalNotFoundError, ConfigurationError, SnapshotError, StoreError
 from handrail.stores._approval_sql import SQLApprovalRecords, approval_migration
+from handrail.stores._service_sql import SQLServiceRecords, service_migration
 from handrail.stores._snapshot_base import OnSnapshotError, Release, SnapshotStoreBase
 from handrail.stores._snapshot_records import Changes
 from handrail.stores._sqlite import SQLiteDatabase
@@ -64,16 +65,21 @@ _MIGRATIONS = [
     );
     """,
     approval_migration("BLOB"),
+    service_migration("sqlite"),
 ]
 _STORE = "SQLiteSnapshotStore"
 _ENTRIES = "handrail_snapshot_entries"
 
 
-class SQLiteSnapshotStore(SnapshotStoreBase, SQLApprovalRecords):
+class SQLiteSnapshotStore(SnapshotStoreBase, SQLApprovalRecords, SQLServiceRecords):
     """Snapshots as rows of a SQLite database file (see the module docstring), and approval records.
 
     Approvals (schema version 3) are kept as :mod:`handrail.stores._approval_sql` describes; every change is one
-    ``BEGIN IMMEDIATE`` transaction, so a decision is a compare-and-set across processes.
+    ``BEGIN IMMEDIATE`` transaction, so a decision is a compare-and-set across processes. The service's tokens,
+    event log and runs (schema version 4, :class:`~handrail.stores.service.ServiceStore`) as
+    :mod:`handrail.stores._service_sql` describes; :meth:`wait_for_events` polls the newest event id every
+    :data:`~handrail.stores.service.POLL_INTERVAL` seconds (one thread for all the waiters of this object), and
+    a run's claim is a ``flock`` on ``<db>.locks/.run-<run id>.lock``.
 
     Args:
         path: The database file (it may hold other stores' tables too), or ``":memory:"`` for a private
@@ -131,7 +137,8 @@ class SQLiteSnapshotStore(SnapshotStoreBase, SQLApprovalRecords):
         return f"sqlite:///{self.path}#{self._id(snapshot_id)}"
 
     def close(self) -> None:
-        """Close this thread's connection (it reopens on next use)."""
+        """Close this thread's connection (it reopens on next use) and stop the event watcher thread, if any."""
+        self._close_watcher()
         self._db.close()
 
     def _missing(self) -> bool:
@@ -308,6 +315,30 @@ class SQLiteSnapshotStore(SnapshotStoreBase, SQLApprovalRecords):
             return []
         rows: list[tuple[Any, ...]] = self._run(None, sql, params).fetchall()
         return rows
+
+    # -- the service store -------------------------------------------------------------------------
+
+    def _sql_transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._db.transaction()
+
+    def _sql_execute(self, handle: Any, sql: str, params: tuple[Any, ...]) -> Any:
+        return self._run(handle, sql, params)
+
+    def _sql_executemany(self, handle: Any, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        try:
+            handle.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self}: {exc} (the event log)") from exc
+
+    def _sql_query(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self._approval_query(sql, params)
+
+    def _run_claim(self, run_id: str) -> Release | None:
+        return self._try_claim(f".run-{run_id}")  # no snapshot id starts with '.': never a snapshot's claim
+
+    def _watcher_exit(self) -> None:
+        if self.path != ":memory:":
+            self._db.close_thread()
 
 
 def _label(snapshot_id: object, call_id: object) -> str:

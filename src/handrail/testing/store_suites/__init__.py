@@ -8,6 +8,7 @@ imported on first use.
 - :class:`ApprovalStoreSuite` (:mod:`handrail.testing.store_suites.approvals`)
 - :class:`ChatMessageStoreSuite` (:mod:`handrail.testing.store_suites.chat`)
 - :class:`MemoryStoreSuite` (:mod:`handrail.testing.store_suites.memory`)
+- :class:`ServiceStoreSuite` (:mod:`handrail.testing.store_suites.service`)
 - :class:`SnapshotStoreSuite` (:mod:`handrail.testing.store_suites.snapshots`)
 
 Example::
@@ -28,6 +29,7 @@ _EXPORTS = {
     "ApprovalStoreSuite": "handrail.testing.store_suites.approvals",
     "ChatMessageStoreSuite": "handrail.testing.store_suites.chat",
     "MemoryStoreSuite": "handrail.testing.store_suites.memory",
+    "ServiceStoreSuite": "handrail.testing.store_suites.service",
     "SnapshotStoreSuite": "handrail.testing.store_suites.snapshots",
 }
 
@@ -35,8 +37,15 @@ if _typing.TYPE_CHECKING:
     from handrail.testing.store_suites.approvals import ApprovalStoreSuite
     from handrail.testing.store_suites.chat import ChatMessageStoreSuite
     from handrail.testing.store_suites.memory import MemoryStoreSuite
+    from handrail.testing.store_suites.service import ServiceStoreSuite
     from handrail.testing.store_suites.snapshots import SnapshotStoreSuite
 
-__all__ = ["ApprovalStoreSuite", "ChatMessageStoreSuite", "MemoryStoreSuite", "SnapshotStoreSuite"]
+__all__ = [
+    "ApprovalStoreSuite",
+    "ChatMessageStoreSuite",
+    "MemoryStoreSuite",
+    "ServiceStoreSuite",
+    "SnapshotStoreSuite",
+]
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)
