@@ -23,7 +23,8 @@ __all__ = ["log"]  # a fixture of test_approvals, used here
         (
             "DELETE FROM handrail_schema",
             "has no version row for this store, yet its tables exist (handrail_approval_audit, "
-            "handrail_approval_labels, handrail_approvals, handrail_snapshot_entries, handrail_snapshots)",
+            "handrail_approval_labels, handrail_approvals, handrail_events, handrail_runs, handrail_service_meta, "
+            "handrail_snapshot_entries, handrail_snapshots, handrail_tokens)",
         ),
     ],
 )
