@@ -18,7 +18,7 @@ _RESERVED_NAMES = frozenset({*RESERVED_KEYS, "messages", "last_message"})
 
 @functools.cache
 def _environment() -> Any:
-    from handrail.components.routers._sandbox import LimitedSandboxedEnvironment
+    from handrail.core._sandbox import LimitedSandboxedEnvironment
 
     return LimitedSandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
 
@@ -120,7 +120,7 @@ def render_user_prompt(template: str, values: Mapping[str, Any], required: froze
                 f"(a Pipeline passes None for an input nothing is connected to); pass a value, e.g. '' for empty text."
             )
         raise ConfigurationError(" ".join(problems))
-    from handrail.components.routers._limits import rendering
+    from handrail.core._sandbox_limits import rendering
 
     compiled, _ = _compiled(template)
     try:

@@ -101,7 +101,7 @@ class ConditionalRouter:
         validate_output_type: bool = False,
         optional_variables: list[str] | None = None,
     ) -> None:
-        from handrail.components.routers._sandbox import make_environment
+        from handrail.core._sandbox import make_environment
 
         self._parsed: list[Route] = parse_routes(routes)
         self.routes: list[dict[str, Any]] = [_copy_route(r) for r in routes]
@@ -135,7 +135,7 @@ class ConditionalRouter:
         """Parse one route's templates and record the variables each reads (slot 0: condition, 1..: outputs)."""
         from jinja2 import TemplateSyntaxError
 
-        from handrail.components.routers._sandbox import template_variables
+        from handrail.core._sandbox import template_variables
 
         compiled: list[Template] = []
         for slot, source in enumerate((route.condition, *route.outputs)):
@@ -206,7 +206,7 @@ class ConditionalRouter:
             return rendered
 
     def _render(self, route: Route, slot: int, template: Template, values: dict[str, Any]) -> Any:
-        from handrail.components.routers._limits import rendering
+        from handrail.core._sandbox_limits import rendering
 
         try:
             with rendering():

@@ -1,6 +1,8 @@
-"""The sandboxed Jinja2 environments ConditionalRouter renders its templates in.
+"""The sandboxed Jinja2 environments ConditionalRouter, the Agent's user_prompt and argument rules render in.
 
-Imported only when a router is built, so ``import handrail`` never loads Jinja2.
+Imported only when a router, a user prompt or a rule is built, so ``import handrail`` never loads Jinja2. They
+live in ``core`` so that every layer above (confirmation policies, the approval store's re-evaluation of a rule on
+edited arguments, the router) uses this one sandbox.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.nativetypes import NativeCodeGenerator, NativeTemplate, native_concat
 from jinja2.sandbox import SandboxedEnvironment
 
-from handrail.components.routers._limits import check_binop, check_call, limited_filters
+from handrail.core._sandbox_limits import check_binop, check_call, limited_filters
 
 __all__ = ["LimitedSandboxedEnvironment", "make_environment", "template_variables"]
 
@@ -40,10 +42,10 @@ def _refuse_undefined(value: Any, depth: int = 0) -> Any:
 
 
 class LimitedSandboxedEnvironment(SandboxedEnvironment):
-    """Jinja2's sandbox, plus the size and work limits of :mod:`handrail.components.routers._limits`.
+    """Jinja2's sandbox, plus the size and work limits of :mod:`handrail.core._sandbox_limits`.
 
     Operators, calls and filters that could build huge values, and the ranges of one render (inside
-    :func:`~handrail.components.routers._limits.rendering`), are checked before they run; ``lipsum`` is gone.
+    :func:`~handrail.core._sandbox_limits.rendering`), are checked before they run; ``lipsum`` is gone.
     Used for router templates and the Agent's ``user_prompt``.
     """
 
