@@ -69,7 +69,17 @@ def test_from_dict_refuses_missing_and_unknown_keys_and_other_versions() -> None
     with pytest.raises(SerializationError, match="unknown keys"):
         Approval.from_dict({**data, "surprise": 1})
     with pytest.raises(SerializationError, match="schema_version"):
-        Approval.from_dict({**data, "schema_version": 2})
+        Approval.from_dict({**data, "schema_version": 3})
+
+
+def test_a_version_1_record_reads_with_the_team_fields_at_their_defaults() -> None:
+    """Version 2 added quorum, votes, initiator, initiator_may_approve; a record written before has none of them."""
+    data = make_approval().to_dict()
+    v1 = {k: v for k, v in data.items() if k not in ("quorum", "votes", "initiator", "initiator_may_approve")}
+    read = Approval.from_dict({**v1, "schema_version": 1})
+    assert read == make_approval() and read.quorum == 1 and read.votes == () and read.initiator_may_approve
+    with pytest.raises(SerializationError, match="unknown keys"):  # a v1 record cannot carry them
+        Approval.from_dict({**v1, "schema_version": 1, "quorum": 2})
 
 
 def test_building_refuses_with_configuration_errors() -> None:

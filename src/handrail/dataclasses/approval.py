@@ -34,14 +34,33 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any
 
-from handrail.dataclasses._approval_checks import Checker, canonical_json, iso, sha256_of
+from handrail.dataclasses._approval_checks import Checker, iso
+from handrail.dataclasses._approval_fields import (
+    EXPIRED_FEEDBACK,
+    MAX_ID_CHARS,
+    STATUS_OF,
+    STATUSES,
+    TERMINAL_STATUSES,
+    ApprovalStatus,
+    ExpiryAction,
+    approval_id,
+    args_digest,
+    check_fields,
+    check_record,
+)
+from handrail.dataclasses.approval_quorum import DECISIONS, Decision, Vote, approvers_of
 from handrail.dataclasses.decisions import decided_by_problem
-from handrail.errors import ConfigurationError, SerializationError
+from handrail.errors import ConfigurationError, PermissionDeniedError, SerializationError
+
+APPROVAL_SCHEMA_VERSION = 2
+"""The ``schema_version`` of :meth:`Approval.to_dict`: 2 added ``quorum``, ``votes``, ``initiator`` and
+``initiator_may_approve`` (a version 1 record, which has none of them, is read with their defaults)."""
+_READABLE_VERSIONS = (1, APPROVAL_SCHEMA_VERSION)
+_V2_KEYS = frozenset({"quorum", "votes", "initiator", "initiator_may_approve"})
 
 __all__ = [
     "APPROVAL_SCHEMA_VERSION",
@@ -52,48 +71,11 @@ __all__ = [
     "ApprovalStatus",
     "Decision",
     "ExpiryAction",
+    "Vote",
     "approval_id",
     "args_digest",
     "check_principal",
 ]
-
-ApprovalStatus = Literal["pending", "approved", "edited", "rejected", "expired", "cancelled"]
-Decision = Literal["approve", "edit", "reject"]
-ExpiryAction = Literal["reject", "approve"]
-
-STATUSES: tuple[ApprovalStatus, ...] = get_args(ApprovalStatus)
-"""Every status, ``pending`` first."""
-TERMINAL_STATUSES: frozenset[str] = frozenset(STATUSES[1:])
-"""The statuses that never change."""
-DECISIONS: tuple[Decision, ...] = get_args(Decision)
-"""What a person may decide, in this order."""
-_EXPIRY_ACTIONS: tuple[ExpiryAction, ...] = get_args(ExpiryAction)
-_STATUS_OF: dict[str, ApprovalStatus] = {"approve": "approved", "edit": "edited", "reject": "rejected"}
-
-APPROVAL_SCHEMA_VERSION = 1
-"""The ``schema_version`` of :meth:`Approval.to_dict`."""
-EXPIRED_FEEDBACK = "Approval request expired"
-_MAX_LABELS, _MAX_LABEL_CHARS, _MAX_ID_CHARS = 32, 100, 500
-
-
-def approval_id(run_id: str, tool_call_id: str) -> str:
-    """The stable id of the approval for one call of one run: ``"ap_"`` and 32 hex digits.
-
-    Examples:
-        >>> approval_id("run-1", "c1") == approval_id("run-1", "c1") != approval_id("run-1", "c2")
-        True
-    """
-    digest = hashlib.sha256(canonical_json([run_id, tool_call_id])).hexdigest()
-    return f"ap_{digest[:32]}"
-
-
-def args_digest(tool_name: str, arguments: dict[str, Any], snapshot_id: str) -> str:
-    """``"sha256:<64 hex>"`` of the canonical JSON of the tool name, the arguments and the snapshot id.
-
-    Raises:
-        TypeError / ValueError: ``arguments`` is not JSON data.
-    """
-    return sha256_of({"arguments": arguments, "snapshot_id": snapshot_id, "tool_name": tool_name})
 
 
 def check_principal(value: object, field: str = "principal") -> str:
@@ -163,11 +145,21 @@ class Approval:
     """The person's text for the model (a rejection's reason); ``"Approval request expired"`` for an expiry."""
     idempotency_key: str | None = None
     """The ``Idempotency-Key`` the decision was sent with, if any."""
+    quorum: int = 1
+    """How many distinct principals must approve the current arguments (an edit counts as its editor's approval);
+    1: the first decision decides. A reject always decides at once."""
+    votes: tuple[Vote, ...] = ()
+    """Every decision given, oldest first: while pending, the approvals so far (those of arguments since edited no
+    longer count); once decided, the last one is the deciding vote."""
+    initiator: str | None = None
+    """Who started the run (its snapshot's ``metadata["initiator"]``), if it was recorded."""
+    initiator_may_approve: bool = True
+    """False: the initiator may not approve or edit this call (separation of duties); rejecting stays allowed."""
     extra: dict[str, Any] = field(default_factory=dict)
     """JSON data for what later features keep on the record (e.g. a quorum's votes); empty by default."""
 
     def __post_init__(self) -> None:
-        _check(self, Checker("Approval", reading=False))
+        check_record(self, Checker("Approval", reading=False))
 
     @classmethod
     def new(
@@ -188,6 +180,10 @@ class Approval:
         expires_at: datetime | None = None,
         on_expiry: ExpiryAction = "reject",
         labels: tuple[str, ...] = (),
+        quorum: int = 1,
+        initiator: str | None = None,
+        initiator_may_approve: bool = True,
+        extra: dict[str, Any] | None = None,
     ) -> Approval:
         """A pending approval (version 1), its id and digest computed from the fields.
 
@@ -195,9 +191,9 @@ class Approval:
             ConfigurationError / ConfigurationTypeError: A field is invalid (named).
         """
         checker = Checker("Approval", reading=False)
-        checker.text("run_id", run_id, limit=_MAX_ID_CHARS)
-        checker.text("tool_call_id", tool_call_id, limit=_MAX_ID_CHARS)
-        checker.text("snapshot_id", snapshot_id, limit=_MAX_ID_CHARS)
+        checker.text("run_id", run_id, limit=MAX_ID_CHARS)
+        checker.text("tool_call_id", tool_call_id, limit=MAX_ID_CHARS)
+        checker.text("snapshot_id", snapshot_id, limit=MAX_ID_CHARS)
         checker.text("tool_name", tool_name)
         copied = checker.json_data("arguments", arguments)
         return cls(
@@ -218,6 +214,10 @@ class Approval:
             expires_at=expires_at,
             on_expiry=on_expiry,
             labels=tuple(labels),
+            quorum=quorum,
+            initiator=initiator,
+            initiator_may_approve=initiator_may_approve,
+            extra=dict(extra or {}),
         )
 
     @property
@@ -238,8 +238,14 @@ class Approval:
         feedback: str | None = None,
         arguments: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        quorum: int | None = None,
     ) -> Approval:
-        """The record after a person's decision: terminal, ``version + 1``.
+        """The record after one person's decision (a vote), ``version + 1``.
+
+        A reject decides (status ``rejected``). An approve or an edit is a vote for the arguments (an edit's: the
+        new ones, replacing the old and the digest); the record is decided (``approved``, or ``edited`` when an
+        edit is among the votes) once :attr:`quorum` distinct principals approve its current arguments, and stays
+        ``pending`` with the vote added until then.
 
         Args:
             decision: ``approve``, ``edit`` or ``reject``; one of ``allowed_decisions``.
@@ -247,11 +253,14 @@ class Approval:
             at: When (timezone-aware).
             feedback: Text for the model.
             arguments: The new arguments, for (and only for) an edit; they replace the old ones (and the digest).
-            idempotency_key: Kept on the record, so a retry with the same key can be recognised.
+            idempotency_key: Kept on the vote (and the record once decided), so a retry with it can be recognised.
+            quorum: The quorum the policy asks for the edited arguments (None: unchanged).
 
         Raises:
             ConfigurationError: It is not pending, the decision is not allowed, arguments given without an edit
-                (or missing for one), or a field is invalid.
+                (or missing for one), the principal approves arguments it approved already, or a field is
+                invalid.
+            PermissionDeniedError: The principal is the run's initiator, who may not approve it.
         """
         if self.terminal:
             raise ConfigurationError(f"Approval {self.id} is {self.status} already; it takes no decision.")
@@ -263,21 +272,53 @@ class Approval:
             raise ConfigurationError(
                 f"Approval {self.id}: arguments are given with an edit, and only with one (decision {decision!r})."
             )
+        name = check_principal(principal)
+        initiator_problem = self.initiator_refusal(decision, name)
+        if initiator_problem is not None:
+            raise PermissionDeniedError(initiator_problem, principal=name)
         changes: dict[str, Any] = {}
+        digest = self.args_digest
         if arguments is not None:
             edited = Checker("Approval", reading=False).json_data("arguments", arguments)
-            changes = {"arguments": edited, "args_digest": args_digest(self.tool_name, edited, self.snapshot_id)}
+            digest = args_digest(self.tool_name, edited, self.snapshot_id)
+            changes = {"arguments": edited, "args_digest": digest}
+        elif decision == "approve" and name in approvers_of(self.votes, digest):
+            raise ConfigurationError(
+                f"Approval {self.id}: {name} approved these arguments already; a principal counts once toward the "
+                f"quorum of {self.quorum}."
+            )
+        if quorum is not None:
+            Checker("Approval", reading=False).integer("quorum", quorum, minimum=1)
+            changes["quorum"] = quorum
+        needed = changes.get("quorum", self.quorum)
+        votes = (*self.votes, Vote(name, decision, at, digest, feedback, idempotency_key))
+        version = self.version + 1
+        if decision != "reject" and len(approvers_of(votes, digest)) < needed:
+            return dataclasses.replace(self, **changes, votes=votes, version=version)
+        final: Decision = decision
+        if decision == "approve" and any(v.decision == "edit" for v in votes):
+            final = "edit"  # the call runs with arguments a person edited
         return dataclasses.replace(
-            self,
-            **changes,
-            status=_STATUS_OF[decision],
-            version=self.version + 1,
-            decision=decision,
-            decided_by=check_principal(principal),
-            decided_at=at,
-            feedback=feedback,
-            idempotency_key=idempotency_key,
+            self, **changes, votes=votes, status=STATUS_OF[final], version=version, decision=final,
+            decided_by=name, decided_at=at, feedback=feedback, idempotency_key=idempotency_key,
+        )  # fmt: skip
+
+    def initiator_refusal(self, decision: str, principal: str) -> str | None:
+        """Why ``principal`` may not give ``decision`` as the run's initiator, or None when it may."""
+        if decision == "reject" or self.initiator_may_approve or self.initiator is None:
+            return None
+        if principal != self.initiator:
+            return None
+        return (
+            f"{principal} started this run and may not {'edit' if decision == 'edit' else 'approve'} its call "
+            f"{self.tool_call_id} ({self.tool_name}): its policy says the initiator may not approve it; somebody "
+            f"else must (rejecting stays allowed). Approval {self.id} is unchanged."
         )
+
+    @property
+    def approvers(self) -> tuple[str, ...]:
+        """The distinct principals whose votes approve the current arguments (toward :attr:`quorum`)."""
+        return approvers_of(self.votes, self.args_digest)
 
     def expired(self, at: datetime) -> Approval:
         """The record after its expiry: status ``expired``, decision ``on_expiry``, ``version + 1``.
@@ -312,6 +353,8 @@ class Approval:
             value = getattr(self, item.name)
             if isinstance(value, datetime):
                 value = iso(value)
+            elif item.name == "votes":
+                value = [vote.to_dict() for vote in value]
             elif isinstance(value, tuple):
                 value = list(value)
             data[item.name] = value
@@ -328,9 +371,10 @@ class Approval:
         checker = Checker("Approval", reading=True)
         if not isinstance(data, dict):
             raise SerializationError(f"An Approval is read from a dict, got {type(data).__name__}.")
-        if data.get("schema_version") != APPROVAL_SCHEMA_VERSION:
-            checker.fail("schema_version", f"must be {APPROVAL_SCHEMA_VERSION}, got {data.get('schema_version')!r}")
-        names = [item.name for item in dataclasses.fields(cls)]
+        version = data.get("schema_version")
+        if version not in _READABLE_VERSIONS:
+            checker.fail("schema_version", f"must be 1 or {APPROVAL_SCHEMA_VERSION}, got {version!r}")
+        names = {item.name for item in dataclasses.fields(cls)} - (_V2_KEYS if version == 1 else set())
         unknown = sorted(set(data) - {*names, "schema_version"})
         if unknown:
             raise SerializationError(f"Cannot read the Approval: unknown keys {unknown}.", path=(unknown[0],))
@@ -344,76 +388,8 @@ class Approval:
         for name in ("created_at", "expires_at", "decided_at"):
             if name in values:
                 values[name] = checker.moment(name, values[name], optional=name != "created_at")
-        for name in ("allowed_decisions", "labels"):
+        for name in ("allowed_decisions", "labels", "votes"):
             if isinstance(values.get(name), list):
                 values[name] = tuple(values[name])
-        _check_fields(values, checker)
+        values.update(check_fields(values, checker))
         return cls(**values)
-
-
-def _check(approval: Approval, checker: Checker) -> None:
-    values = {item.name: getattr(approval, item.name) for item in dataclasses.fields(approval)}
-    normalized = _check_fields(values, checker)
-    for name, value in normalized.items():
-        object.__setattr__(approval, name, value)
-
-
-def _check_fields(values: dict[str, Any], checker: Checker) -> dict[str, Any]:
-    """Check every field (named on failure); returns the normalized ones (JSON copies, UTC times, tuples)."""
-    out: dict[str, Any] = {}
-    for name in ("id", "run_id", "tool_call_id", "snapshot_id"):
-        checker.text(name, values[name], limit=_MAX_ID_CHARS)
-    for name in ("agent_name", "tool_description", "description"):
-        checker.text(name, values[name], empty=True)
-    checker.text("tool_name", values["tool_name"])
-    checker.integer("step", values["step"], minimum=0)
-    checker.integer("version", values.get("version", 1), minimum=1)
-    out["arguments"] = checker.json_data("arguments", values["arguments"])
-    out["arguments_schema"] = checker.json_data("arguments_schema", values["arguments_schema"])
-    out["extra"] = checker.json_data("extra", values.get("extra", {}))
-    checker.digest("args_digest", values["args_digest"])
-    if values["id"] != approval_id(values["run_id"], values["tool_call_id"]):
-        checker.fail("id", f"is not the id of run {values['run_id']!r} call {values['tool_call_id']!r}")
-    if values["args_digest"] != args_digest(values["tool_name"], out["arguments"], values["snapshot_id"]):
-        checker.fail("args_digest", "does not match the tool name, arguments and snapshot id")
-    allowed = values.get("allowed_decisions", DECISIONS)
-    if not isinstance(allowed, tuple) or not allowed or any(d not in DECISIONS for d in allowed):
-        checker.fail("allowed_decisions", f"must be a non-empty list of {', '.join(DECISIONS)}, got {allowed!r:.80}")
-    out["allowed_decisions"] = tuple(d for d in DECISIONS if d in allowed)
-    out["labels"] = checker.strings("labels", values.get("labels", ()), limit=_MAX_LABELS, each=_MAX_LABEL_CHARS)
-    for name in ("created_at", "expires_at", "decided_at"):
-        if name in values:
-            out[name] = checker.moment(name, values[name], optional=name != "created_at")
-    if out.get("expires_at") is not None and out["expires_at"] < out["created_at"]:
-        checker.fail("expires_at", "is before created_at")
-    checker.choice("on_expiry", values.get("on_expiry", "reject"), _EXPIRY_ACTIONS)
-    checker.choice("status", values.get("status", "pending"), STATUSES)
-    checker.choice("decision", values.get("decision"), DECISIONS, optional=True)
-    checker.text("decided_by", values.get("decided_by"), optional=True, limit=200)
-    checker.text("feedback", values.get("feedback"), optional=True, empty=True)
-    checker.text("idempotency_key", values.get("idempotency_key"), optional=True, limit=_MAX_ID_CHARS)
-    _check_status(values, out, checker)
-    return out
-
-
-def _check_status(values: dict[str, Any], out: dict[str, Any], checker: Checker) -> None:
-    """The decision fields must fit the status."""
-    status = values.get("status", "pending")
-    decision, by, at = values.get("decision"), values.get("decided_by"), out.get("decided_at")
-    if status == "pending":
-        if decision is not None or by is not None or at is not None:
-            checker.fail("status", "is pending, yet decision, decided_by or decided_at is set")
-        return
-    if at is None:
-        checker.fail("decided_at", f"must be set for status {status}")
-    if status == "expired":
-        if decision != values.get("on_expiry", "reject") or by is not None:
-            checker.fail("decision", "of an expired approval must be its on_expiry action, with no decided_by")
-    elif status == "cancelled":
-        if decision is not None:
-            checker.fail("decision", "must be None for a cancelled approval")
-    else:
-        if decision is None or _STATUS_OF[decision] != status or by is None:
-            checker.fail("decision", f"must be the one that gives status {status}, with decided_by set")
-        if decision not in out["allowed_decisions"]:
-            checker.fail("decision", f"{decision!r} is not in allowed_decisions")

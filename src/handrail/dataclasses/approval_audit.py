@@ -31,7 +31,7 @@ from handrail.errors import ConfigurationError, SerializationError
 
 __all__ = ["AUDIT_KINDS", "ApprovalAuditEntry", "ArgumentChange", "AuditKind", "arguments_diff", "verify_chain"]
 
-AuditKind = Literal["created", "decided", "expired", "cancelled", "executed"]
+AuditKind = Literal["created", "voted", "decided", "expired", "cancelled", "executed"]
 AUDIT_KINDS: tuple[AuditKind, ...] = get_args(AuditKind)
 _OPS = ("add", "remove", "replace")
 
@@ -107,7 +107,8 @@ class ApprovalAuditEntry:
     """One entry of an approval's audit trail (see the module docstring). Build it with :meth:`chained`.
 
     Which fields a kind needs: ``created``: ``args_digest``; ``decided``: ``principal`` and ``decision`` (an edit
-    also ``changes`` and the new ``args_digest``); ``expired``: ``decision`` (the expiry action); ``executed``:
+    also ``changes`` and the new ``args_digest``); ``voted`` (a vote toward a quorum that leaves the approval
+    pending): the same as ``decided``; ``expired``: ``decision`` (the expiry action); ``executed``:
     ``outcome``. Other fields are optional.
 
     Raises:
@@ -120,7 +121,7 @@ class ApprovalAuditEntry:
     seq: int
     """1 for the first entry, then one more each."""
     kind: AuditKind
-    """``created``, ``decided``, ``expired``, ``cancelled`` or ``executed``."""
+    """``created``, ``voted``, ``decided``, ``expired``, ``cancelled`` or ``executed``."""
     at: datetime
     """When (UTC)."""
     prev_hash: str | None
@@ -282,6 +283,7 @@ def _check_kind(values: dict[str, Any], checker: Checker) -> None:
     kind = values["kind"]
     needed = {
         "created": ("args_digest",),
+        "voted": ("principal", "decision"),
         "decided": ("principal", "decision"),
         "expired": ("decision",),
         "executed": ("outcome",),

@@ -269,8 +269,14 @@ class ApprovalStoreBase(ApprovalReading, EventLog):
         arguments: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
         details: Mapping[str, Any] | None = None,
+        quorum: int | None = None,
     ) -> Approval:
-        """Decide a pending approval: a compare-and-set on ``expected_version``, with its ``decided`` audit entry.
+        """Decide a pending approval: a compare-and-set on ``expected_version``, with its audit entry.
+
+        The decision is one vote (:meth:`Approval.decided`): a reject, or the vote that reaches the approval's
+        quorum, decides it (audit entry ``decided``); a vote short of the quorum leaves it pending at
+        ``version + 1`` (audit entry ``voted``). Each entry's details carry ``quorum`` (needed) and ``approvers``
+        (the principals counted so far).
 
         Args:
             approval_id: The approval.
@@ -283,9 +289,10 @@ class ApprovalStoreBase(ApprovalReading, EventLog):
                 against ``arguments_schema`` first).
             idempotency_key: Kept on the record.
             details: JSON data for the audit entry (a client's address, user agent).
+            quorum: For an edit: the quorum the recorded policy asks for the edited arguments (None: unchanged).
 
         Returns:
-            The updated approval (terminal, ``version + 1``).
+            The updated approval (``version + 1``; still pending when the quorum is not reached).
 
         Raises:
             ApprovalClosedError: It is terminal already, or its expiry time has come (it is expired now, and
@@ -293,7 +300,8 @@ class ApprovalStoreBase(ApprovalReading, EventLog):
             ApprovalConflictError: Still pending, at another version than ``expected_version``.
             ApprovalNotFoundError: No such id.
             ConfigurationError: The decision is not allowed, arguments without an edit (or none with one), a bad
-                principal, a naive time.
+                principal, a naive time, a principal approving arguments it approved already.
+            PermissionDeniedError: The principal is the run's initiator, who may not approve it.
         """
         key = self._approval_key(approval_id)
         moment = check_moment("at", at)
@@ -311,13 +319,16 @@ class ApprovalStoreBase(ApprovalReading, EventLog):
             else:
                 updated = current.decided(
                     decision, principal=principal, at=moment, feedback=feedback, arguments=arguments,
-                    idempotency_key=idempotency_key,
+                    idempotency_key=idempotency_key, quorum=quorum,
                 )  # fmt: skip
                 self._approval_cas(handle, updated, expected_version)
                 changes = arguments_diff(current.arguments, updated.arguments) if decision == "edit" else ()
+                if updated.quorum > 1 or current.votes:
+                    extra = {**extra, "quorum": updated.quorum, "approvers": list(updated.approvers)}
                 self._append_entry(
-                    handle, key, kind="decided", at=moment, principal=updated.decided_by, decision=decision,
-                    feedback=feedback, changes=changes, args_digest=updated.args_digest, details=extra,
+                    handle, key, kind="voted" if updated.status == "pending" else "decided",
+                    at=moment, principal=updated.votes[-1].principal, decision=decision, feedback=feedback,
+                    changes=changes, args_digest=updated.args_digest, details=extra,
                 )  # fmt: skip
                 events.append(event_of("decided", updated, moment))
         if refused is not None:

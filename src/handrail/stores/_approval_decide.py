@@ -32,14 +32,22 @@ from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import (
     ApprovalClosedError,
     ApprovalConflictError,
-    ApprovalDecisionError,
     ApprovalExpiredError,
     ApprovalNotFoundError,
-    IdempotencyKeyReusedError,
     SnapshotError,
 )
+from handrail.stores._approval_request import (
+    INJECTED_KEY,
+    check_allowed,
+    check_initiator,
+    check_not_voted,
+    edit_problems,
+    edited_arguments,
+    injected_values,
+    replayed,
+    requorum,
+)
 from handrail.stores._snapshot_common import awaiting_decision, recorded_decision
-from handrail.tools._validation import unknown_parameters
 
 __all__ = [
     "INJECTED_KEY",
@@ -47,97 +55,13 @@ __all__ = [
     "decide_call",
     "edit_problems",
     "expire_due",
-    "same_request",
     "snapshot_decision",
     "sync_snapshot",
 ]
 
-INJECTED_KEY = "injected"
-"""``Approval.extra`` key: the names of the arguments that come from the agent's State (shown, never edited)."""
 _CHAIN_LIMIT = 10_000
-
-
-def _injected(approval: Approval) -> dict[str, Any]:
-    names = approval.extra.get(INJECTED_KEY) or []
-    return {k: approval.arguments[k] for k in names if isinstance(k, str) and k in approval.arguments}
-
-
-def edit_problems(approval: Approval, arguments: Any) -> tuple[dict[str, str], ...]:
-    """What is wrong with ``arguments`` as an edit of ``approval``: ``{"pointer", "message"}`` items (none: valid).
-
-    The agent's rule: State-injected values may not change; every other key must be declared by the tool
-    (:func:`~handrail.tools._validation.unknown_parameters`) and the arguments must pass the stored JSON Schema.
-    """
-    if not isinstance(arguments, dict):
-        return ({"pointer": "", "message": f"the edited arguments must be an object, got {type(arguments).__name__}"},)
-    injected = _injected(approval)
-    problems = [
-        {"pointer": f"/{k}", "message": f"{k!r} comes from the agent's State and cannot be edited"}
-        for k in sorted(injected) if k in arguments and arguments[k] != injected[k]
-    ]  # fmt: skip
-    edited = {k: v for k, v in arguments.items() if k not in injected}
-    schema = approval.arguments_schema
-    unknown = unknown_parameters(approval.tool_name, schema, edited)
-    if unknown is not None:
-        known = schema.get("properties") or {}
-        problems += [{"pointer": f"/{k}", "message": unknown} for k in sorted(edited) if k not in known]
-    problems += _schema_errors(schema, edited)
-    return tuple(problems)
-
-
-def _schema_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[dict[str, str]]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    try:
-        Draft202012Validator.check_schema(schema)
-        errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    except SchemaError as exc:
-        return [{"pointer": "", "message": f"the tool's recorded JSON Schema is invalid: {exc.message}"}]
-    return [{"pointer": _pointer(list(e.absolute_path)), "message": str(e.message)} for e in errors]
-
-
-def _pointer(parts: list[Any]) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-def _edited_arguments(approval: Approval, decision: Decision, arguments: Any) -> dict[str, Any] | None:
-    """The arguments an edit records (the State's values put back), None for another decision; or refused."""
-    if decision != "edit":
-        return None  # a client's arguments count only for an edit: the stored ones are what runs
-    problems = edit_problems(approval, arguments)
-    if problems:
-        listed = "; ".join(f"{p['pointer'] or '(arguments)'}: {p['message']}" for p in problems)
-        raise ApprovalDecisionError(
-            f"Approval {approval.id}: the edited arguments for {approval.tool_name!r} are refused: {listed}. "
-            "Nothing was recorded.",
-            approval_id=approval.id, errors=problems,
-        )  # fmt: skip
-    return {**arguments, **_injected(approval)}
-
-
-def same_request(
-    approval: Approval, decision: Decision, principal: str, feedback: str | None, arguments: dict[str, Any] | None
-) -> bool:
-    """Whether a decided ``approval`` is the result of this very request (same principal, decision and content)."""
-    if approval.decision != decision or approval.decided_by != principal or approval.status == "expired":
-        return False
-    if (approval.feedback or None) != (feedback or None):
-        return False
-    return decision != "edit" or approval.arguments == arguments
-
-
-def _check_allowed(approval: Approval, decision: object, tool_name: str | None) -> None:
-    if tool_name is not None and tool_name != approval.tool_name:
-        raise ApprovalDecisionError(
-            f"Approval {approval.id} is for {approval.tool_name!r}; an edit may not rename the tool ({tool_name!r}).",
-            approval_id=approval.id, errors=({"pointer": "", "message": "the tool name cannot be changed"},),
-        )  # fmt: skip
-    if decision not in approval.allowed_decisions:
-        raise ApprovalDecisionError(
-            f"Approval {approval.id} allows {', '.join(approval.allowed_decisions)}; {decision!r} is not one of them.",
-            approval_id=approval.id,
-        )
+_VOTE_ATTEMPTS = 10
+"""How often a decision without ``expected_version`` is tried again when other votes land meanwhile."""
 
 
 def _closed(current: Approval, error: ApprovalConflictError | None = None) -> ApprovalConflictError:
@@ -158,6 +82,15 @@ def _closed(current: Approval, error: ApprovalConflictError | None = None) -> Ap
     )  # fmt: skip
 
 
+class _VotedMeanwhile(Exception):
+    """The compare-and-set found the approval still pending at another version: somebody voted meanwhile."""
+
+    def __init__(self, current: Approval, error: ApprovalConflictError) -> None:
+        super().__init__(str(error))
+        self.current = current
+        self.error = error
+
+
 def decide_call(
     store: Any,
     approval: Approval,
@@ -174,6 +107,12 @@ def decide_call(
 ) -> tuple[Approval, bool]:
     """Decide ``approval`` (as read just now from ``store``) and record the decision in its snapshot.
 
+    The decision is one vote (:mod:`~handrail.dataclasses.approval_quorum`): the approval is decided, and its
+    snapshot gets the decision, only when the vote rejects or reaches the quorum; a vote short of it leaves the
+    approval pending at ``version + 1``. Without ``expected_version`` a vote that meets another vote landed
+    meanwhile (still pending, the same arguments) is tried again on the new version; one that meets an edit is
+    refused (ApprovalConflictError): its decider has not seen the new arguments.
+
     Args:
         store: A snapshot store that keeps approvals (the three built-in ones).
         approval: The approval as read from ``store``.
@@ -184,52 +123,76 @@ def decide_call(
         arguments: The edited arguments (only read for an edit; replaced, not merged).
         tool_name: The tool an edit names, if the client sent one: it must be the approval's.
         expected_version: The version the decider saw (None: the one read).
-        idempotency_key: The request's ``Idempotency-Key``, kept on the record.
+        idempotency_key: The request's ``Idempotency-Key``, kept on the vote.
         details: JSON data for the audit entry.
 
     Returns:
-        ``(the approval as decided, True when this call decided it)``; False for an identical repeat (the stored
-        result, with the snapshot's decision written again if it was missing).
+        ``(the approval as it now is, True when this call recorded the vote)``; False for an identical repeat (the
+        stored result, with the snapshot's decision written again if it was missing).
 
     Raises:
-        ApprovalDecisionError: Not allowed, a renamed tool, refused edited arguments (``errors`` lists them).
-        IdempotencyKeyReusedError: ``idempotency_key`` is the decided one's, with another decision or content.
+        ApprovalDecisionError: Not allowed, a renamed tool, refused edited arguments (``errors`` lists them), edited
+            arguments the recorded policy cannot judge, or a principal approving arguments it approved already.
+        PermissionDeniedError: The principal is the run's initiator, and the policy forbids the initiator to approve.
+        IdempotencyKeyReusedError: ``idempotency_key`` is on the record with another decision or content.
         ApprovalExpiredError: It expired (now, or before).
         ApprovalClosedError: Somebody else decided it (``current`` names who, what and when).
-        ApprovalConflictError: Still pending at another version than ``expected_version``.
+        ApprovalConflictError: Still pending at another version than ``expected_version`` (or, without it, its
+            arguments were edited meanwhile).
         SnapshotUnavailableError: The approval is decided but its snapshot is held by a resume right now: the
             same request again writes the snapshot's decision.
     """
-    edited = None
+    request: dict[str, Any] = {"principal": principal, "at": at, "feedback": feedback, "arguments": arguments,
+               "tool_name": tool_name, "idempotency_key": idempotency_key, "details": details}  # fmt: skip
+    for attempt in range(_VOTE_ATTEMPTS):
+        try:
+            return _decide_once(store, approval, decision, expected_version or approval.version, **request)
+        except _VotedMeanwhile as moved:
+            if expected_version is not None or moved.current.args_digest != approval.args_digest:
+                raise moved.error from None
+            if attempt == _VOTE_ATTEMPTS - 1:
+                raise moved.error from None
+            approval = moved.current
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _decide_once(
+    store: Any, approval: Approval, decision: Decision, version: int, *, principal: str, at: datetime,
+    feedback: str | None, arguments: dict[str, Any] | None, tool_name: str | None, idempotency_key: str | None,
+    details: Mapping[str, Any] | None,
+) -> tuple[Approval, bool]:  # fmt: skip
+    """One attempt of :func:`decide_call` against ``approval`` at ``version``."""
+    edited, quorum = None, None
     if not approval.terminal and not approval.due(at):  # a due one is expired by the store, and refused (410)
-        _check_allowed(approval, decision, tool_name)
-        edited = _edited_arguments(approval, decision, arguments)
+        check_allowed(approval, decision, tool_name)
+        check_initiator(approval, decision, principal)
+        edited = edited_arguments(approval, decision, arguments)
+        if replayed(approval, decision, principal, feedback, edited, idempotency_key):
+            return approval, False  # a vote of this very request, the approval still pending
+        check_not_voted(approval, decision, principal)
+        quorum = requorum(approval, edited)
     elif decision == "edit" and isinstance(arguments, dict):
-        edited = {**arguments, **_injected(approval)}
+        edited = {**arguments, **injected_values(approval)}
     try:
         if approval.terminal:
             if approval.status == "expired":
                 _sync_quietly(store, approval)
             raise _closed(approval)
         updated = store.decide_approval(
-            approval.id, decision, expected_version=expected_version or approval.version, principal=principal,
-            at=at, feedback=feedback, arguments=edited, idempotency_key=idempotency_key, details=details,
+            approval.id, decision, expected_version=version, principal=principal, at=at, feedback=feedback,
+            arguments=edited, idempotency_key=idempotency_key, details=details, quorum=quorum,
         )  # fmt: skip
     except ApprovalConflictError as exc:
         current = exc.current
-        if not isinstance(current, Approval) or not current.terminal:
+        if not isinstance(current, Approval):
             raise
         if current.status == "expired":  # expired by this very request (or before): its snapshot gets the expiry
             _sync_quietly(store, current)
-        if same_request(current, decision, principal, feedback, edited):
+        if replayed(current, decision, principal, feedback, edited, idempotency_key):
             sync_snapshot(store, current)
             return current, False
-        if idempotency_key is not None and current.idempotency_key == idempotency_key:
-            raise IdempotencyKeyReusedError(
-                f"Approval {current.id} was decided ({current.decision} by {current.decided_by}) with this "
-                "Idempotency-Key and another decision or content; a key names one request.",
-                approval_id=current.id,
-            ) from None
+        if not current.terminal:
+            raise _VotedMeanwhile(current, exc) from None
         raise _closed(current, exc) from None
     sync_snapshot(store, updated)
     return updated, True
@@ -268,7 +231,7 @@ def snapshot_decision(approval: Approval) -> ToolExecutionDecision:
     execute = approval.decision != "reject"
     params = None
     if approval.decision == "edit":
-        injected = _injected(approval)
+        injected = injected_values(approval)
         params = {k: v for k, v in approval.arguments.items() if k not in injected}
     return ToolExecutionDecision(
         approval.tool_name, execute, approval.tool_call_id, feedback=approval.feedback, final_tool_params=params,
@@ -365,7 +328,7 @@ def _kind_of(approval: Approval, decision: ToolExecutionDecision) -> tuple[Decis
     if not decision.execute:
         return "reject", None
     params = decision.final_tool_params
-    injected = _injected(approval)
+    injected = injected_values(approval)
     proposed = {k: v for k, v in approval.arguments.items() if k not in injected}
     if params is None or params == approval.arguments or params == proposed:
         return "approve", None

@@ -182,8 +182,9 @@ class ApprovalStore(Protocol):
         arguments: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
         details: Mapping[str, Any] | None = None,
+        quorum: int | None = None,
     ) -> Approval:
-        """Decide, as a compare-and-set on the version; returns the updated approval."""
+        """Decide (one vote toward the quorum), as a compare-and-set on the version; returns the updated approval."""
         ...
 
     def cancel_approval(
