@@ -21,6 +21,7 @@ def test_package_exports_exactly_all() -> None:
         "AlwaysAskPolicy",
         "ApprovalService",
         "AskOncePolicy",
+        "AskWhenPolicy",
         "BlockingConfirmationStrategy",
         "BreakpointConfirmationStrategy",
         "ConfirmationPolicy",

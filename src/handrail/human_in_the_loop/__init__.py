@@ -1,7 +1,7 @@
 """Human in the loop: ask a person before a tool call runs.
 
 The split follows Haystack 2.x: a *policy* decides whether to ask
-(:class:`AlwaysAskPolicy`, :class:`NeverAskPolicy`, :class:`AskOncePolicy`), a *UI* asks
+(:class:`AlwaysAskPolicy`, :class:`NeverAskPolicy`, :class:`AskOncePolicy`, :class:`AskWhenPolicy`), a *UI* asks
 (:class:`SimpleConsoleUI`, :class:`RichConsoleUI`), and a *strategy* turns the answer into a
 :class:`ToolExecutionDecision` (:class:`BlockingConfirmationStrategy`, alias
 :data:`HumanInTheLoopStrategy`). The Agent applies decisions and renders the strategy's
@@ -23,6 +23,7 @@ _EXPORTS = {
     "ApprovalService": "handrail.human_in_the_loop.service",
     "AlwaysAskPolicy": "handrail.human_in_the_loop.policies",
     "AskOncePolicy": "handrail.human_in_the_loop.policies",
+    "AskWhenPolicy": "handrail.human_in_the_loop.policies",
     "NeverAskPolicy": "handrail.human_in_the_loop.policies",
     "BlockingConfirmationStrategy": "handrail.human_in_the_loop.strategies",
     "BreakpointConfirmationStrategy": "handrail.human_in_the_loop.breakpoint_strategy",
@@ -47,7 +48,7 @@ if _typing.TYPE_CHECKING:
     from handrail.dataclasses.breakpoints import HITLBreakpointException
     from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
     from handrail.human_in_the_loop.breakpoint_strategy import BreakpointConfirmationStrategy
-    from handrail.human_in_the_loop.policies import AlwaysAskPolicy, AskOncePolicy, NeverAskPolicy
+    from handrail.human_in_the_loop.policies import AlwaysAskPolicy, AskOncePolicy, AskWhenPolicy, NeverAskPolicy
     from handrail.human_in_the_loop.service import ApprovalService
     from handrail.human_in_the_loop.snapshots import (
         PendingApproval,
@@ -70,6 +71,7 @@ __all__ = [
     "AlwaysAskPolicy",
     "ApprovalService",
     "AskOncePolicy",
+    "AskWhenPolicy",
     "BlockingConfirmationStrategy",
     "BreakpointConfirmationStrategy",
     "ConfirmationPolicy",

@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from handrail.core.serialization import qualified_name
+from handrail.core.serialization import object_from_dict, object_to_dict, qualified_name
 from handrail.dataclasses.approval import DECISIONS, Decision, ExpiryAction
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
-from handrail.human_in_the_loop.types import check_approval_settings
+from handrail.human_in_the_loop.types import ConfirmationPolicy, check_approval_settings
 from handrail.stores.types import SnapshotStore
 
 if TYPE_CHECKING:
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BreakpointConfirmationStrategy"]
 
-_SETTINGS = ("description", "expires_after_seconds", "allowed_decisions", "on_expiry")
+_SETTINGS = ("description", "expires_after_seconds", "allowed_decisions", "on_expiry", "confirmation_policy", "quorum",
+             "quorum_when", "initiator_may_approve")  # fmt: skip
 
 
 class BreakpointConfirmationStrategy:
@@ -54,14 +55,23 @@ class BreakpointConfirmationStrategy:
             paused call's approval shows the person.
         expires_after: There: how long the approval stays open: at most 366 days (None: never).
         allowed_decisions: There: what the person may decide (default approve, edit and reject).
-        on_expiry: There: what an expiry decides: ``"reject"`` (the default; fail closed, the model reads
-            "Approval request expired") or ``"approve"`` (only when set here, and only if approve is allowed).
+        on_expiry: There: what an expiry decides: ``"reject"`` (the default; fail closed, the model is told the
+            request expired) or ``"approve"`` (only when set here, only if approve is allowed, never with a quorum).
+        confirmation_policy: Which calls pause: those its ``should_ask`` says to ask about, e.g.
+            ``AskWhenPolicy("amount > 100")``; the others run without a person (decided by "policy"). None (the
+            default): every call pauses.
+        quorum: There: how many distinct people must approve a call (1 to 20; default 1); one reject decides.
+        quorum_when: There: a rule over the arguments (``"amount > 1000"``): the quorum applies only where it holds;
+            elsewhere one approver is enough.
+        initiator_may_approve: There: False forbids the run's initiator (``metadata["initiator"]`` of its snapshot,
+            recorded by whoever starts the run) to approve or edit its calls; somebody else must.
 
     Raises:
         ConfigurationTypeError: When ``snapshot_file_path`` is not a str/PathLike, ``snapshot_store`` is a class or
             lacks the store methods, or ``metadata`` is not a dict.
         ConfigurationError: When both or neither of ``snapshot_file_path`` / ``snapshot_store`` are given, the path
-            is empty, or ``metadata`` is not JSON-compatible.
+            is empty, ``metadata`` is not JSON-compatible, or a setting is invalid (a rule that does not parse, a
+            quorum out of range, ``on_expiry="approve"`` with a quorum): an invalid setting never opens the gate.
 
     Examples:
         >>> strategy = BreakpointConfirmationStrategy("approvals", metadata={"ticket": 7})
@@ -86,10 +96,17 @@ class BreakpointConfirmationStrategy:
         expires_after: timedelta | None = None,
         allowed_decisions: Sequence[Decision] | None = None,
         on_expiry: ExpiryAction | None = None,
+        confirmation_policy: ConfirmationPolicy | None = None,
+        quorum: int = 1,
+        quorum_when: str | None = None,
+        initiator_may_approve: bool = True,
     ) -> None:
         settings = check_approval_settings(
-            description, expires_after, allowed_decisions, type(self).__name__, on_expiry
-        )
+            description, expires_after, allowed_decisions, type(self).__name__, on_expiry, quorum=quorum,
+            quorum_when=quorum_when, initiator_may_approve=initiator_may_approve,
+        )  # fmt: skip
+        if confirmation_policy is not None:
+            _check_policy(confirmation_policy)
         if (snapshot_file_path is None) == (snapshot_store is None):
             raise ConfigurationError(
                 "BreakpointConfirmationStrategy needs exactly one of snapshot_file_path (a directory) and "
@@ -139,6 +156,14 @@ class BreakpointConfirmationStrategy:
         """What a person may decide on a paused call (approve / edit / reject)."""
         self.on_expiry: ExpiryAction = settings.on_expiry
         """What an expiry of a paused call's approval decides (``reject`` unless set to ``approve``)."""
+        self.confirmation_policy: ConfirmationPolicy | None = confirmation_policy
+        """Which calls pause (None: every call)."""
+        self.quorum: int = settings.quorum
+        """How many distinct people must approve a paused call (where :attr:`quorum_when` holds, if set)."""
+        self.quorum_when: str | None = settings.quorum_when
+        """The rule that says where :attr:`quorum` applies (None: everywhere)."""
+        self.initiator_may_approve: bool = settings.initiator_may_approve
+        """False: the run's initiator may not approve or edit its calls."""
 
     def run(
         self,
@@ -237,6 +262,14 @@ class BreakpointConfirmationStrategy:
             params["allowed_decisions"] = list(self.allowed_decisions)
         if self.on_expiry != "reject":
             params["on_expiry"] = self.on_expiry
+        if self.confirmation_policy is not None:
+            params["confirmation_policy"] = object_to_dict(self.confirmation_policy)
+        if self.quorum != 1:
+            params["quorum"] = self.quorum
+        if self.quorum_when is not None:
+            params["quorum_when"] = self.quorum_when
+        if not self.initiator_may_approve:
+            params["initiator_may_approve"] = False
         return {"type": qualified_name(self), "init_parameters": params}
 
     @classmethod
@@ -256,22 +289,41 @@ class BreakpointConfirmationStrategy:
             raise SerializationError(f"Cannot rebuild {cls.__name__}: unknown init parameters {unknown}.")
         store = params.get("snapshot_store")
         if isinstance(store, Mapping):
-            from handrail.core.serialization import object_from_dict
-
             store = object_from_dict(dict(store))
         seconds = params.get("expires_after_seconds")
         if seconds is not None and (
             isinstance(seconds, bool) or not isinstance(seconds, int | float) or not abs(seconds) < 1e15
         ):  # a finite number timedelta can hold (a bound on it is checked by the constructor)
             raise SerializationError(f"{cls.__name__}: expires_after_seconds must be a number, got {seconds!r:.80}.")
+        policy = params.get("confirmation_policy")
+        if policy is not None:
+            if not isinstance(policy, Mapping):
+                raise SerializationError(f"{cls.__name__}: confirmation_policy must be an envelope, got {policy!r:.80}")
+            policy = object_from_dict(dict(policy))
         return cls(
             params.get("snapshot_file_path"), snapshot_store=store, metadata=copy.deepcopy(params.get("metadata")),
             description=params.get("description"), allowed_decisions=params.get("allowed_decisions"),
             expires_after=None if seconds is None else timedelta(seconds=seconds), on_expiry=params.get("on_expiry"),
+            confirmation_policy=policy, quorum=params.get("quorum", 1), quorum_when=params.get("quorum_when"),
+            initiator_may_approve=params.get("initiator_may_approve", True),
         )  # fmt: skip
 
     def __repr__(self) -> str:
         where = f"snapshot_file_path={self.snapshot_file_path!r}"
         if self.snapshot_store is not None:
             where = f"snapshot_store={self.snapshot_store!r}"
+        if self.confirmation_policy is not None:
+            where += f", confirmation_policy={self.confirmation_policy!r}"
         return f"{type(self).__name__}({where})"
+
+
+def _check_policy(policy: object) -> None:
+    if isinstance(policy, type):
+        raise ConfigurationTypeError(
+            f"confirmation_policy is the class {policy.__name__!r}, not a policy object; pass an instance: "
+            f"{policy.__name__}(...)."
+        )
+    if not callable(getattr(policy, "should_ask", None)):
+        raise ConfigurationTypeError(
+            f"confirmation_policy must be a ConfirmationPolicy; {type(policy).__name__} has no should_ask."
+        )

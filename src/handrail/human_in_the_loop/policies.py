@@ -1,7 +1,8 @@
 """Confirmation policies: should a person be asked before this tool call runs?
 
 Three ready-made policies follow Haystack 2.x: :class:`AlwaysAskPolicy`,
-:class:`NeverAskPolicy` and :class:`AskOncePolicy`. Any object with ``should_ask``,
+:class:`NeverAskPolicy` and :class:`AskOncePolicy`; :class:`AskWhenPolicy` asks only when a rule over the
+call's arguments holds (``AskWhenPolicy("amount > 100")``). Any object with ``should_ask``,
 ``update_after_confirmation`` and ``to_dict`` works as a policy
 (:class:`~handrail.human_in_the_loop.types.ConfirmationPolicy`).
 """
@@ -12,6 +13,7 @@ import copy
 import hashlib
 import re
 import threading
+import warnings
 from collections.abc import Mapping
 from typing import Any, Self
 
@@ -20,7 +22,7 @@ from handrail.dataclasses.decisions import ConfirmationUIResult
 from handrail.errors import SerializationError
 from handrail.human_in_the_loop._nested import encode_json
 
-__all__ = ["AlwaysAskPolicy", "AskOncePolicy", "NeverAskPolicy", "params_digest"]
+__all__ = ["AlwaysAskPolicy", "AskOncePolicy", "AskWhenPolicy", "NeverAskPolicy", "params_digest"]
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -129,6 +131,80 @@ class NeverAskPolicy(_StatelessPolicy):
             False.
         """
         return False
+
+
+class AskWhenPolicy(_StatelessPolicy):
+    """Ask a person only when a rule over the call's arguments holds: ``AskWhenPolicy("amount > 100")``.
+
+    The rule is an expression in the sandbox ConditionalRouter uses (:mod:`handrail.core._rules`): the call's
+    arguments are its variables (those a tool reads from State included); comparisons, ``and`` / ``or`` /
+    ``not``, arithmetic, ``in``, item access, tests (``memo is defined``) and a few filters (``lines | length``);
+    no calls. A rule that does not parse, or holds a construct a rule may not hold, is refused here; one that reads
+    a name the tool does not take is refused when the Agent is built. A rule that fails on a call's arguments (an
+    argument missing, a wrong type, a result that is not true or false) asks, and warns: never a silently open
+    gate.
+
+    Args:
+        rule: The rule, e.g. ``"amount > 100"`` or ``"amount > 100 or currency != 'EUR'"``.
+
+    Raises:
+        ConfigurationError: The rule is empty, does not parse or holds a construct a rule may not hold.
+        ConfigurationTypeError: The rule is not a str.
+
+    Examples:
+        >>> policy = AskWhenPolicy("amount > 100")
+        >>> [policy.should_ask("transfer", "Send money.", {"amount": a}) for a in (50, 500)]
+        [False, True]
+    """
+
+    def __init__(self, rule: str) -> None:
+        from handrail.core._rules import compile_rule
+
+        self._rule = compile_rule(rule, what="AskWhenPolicy rule")
+        self.rule: str = self._rule.source
+        """The rule, as given (stripped)."""
+
+    @property
+    def variables(self) -> frozenset[str]:
+        """The argument names the rule reads."""
+        return self._rule.variables
+
+    def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:
+        """Return whether the rule holds for ``tool_params``; True (ask) when it cannot be evaluated on them.
+
+        Args:
+            tool_name: The tool.
+            tool_description: Its description.
+            tool_params: The arguments of the call (with the values it reads from State).
+
+        Returns:
+            True to ask a person.
+        """
+        from handrail.core._rules import RuleFailed
+
+        try:
+            return self._rule.holds(tool_params)
+        except RuleFailed as exc:
+            warnings.warn(
+                f"AskWhenPolicy for {tool_name!r}: {exc}; a person is asked (a rule that cannot judge a call never "
+                "lets it run unasked).",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return True
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize to ``{"type": <class path>, "init_parameters": {"rule": str}}``."""
+        return default_to_dict(self, rule=self.rule)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AskWhenPolicy) and type(self) is type(other) and self.rule == other.rule
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.rule))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.rule!r})"
 
 
 class AskOncePolicy:

@@ -213,9 +213,10 @@ class ApprovalService:
         """One pass of the expiry sweeper: expire every pending approval whose ``expires_at <= now``.
 
         Each expiry applies the approval's ``on_expiry``: ``reject`` (the default: fail closed, feedback
-        "Approval request expired", status ``expired``, no ``decided_by``) or ``approve`` (only when the strategy
-        set it). The matching decision goes into the snapshot holding the call (as a person's decision does), so
-        ``handrail.resume()`` then rejects (the model reads the feedback) or runs the call. Nothing is kept in
+        "Approval request expired" on the record, status ``expired``, no ``decided_by``; the model is told the call
+        was not approved because the request expired, not that a person rejected it) or ``approve`` (only when the
+        strategy set it). The matching decision goes into the snapshot holding the call (as a person's decision
+        does), so ``handrail.resume()`` then rejects or runs the call. Nothing is kept in
         memory: a pass after a restart finds the same due approvals in the store, and a decision on an expired
         one raises ApprovalExpiredError.
 

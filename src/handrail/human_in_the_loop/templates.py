@@ -33,9 +33,12 @@ __all__ = [
     "DEFAULT_MODIFY_TEMPLATE",
     "DEFAULT_REJECT_TEMPLATE",
     "DEFAULT_USER_FEEDBACK_TEMPLATE",
+    "EXPIRED_TEMPLATE",
     "check_template",
     "check_templates",
     "format_params",
+    "is_expiry_rejection",
+    "render_expired",
     "render_modify",
     "render_reject",
 ]
@@ -48,6 +51,12 @@ DEFAULT_MODIFY_TEMPLATE = "The parameters for tool '{tool_name}' were updated by
 
 DEFAULT_USER_FEEDBACK_TEMPLATE = "With user feedback: {feedback}"
 """Appended after one space to the reject / modify text when the person left feedback; placeholder ``{feedback}``."""
+
+EXPIRED_TEMPLATE = (
+    "Tool execution for '{tool_name}' was not approved: the approval request expired (no one decided in time)."
+)
+"""Tool-result text of a call whose approval expired with ``on_expiry="reject"``: nobody rejected it, so the
+reject template (which says "rejected by the user") is not used; placeholder ``{tool_name}``."""
 
 _REJECT_FIELDS: frozenset[str] = frozenset({"tool_name"})
 _MODIFY_FIELDS: frozenset[str] = frozenset({"tool_name", "final_tool_params"})
@@ -199,3 +208,27 @@ def render_modify(
         final_tool_params=format_params(final_tool_params),
     )
     return _with_feedback(text, feedback, user_feedback_template)
+
+
+def is_expiry_rejection(decision: Any) -> bool:
+    """Whether ``decision`` (a ToolExecutionDecision) is the rejection an expired approval wrote, not a person's.
+
+    The approval service writes it decided by ``"expiry"`` with the feedback ``"Approval request expired"``.
+    """
+    from handrail.dataclasses._approval_fields import EXPIRED_FEEDBACK
+
+    return (
+        getattr(decision, "execute", True) is False
+        and getattr(decision, "decided_by", None) == "expiry"
+        and getattr(decision, "feedback", None) == EXPIRED_FEEDBACK
+    )
+
+
+def render_expired(tool_name: str) -> str:
+    """The text the model reads for a call whose approval expired (:data:`EXPIRED_TEMPLATE`).
+
+    Examples:
+        >>> render_expired("transfer")
+        "Tool execution for 'transfer' was not approved: the approval request expired (no one decided in time)."
+    """
+    return EXPIRED_TEMPLATE.format(tool_name=tool_name)

@@ -6,21 +6,25 @@ split follows Haystack 2.x.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from handrail.dataclasses.approval import DECISIONS, Decision, ExpiryAction
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
-from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.human_in_the_loop._approval_settings import (
+    MAX_EXPIRES_AFTER,
+    ApprovalSettings,
+    approval_settings,
+    check_approval_settings,
+)
 
 __all__ = [
+    "MAX_EXPIRES_AFTER",
     "ApprovalSettings",
     "ConfirmationPolicy",
     "ConfirmationStrategy",
     "ConfirmationUI",
     "PausingStrategy",
     "approval_settings",
+    "check_approval_settings",
     "is_pausing_strategy",
 ]
 
@@ -127,86 +131,3 @@ class PausingStrategy(Protocol):
 def is_pausing_strategy(strategy: object) -> TypeGuard[PausingStrategy]:
     """Whether the Agent pauses the run for ``strategy``'s calls (a :class:`PausingStrategy`, ``pauses_run`` True)."""
     return isinstance(strategy, PausingStrategy) and strategy.pauses_run is True
-
-
-MAX_EXPIRES_AFTER = timedelta(days=366)
-"""The longest ``expires_after``: a year (leap or not). Longer is refused when the strategy is built (far longer
-would not even fit a ``datetime`` from now); an approval that should wait for ever takes None."""
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalSettings:
-    """What the approval record of a held call says besides the call: read by :func:`approval_settings`."""
-
-    description: str = ""
-    """The policy's text for the person (markdown); empty when it has none."""
-    expires_after: timedelta | None = None
-    """How long the approval stays open (from its creation); None: it never expires."""
-    allowed_decisions: tuple[Decision, ...] = DECISIONS
-    """What the person may decide (a non-empty subset of approve / edit / reject)."""
-    on_expiry: ExpiryAction = "reject"
-    """What an expiry decides: ``reject`` (fail closed, the default) or ``approve`` (only when set explicitly)."""
-
-
-def check_approval_settings(
-    description: object, expires_after: object, allowed_decisions: object, owner: str, on_expiry: object = None
-) -> ApprovalSettings:
-    """The settings, checked (ConfigurationError / ConfigurationTypeError naming ``owner`` and the field).
-
-    ``on_expiry`` None is ``reject``; ``approve`` is refused unless ``approve`` is an allowed decision (an expiry
-    may not decide what a person could not).
-    """
-    if description is not None and not isinstance(description, str):
-        raise ConfigurationTypeError(f"{owner}: description must be a str or None, got {type(description).__name__}.")
-    if expires_after is not None and (not isinstance(expires_after, timedelta) or expires_after <= timedelta(0)):
-        raise ConfigurationError(f"{owner}: expires_after must be a positive timedelta or None, got {expires_after!r}.")
-    if expires_after is not None and expires_after > MAX_EXPIRES_AFTER:
-        raise ConfigurationError(
-            f"{owner}: expires_after is at most 366 days, got {expires_after!r:.80} (for an approval that should "
-            "stay open longer, use None: it never expires)."
-        )
-    if allowed_decisions is None:
-        allowed_decisions = DECISIONS
-    if (
-        isinstance(allowed_decisions, str)
-        or not isinstance(allowed_decisions, tuple | list | frozenset | set)
-        or not allowed_decisions
-        or any(d not in DECISIONS for d in allowed_decisions)
-    ):
-        raise ConfigurationError(
-            f"{owner}: allowed_decisions must be a non-empty collection of {', '.join(DECISIONS)}, "
-            f"got {allowed_decisions!r:.80} (an invalid setting never opens the gate: it is refused)."
-        )
-    chosen = tuple(d for d in DECISIONS if d in allowed_decisions)
-    if on_expiry not in (None, "reject", "approve"):
-        raise ConfigurationError(
-            f"{owner}: on_expiry must be 'reject' or 'approve', got {on_expiry!r:.80} (an invalid setting never "
-            "opens the gate: it is refused)."
-        )
-    action: ExpiryAction = "approve" if on_expiry == "approve" else "reject"
-    if action == "approve" and "approve" not in chosen:
-        raise ConfigurationError(
-            f"{owner}: on_expiry='approve' needs 'approve' among allowed_decisions ({', '.join(chosen)}): an expiry "
-            "may not decide what a person could not."
-        )
-    return ApprovalSettings(description or "", expires_after, chosen, action)
-
-
-def approval_settings(strategy: object) -> ApprovalSettings:
-    """A pausing strategy's approval settings: ``description``, ``expires_after``, ``allowed_decisions``, ``on_expiry``.
-
-    Each attribute is optional (a strategy without one gets the default); when the strategy has none, those of
-    its ``confirmation_policy`` are used, if it has one. An invalid value raises, never loosens the gate.
-    """
-    sources = [strategy, getattr(strategy, "confirmation_policy", None)]
-    values: dict[str, Any] = {}
-    for name in ("description", "expires_after", "allowed_decisions", "on_expiry"):
-        for source in sources:
-            value = getattr(source, name, None) if source is not None else None
-            if value is not None:
-                values[name] = value
-                break
-    return check_approval_settings(
-        values.get("description"), values.get("expires_after"), values.get("allowed_decisions"),
-        type(strategy).__name__, values.get("on_expiry"),
-    )  # fmt: skip

@@ -15,7 +15,6 @@ outcome is durable. A store that is not an ApprovalStore (a user's own) gets nei
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -23,9 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents._confirm import find_strategy
 from handrail.dataclasses.approval import Approval, approval_id, args_digest
+from handrail.dataclasses.approval_quorum import POLICY_KEY, RULE_ERROR_KEY
 from handrail.dataclasses.chat_message import ToolCall
+from handrail.dataclasses.decisions import decided_by_problem
 from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry
 from handrail.errors import ApprovalNotFoundError, SnapshotUnavailableError, StoreError
+from handrail.human_in_the_loop._approval_settings import team_policy
 from handrail.human_in_the_loop.types import approval_settings
 from handrail.stores._approval_decide import INJECTED_KEY, sync_snapshot
 from handrail.stores.approvals import ApprovalStore
@@ -51,6 +53,18 @@ def _tool_info(snapshot: AgentSnapshot, tool_name: str) -> tuple[str, dict[str, 
     return (description if isinstance(description, str) else ""), (schema if isinstance(schema, dict) else {})
 
 
+def _initiator(snapshot: AgentSnapshot) -> str | None:
+    """Who started the run: ``metadata["initiator"]`` of its snapshot (set by whoever starts it), if usable."""
+    value = snapshot.metadata.get("initiator")
+    if value is None:
+        return None
+    if not isinstance(value, str) or decided_by_problem(value) is not None or len(value) > 200:
+        _warn(f"The snapshot {snapshot.snapshot_id} records an initiator that names nobody ({value!r:.80}); its "
+              "approvals record none.")  # fmt: skip
+        return None
+    return value
+
+
 def _new_approval(
     snapshot: AgentSnapshot, run_id: str, agent_name: str, call: ToolCall, entry: LedgerEntry | None, strategy: Any
 ) -> Approval:
@@ -58,17 +72,25 @@ def _new_approval(
     proposed = call.arguments if isinstance(call.arguments, dict) else {}
     arguments = dict(entry.arguments) if entry is not None else dict(proposed)
     description, schema = _tool_info(snapshot, call.tool_name)
+    team = team_policy(strategy, arguments)
+    extra: dict[str, Any] = {}
+    injected = sorted(k for k in arguments if k not in proposed)
+    if injected:
+        extra[INJECTED_KEY] = injected
+    if team.policy is not None:
+        extra[POLICY_KEY] = team.policy
+    if team.error is not None:  # fail closed: the most approvers the policy asks; the person sees why
+        extra[RULE_ERROR_KEY] = team.error
     now = datetime.now(UTC)
-    created = Approval.new(
+    return Approval.new(
         run_id=run_id, tool_call_id=call.id or "", snapshot_id=snapshot.snapshot_id or "", agent_name=agent_name,
         step=snapshot.step_count, tool_name=call.tool_name, tool_description=description, arguments=arguments,
         arguments_schema=schema, description=settings.description, created_at=now,
         allowed_decisions=settings.allowed_decisions,
         expires_at=None if settings.expires_after is None else now + settings.expires_after,
-        on_expiry=settings.on_expiry,
+        on_expiry=settings.on_expiry, quorum=team.quorum, initiator=_initiator(snapshot),
+        initiator_may_approve=settings.initiator_may_approve, extra=extra,
     )  # fmt: skip
-    injected = sorted(k for k in arguments if k not in proposed)
-    return dataclasses.replace(created, extra={INJECTED_KEY: injected}) if injected else created
 
 
 def open_approvals(cp: Checkpoints, held: list[ToolCall], strategies: Mapping[Any, Any] | None) -> None:

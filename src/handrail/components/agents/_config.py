@@ -6,7 +6,7 @@ import inspect
 import itertools
 import operator
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from handrail.components.tools.tool_invoker import check_max_workers
@@ -271,6 +271,42 @@ def check_strategies(strategies: Mapping[Any, ConfirmationStrategy] | None) -> N
                 f"confirmation_strategies[{key!r}]: {type(strategy).__name__} has no callable run() method; a "
                 f"confirmation strategy needs one (run_async is optional)."
             )
+
+
+def check_strategy_rules(strategies: Mapping[Any, Any] | None, tools: Sequence[Any]) -> None:
+    """Refuse a rule of a strategy (``AskWhenPolicy``'s, ``quorum_when``) that reads a name its tool does not take.
+
+    A tool's names are its parameters and the ones it reads from State. Under a tuple key every tool named must
+    take them; under ``"*"`` some tool must (a call of a tool without them makes the rule fail, which asks).
+    Tools that come at run time (toolsets) are not checked.
+
+    Raises:
+        ConfigurationError: Naming the strategy's key, the rule and the unknown names.
+    """
+    from handrail.core._rules import compile_rule
+    from handrail.human_in_the_loop._approval_settings import argument_rules
+
+    known = {t.name: _argument_names(t) for t in tools}
+    for key, strategy in (strategies or {}).items():
+        rules = argument_rules(strategy)
+        if not rules:
+            continue
+        names = key if isinstance(key, tuple) else (key,)
+        if names == ("*",):
+            checked = [set().union(*known.values())] if known else []
+        else:
+            checked = [known[n] for n in names if n in known]
+        for label, source in rules.items():
+            for argument_names in checked:
+                try:
+                    compile_rule(source, names=argument_names, what=label)
+                except ConfigurationError as exc:
+                    raise ConfigurationError(f"confirmation_strategies[{key!r}]: {exc}") from None
+
+
+def _argument_names(tool: Any) -> set[str]:
+    properties = (getattr(tool, "parameters", None) or {}).get("properties") or {}
+    return {*properties, *(getattr(tool, "inputs_from_state", None) or {}).values()}
 
 
 def warn_unmatched_strategies(strategies: Mapping[Any, ConfirmationStrategy], tool_names: set[str]) -> None:

@@ -24,7 +24,8 @@ from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, ConfigurationTypeError
-from handrail.human_in_the_loop.templates import render_modify, render_reject
+from handrail.human_in_the_loop._approval_settings import pause_needed
+from handrail.human_in_the_loop.templates import is_expiry_rejection, render_expired, render_modify, render_reject
 from handrail.human_in_the_loop.types import is_pausing_strategy
 from handrail.tools._validation import unknown_parameters
 
@@ -202,6 +203,10 @@ class Approvals:
             elif decision is not None:
                 applied = self._apply(ConfirmRequest(strategy, inv), decision, state)
                 out[i] = self._recorded(applied, state) if type(applied) is Invocation else applied
+            elif entry is None and is_pausing_strategy(strategy) and not self._pauses(strategy, inv):
+                policy = ToolExecutionDecision(inv.tool.name, True, inv.call.id, decided_by="policy")
+                applied = self._apply(ConfirmRequest(strategy, inv), policy, state)  # its policy says: no person
+                out[i] = self._recorded(applied, state) if type(applied) is Invocation else applied
             elif strategy is None or is_pausing_strategy(strategy):  # still undecided: held again
                 ledger.hold(inv.call, ConfirmRequest(strategy, inv).tool_params)
                 run.held.append(inv.call)
@@ -220,6 +225,12 @@ class Approvals:
             out[i] = self._recorded(applied, state) if ledger is not None and type(applied) is Invocation else applied
         return out
 
+    @staticmethod
+    def _pauses(strategy: Any, inv: Invocation) -> bool:
+        """Whether a pausing strategy holds this new call (its policy asks; no policy: always)."""
+        req = ConfirmRequest(strategy, inv)
+        return pause_needed(strategy, inv.tool.name, inv.tool.description, req.tool_params)
+
     def _recorded(self, inv: Invocation, state: State) -> Invocation | ChatMessage:
         """``inv`` itself when it is to run, else its outcome as recorded in the ledger."""
         assert self.ledger is not None and self.options is not None
@@ -236,7 +247,9 @@ class Approvals:
             )
         assert call.id is not None
         if not decision.execute:
-            text = _render_reject(req.strategy, call.tool_name, decision.feedback)
+            expired = is_expiry_rejection(decision)  # nobody rejected it: the text must not say a person did
+            text = render_expired(call.tool_name) if expired else _render_reject(req.strategy, call.tool_name,
+                                                                                 decision.feedback)  # fmt: skip
             self.run.applied[call.id] = Applied("reject", decision, text)
             self._record(call, inv.arguments, decision)
             return ChatMessage.from_tool(text, call, error=True)

@@ -174,6 +174,7 @@ class Agent(FreshLockOnCopy):
         cfg.check_agent_numbers(self.max_agent_steps, self.tool_concurrency_limit, self.tool_invoker_kwargs)
         cfg.check_callback(self.streaming_callback, sync_run=False, where="init")
         cfg.check_strategies(self.confirmation_strategies)
+        cfg.check_strategy_rules(self.confirmation_strategies, flatten_tools(self.tools))
         self._hook_table = _hook_table(self.hooks)
         self._required = check_user_prompt(
             self.user_prompt, self.required_variables, set(self.state_schema or {}), _RUN_PARAMETERS

@@ -236,6 +236,37 @@ class ApprovalStoreSuite:
         assert [e.kind for e in trail] == ["created", "decided"]
         assert stores[0].get_approval(approval.id).decided_by == trail[-1].principal
 
+    # -- quorum -------------------------------------------------------------------------------------
+
+    def test_a_quorum_stays_pending_until_enough_distinct_approvers_vote(self, approvals: ApprovalStore) -> None:
+        """A vote short of the quorum keeps it pending at version + 1 (audit 'voted'); the N-th approver decides."""
+        approval = approvals.create_approval(make_approval(quorum=2))
+        first = approvals.decide_approval(approval.id, "approve", expected_version=1, principal="ann", at=T0)
+        assert (first.status, first.version, first.approvers, first.decided_by) == ("pending", 2, ("ann",), None)
+        other = self.new_approval_store()
+        assert other.get_approval(approval.id) == first  # the status and version columns agree with the record
+        assert [a.id for a in other.list_approvals(ApprovalFilter(status="pending")).items] == [approval.id]
+        with pytest.raises(ConfigurationError, match="approved these arguments already"):
+            other.decide_approval(approval.id, "approve", expected_version=2, principal="ann", at=T0)
+        done = other.decide_approval(approval.id, "approve", expected_version=2, principal="bob", at=T0)
+        assert (done.status, done.version, done.decided_by, done.approvers) == ("approved", 3, "bob", ("ann", "bob"))
+        trail = approvals.audit_trail(approval.id)
+        assert [(e.kind, e.principal) for e in trail] == [("created", None), ("voted", "ann"), ("decided", "bob")]
+        assert trail[1].details == {"quorum": 2, "approvers": ["ann"]} and approvals.count_approvals()["approved"] == 1
+
+    def test_one_reject_decides_a_quorum_and_an_edit_restarts_the_count(self, approvals: ApprovalStore) -> None:
+        """A reject decides at once; an edit counts for its editor only, earlier approvals stop counting."""
+        approval = approvals.create_approval(make_approval(quorum=2))
+        approvals.decide_approval(approval.id, "approve", expected_version=1, principal="ann", at=T0)
+        edited = approvals.decide_approval(
+            approval.id, "edit", expected_version=2, principal="bob", at=T0, arguments={"amount": 9}
+        )
+        assert (edited.status, edited.approvers, edited.arguments) == ("pending", ("bob",), {"amount": 9})
+        done = approvals.decide_approval(approval.id, "reject", expected_version=3, principal="cy", at=T0,
+                                         feedback="no")  # fmt: skip
+        assert (done.status, done.decided_by, done.feedback, len(done.votes)) == ("rejected", "cy", "no", 3)
+        assert [e.kind for e in approvals.audit_trail(approval.id)] == ["created", "voted", "voted", "decided"]
+
     # -- expiry -------------------------------------------------------------------------------------
 
     def test_expiry_applies_on_expiry_at_the_injected_time(self, approvals: ApprovalStore) -> None:
