@@ -40,9 +40,10 @@ def test_a_due_approval_is_rejected_by_the_sweep_and_the_model_reads_why(store: 
     assert service.expire_due(now=_later(60)) == []  # terminal: a second pass changes nothing
     agent = _agent([asst("done")], store)
     done = resume(snapshot_id, store=store, agent=agent)
-    assert SENT == [7] and "Approval request expired" in result_for(done["messages"], "c1").result
+    told = "Tool execution for 'transfer' was not approved: the approval request expired (no one decided in time)."
+    assert SENT == [7] and result_for(done["messages"], "c1").result == told  # nobody rejected it: not "by the user"
     sent = agent.chat_generator.calls[0]["messages"]  # type: ignore[attr-defined]
-    assert any(m.tool_call_result and "Approval request expired" in m.tool_call_result.result for m in sent)
+    assert any(m.tool_call_result and m.tool_call_result.result == told for m in sent)
     assert [e.kind for e in service.audit_trail(expired.id)] == ["created", "expired"]
 
 

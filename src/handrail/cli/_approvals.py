@@ -377,7 +377,7 @@ def expire(
 ) -> None:
     """Expire the approvals whose time has come (one pass of the sweeper) and print them.
 
-    Each gets its expiry action: reject (the default; the model reads "Approval request expired") or approve
+    Each gets its expiry action: reject (the default; the model is told the request expired, unapproved) or approve
     (only where the strategy set on_expiry='approve'), written into the paused snapshot; 'handrail resume'
     continues the run. An expired approval takes no decision. Each is recorded as expired at its expiry time
     (--now only judges which are due). A record that cannot be read is skipped and named in a warning on stderr
