@@ -25,13 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from handrail.core._yaml import YamlRefusedError, describe_yaml_error, safe_load_yaml
 from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.specs._confirmation import ENTRY_TAGS, ConfirmationValue, RejectingUI, asks_a_person, strategies
+from handrail.specs._confirmation import Pause as _Pause
 from handrail.specs._errors import SpecError, building
 from handrail.specs._parts import build_generator, build_tool
 from handrail.specs._yaml_lines import line_of
@@ -85,10 +87,12 @@ class AgentSpec(BaseModel):
     system_prompt: str | None = None
     exit_conditions: list[str] = Field(default_factory=lambda: ["text"], min_length=1)
     max_agent_steps: int = Field(10, ge=1, le=1000, strict=True)  # strict: `true` is not 1
-    confirmation: dict[str, Literal["always", "never", "once"]] = Field(
+    confirmation: dict[str, ConfirmationValue] = Field(
         default_factory=dict,
         description="Per tool name (or '*'): ask a person before every call (always), never, or once per "
-        "distinct argument set (once).",
+        "distinct argument set (once); or a mapping: ask_when (a rule over the arguments, e.g. 'amount > 100'), "
+        "quorum, quorum_when, initiator_may_approve, allowed_decisions, description, expires_after_seconds, "
+        "on_expiry.",
     )
     allowed_modules: list[str] = Field(
         default_factory=list, description="Module prefixes whose dotted paths this file may import."
@@ -112,8 +116,12 @@ def agent_spec_json_schema() -> dict[str, Any]:
     return schema
 
 
+_UNION_TAGS = ("str", "ToolEntry", *ENTRY_TAGS)
+"""The names pydantic puts into an error's location for the member of a union it tried (not fields)."""
+
+
 def _field_path(loc: Sequence[str | int]) -> str:
-    return ".".join(str(p) for p in loc if not (isinstance(p, str) and p in ("str", "ToolEntry"))) or "(root)"
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and p in _UNION_TAGS)) or "(root)"
 
 
 def load_agent_spec(path: str | Path) -> AgentSpec:
@@ -152,7 +160,7 @@ def load_agent_spec(path: str | Path) -> AgentSpec:
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
-            loc = [p for p in error["loc"] if not (isinstance(p, str) and p in ("str", "ToolEntry"))]
+            loc = [p for p in error["loc"] if not (isinstance(p, str) and p in _UNION_TAGS)]
             line = line_of(root, loc)
             lines.append(f"{file}:{line if line is not None else 1}: {_field_path(loc)}: {error['msg']}")
         raise SpecError("\n".join(dict.fromkeys(lines))) from None
@@ -165,78 +173,9 @@ def _allowed(spec: AgentSpec, extra: Iterable[str]) -> tuple[str, ...]:
 Approve = Literal["ask", "all", "none", "pause"]
 
 
-class RejectingUI:
-    """A confirmation UI that rejects every call it is asked about (``--approve none``)."""
-
-    label = "approve-none"
-
-    def get_user_confirmation(
-        self,
-        tool_name: str,
-        tool_description: str,
-        tool_params: dict[str, Any],
-        injected_params: dict[str, Any] | None = None,
-    ) -> Any:
-        """Reject the call with an explanation the model can read."""
-        from handrail.dataclasses.decisions import ConfirmationUIResult
-
-        return ConfirmationUIResult("reject")
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialize (no settings)."""
-        return {"type": f"{__name__}.RejectingUI", "init_parameters": {}}
-
-
 def needs_a_person(spec: AgentSpec) -> bool:
     """True when some tool of the spec may ask a person (a policy other than ``never``)."""
-    return any(policy != "never" for policy in spec.confirmation.values())
-
-
-def _strategies(
-    spec: AgentSpec, tool_names: list[str], approve: Approve, ui: ConfirmationUI | None, pause: _Pause | None
-) -> dict[str, Any] | None:
-    unknown = sorted(k for k in spec.confirmation if k != "*" and k not in tool_names)
-    if unknown:
-        raise SpecError(
-            f"confirmation: {unknown} are not tools of this agent (tools: {tool_names}).", ("confirmation", unknown[0])
-        )
-    if approve == "all" or not spec.confirmation:
-        return None
-    from handrail.human_in_the_loop import (
-        AlwaysAskPolicy,
-        AskOncePolicy,
-        BlockingConfirmationStrategy,
-        BreakpointConfirmationStrategy,
-        NeverAskPolicy,
-        RichConsoleUI,
-    )
-
-    policies: dict[str, Any] = {"always": AlwaysAskPolicy, "never": NeverAskPolicy, "once": AskOncePolicy}
-    chosen_ui = RejectingUI() if approve in ("none", "pause") else (ui if ui is not None else RichConsoleUI())
-    strategies: dict[str, Any] = {}
-    for name, policy in spec.confirmation.items():
-        if pause is not None and policy != "never":
-            strategies[name] = BreakpointConfirmationStrategy(pause.directory, snapshot_store=pause.store,
-                                                              metadata=pause.metadata)  # fmt: skip
-        elif approve == "none":  # no person is asked: the rejection must not say "by the user"
-            strategies[name] = BlockingConfirmationStrategy(confirmation_policy=policies[policy](),
-                                                            confirmation_ui=chosen_ui,
-                                                            reject_template=_NOT_APPROVED)  # fmt: skip
-        else:
-            strategies[name] = BlockingConfirmationStrategy(confirmation_policy=policies[policy](),
-                                                            confirmation_ui=chosen_ui)  # fmt: skip
-    return strategies
-
-
-_NOT_APPROVED = "Tool execution for '{tool_name}' was not approved: this session runs no call that needs approval."
-
-
-class _Pause(NamedTuple):
-    """Where a pausing strategy writes (a directory or a store, one of them) and what it records."""
-
-    directory: str | None
-    store: SnapshotStore | str | None
-    metadata: dict[str, Any]
+    return asks_a_person(spec.confirmation)
 
 
 def _pause_settings(
@@ -310,7 +249,8 @@ def build_agent(
     pause = _pause_settings(approve, snapshot_dir, snapshot_store, snapshot_metadata)
     try:
         tools, chat_generator = _parts(spec, Path(base_dir), _allowed(spec, allowed_modules), generator)
-        strategies = _strategies(spec, [t.name for t in tools], approve, confirmation_ui, pause)
+        names = {t.name: {*t.parameters.get("properties", {}), *(t.inputs_from_state or {}).values()} for t in tools}
+        built = strategies(spec.confirmation, names, approve, confirmation_ui, pause)
     except SpecError as exc:  # the field's file and line, when the spec came from a file
         raise SpecError(f"{spec.where(*exc.location)}{exc}", exc.location) from exc.__cause__
     except (ConfigurationError, ConfigurationTypeError) as exc:  # a caller's pause setting (a store that is not one)
@@ -323,7 +263,7 @@ def build_agent(
                 system_prompt=spec.system_prompt,
                 exit_conditions=spec.exit_conditions,
                 max_agent_steps=spec.max_agent_steps,
-                confirmation_strategies=strategies,
+                confirmation_strategies=built,
             )
     except SpecError as exc:
         raise SpecError(f"{spec.where(*exc.location)}{exc}", exc.location) from exc.__cause__
