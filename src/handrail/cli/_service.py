@@ -92,6 +92,19 @@ def list_approvals(out: Any, service: Any, as_json: bool) -> dict[str, Any] | No
     return None
 
 
+def _quorum_text(approval: Any) -> str | None:
+    if approval.quorum == 1 and not approval.votes:
+        return None
+    names = ", ".join(approval.approvers) or "nobody yet"
+    return f"{approval.quorum} approvers needed; approving these arguments: {names}"
+
+
+def _initiator_text(approval: Any) -> str | None:
+    if approval.initiator is None:
+        return None
+    return approval.initiator + ("" if approval.initiator_may_approve else " (may not approve)")
+
+
 def show_approval(out: Any, service: Any, approval_id: str, as_json: bool) -> None:
     """Print one approval: the call, the policy's text, its status and decision, its audit trail."""
     detail = service.get(approval_id, context_messages=0)
@@ -112,7 +125,9 @@ def show_approval(out: Any, service: Any, approval_id: str, as_json: bool) -> No
                          ("snapshot", approval.snapshot_id), ("tool", approval.tool_description),
                          ("policy", approval.description),
                          ("allowed", ", ".join(approval.allowed_decisions)),
-                         ("on expiry", approval.on_expiry if approval.expires_at else None)):  # fmt: skip
+                         ("on expiry", approval.on_expiry if approval.expires_at else None),
+                         ("quorum", _quorum_text(approval)),
+                         ("initiator", _initiator_text(approval))):  # fmt: skip
         if value:
             out.print(f"  {label}: {printable(value)}", markup=False)
     if approval.terminal:
@@ -158,6 +173,9 @@ def decide_approval(
         error(out, str(exc))
         sys.exit(EXIT_USAGE)
     decided = result.approval
+    if decided.status == "pending":  # a vote toward a quorum
+        _say_voted(out, decided, by, result.replayed)
+        return decided
     verb = "approved" if decided.decision != "reject" else "rejected"
     how = " with edited arguments" if decided.decision == "edit" else ""
     at = decided.decided_at.isoformat(timespec="seconds") if decided.decided_at else "?"
@@ -172,6 +190,17 @@ def decide_approval(
         out.print(f"{verb.capitalize()} {named}{how} {where}, decided by {who}.", markup=False)
     out.print(f"  approval {decided.id}: {decided.status}, version {decided.version}", markup=False)
     return decided
+
+
+def _say_voted(out: Any, approval: Any, by: str, replayed: bool) -> None:
+    """Say that a vote is recorded (or was already) and how many approvers the call still needs."""
+    named = f"call {printable(approval.tool_call_id)} ({printable(approval.tool_name)})"
+    names = ", ".join(printable(n) for n in approval.approvers)
+    already = "That vote already existed: " if replayed else ""
+    out.print(f"{already}{printable(by)} approved {named}: {len(approval.approvers)} of {approval.quorum} "
+              f"approvers so far ({names}); it waits for {approval.quorum - len(approval.approvers)} more.",
+              markup=False)  # fmt: skip
+    out.print(f"  approval {approval.id}: pending, version {approval.version}", markup=False)
 
 
 def skipped_approvals(warn: Any, service: Any) -> list[dict[str, str]]:
