@@ -154,3 +154,13 @@ def test_a_rule_that_fails_on_the_arguments_asks_and_warns() -> None:
     with pytest.warns(RuntimeWarning, match="'limit' is undefined; a person is asked"):
         assert policy.should_ask("transfer", "", {"amount": 5}) is True
     assert policy.should_ask("transfer", "", {"amount": 5, "limit": 10}) is False
+
+
+def test_called_directly_a_pausing_strategy_asks_its_policy_first() -> None:
+    from handrail.dataclasses.breakpoints import HITLBreakpointException
+
+    strategy = _strategy(confirmation_policy=AskWhenPolicy("amount > 100"))
+    decision = strategy.run(tool_name="transfer", tool_description="", tool_params={"amount": 5}, tool_call_id="c1")
+    assert decision.execute and decision.decided_by == "policy" and decision.tool_call_id == "c1"
+    with pytest.raises(HITLBreakpointException):
+        strategy.run(tool_name="transfer", tool_description="", tool_params={"amount": 500}, tool_call_id="c2")

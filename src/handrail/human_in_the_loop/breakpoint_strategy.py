@@ -1,6 +1,7 @@
 """A confirmation strategy that pauses the run instead of asking: approval happens later, elsewhere.
 
-:class:`BreakpointConfirmationStrategy` never decides. When its tool needs confirmation the Agent
+:class:`BreakpointConfirmationStrategy` never asks a person now. Its optional ``confirmation_policy`` says which
+calls need one (e.g. ``AskWhenPolicy("amount > 100")``; the others run, decided by "policy"); for those the Agent
 writes a snapshot into the strategy's directory and raises
 :class:`~handrail.dataclasses.breakpoints.HITLBreakpointException` to the caller. A person decides
 later (``handrail approvals approve|reject``, or :func:`~handrail.human_in_the_loop.snapshots.record_decision`)
@@ -176,25 +177,29 @@ class BreakpointConfirmationStrategy:
         injected_params: dict[str, Any] | None = None,
         validate_params: ParamsValidator | None = None,
     ) -> ToolExecutionDecision:
-        """Always raise: the call waits for a decision made later.
+        """Raise: the call waits for a decision made later (unless its policy says not to ask).
 
         Args:
             tool_name: The tool.
-            tool_description: Its description (unused).
-            tool_params: The model's arguments (unused; they are in the snapshot).
+            tool_description: Its description (for the policy).
+            tool_params: The arguments (for the policy; they are in the snapshot).
             tool_call_id: The paused call's id (None when the caller has none).
             confirmation_strategy_context: Accepted and ignored.
             injected_params: Accepted and ignored.
             validate_params: Accepted and ignored.
 
         Returns:
-            Never returns.
+            Only where :attr:`confirmation_policy` says not to ask: the decision to run the call as proposed
+            (``decided_by="policy"``).
 
         Raises:
-            HITLBreakpointException: Always: ``"Tool execution for '{tool_name}' requires user
+            HITLBreakpointException: ``"Tool execution for '{tool_name}' requires user
                 confirmation."`` with ``tool_name``, ``tool_call_id``, ``tool_call_ids`` (``[tool_call_id]``
                 or ``[]``) and ``snapshot_file_path=None`` (the Agent raises its own, with the file).
         """
+        policy = self.confirmation_policy
+        if policy is not None and not policy.should_ask(tool_name, tool_description, tool_params):
+            return ToolExecutionDecision(tool_name, True, tool_call_id, decided_by="policy")
         raise HITLBreakpointException(
             f"Tool execution for '{tool_name}' requires user confirmation.",
             tool_name=tool_name,
@@ -214,22 +219,22 @@ class BreakpointConfirmationStrategy:
         injected_params: dict[str, Any] | None = None,
         validate_params: ParamsValidator | None = None,
     ) -> ToolExecutionDecision:
-        """Async twin of :meth:`run`: always raises ``HITLBreakpointException``.
+        """Async twin of :meth:`run`: raises ``HITLBreakpointException`` unless the policy says not to ask.
 
         Args:
             tool_name: The tool.
-            tool_description: Its description (unused).
-            tool_params: The model's arguments (unused).
+            tool_description: Its description.
+            tool_params: The arguments.
             tool_call_id: The paused call's id.
             confirmation_strategy_context: Accepted and ignored.
             injected_params: Accepted and ignored.
             validate_params: Accepted and ignored.
 
         Returns:
-            Never returns.
+            What :meth:`run` returns.
 
         Raises:
-            HITLBreakpointException: Always (see :meth:`run`).
+            HITLBreakpointException: As :meth:`run`.
         """
         return self.run(tool_name=tool_name, tool_description=tool_description, tool_params=tool_params,
                         tool_call_id=tool_call_id)  # fmt: skip
