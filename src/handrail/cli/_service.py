@@ -102,7 +102,7 @@ def _quorum_text(approval: Any) -> str | None:
 def _initiator_text(approval: Any) -> str | None:
     if approval.initiator is None:
         return None
-    return approval.initiator + ("" if approval.initiator_may_approve else " (may not approve)")
+    return f"{approval.initiator}{'' if approval.initiator_may_approve else ' (may not approve)'}"
 
 
 def show_approval(out: Any, service: Any, approval_id: str, as_json: bool) -> None:
