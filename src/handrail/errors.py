@@ -21,10 +21,10 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   ├── ModelFilesError                        2  a local model's files are missing, damaged or not GGUF
     │   ├── ApprovalDecisionError                  2  a decision the approval refuses: not allowed, a bad edit
     │   │   └── IdempotencyKeyReusedError          2  an Idempotency-Key sent again with another decision
+    │   ├── PermissionDeniedError                  2  the principal may not do this (HTTP 403): role, tool, initiator
     │   ├── ComponentError                         2  a bad component definition, or a bad pipeline connection
     │   └── SpecError                              2  a bad agent file: names file, line and field (handrail.specs)
     ├── ConfigurationTypeError (TypeError)         1  an argument of the wrong type
-    ├── PermissionDeniedError                      1  the principal may not do this (HTTP 403): role, tool, initiator
     ├── PersistenceError                           1  a snapshot, a recorded decision or a store cannot be used
     │   ├── SnapshotError (ConfigurationError)     2  a snapshot is truncated, invalid or of an unknown schema
     │   │   └── SnapshotDriftError                 2  resuming against an agent whose definition changed (a diff)
@@ -390,7 +390,7 @@ class RunConflictError(PersistenceError):
         self.expected_version = expected_version
 
 
-class PermissionDeniedError(HandrailError):
+class PermissionDeniedError(ConfigurationError):
     """The principal may not do this (HTTP 403).
 
     A viewer deciding, an approver outside its tool patterns, a run's initiator approving it where the policy
