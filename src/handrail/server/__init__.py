@@ -6,6 +6,28 @@ resumes runs by themselves once their calls are decided.
 Everything lives in the snapshot store (approvals, tokens, events, runs), so any number of server and worker
 processes sharing one store agree. The HTTP API needs the ``server`` extra (``pip install 'handrail[server]'``);
 the resumer does not.
+
+Runs in the service (no HTTP needed):
+
+* :class:`Resumer`: continues every paused run of a store once its calls are decided or expired, exactly once
+  whatever the number of processes; sweeps expired approvals; takes over runs whose process died.
+* :class:`RunLauncher`: starts runs of named agents durably (:meth:`RunLauncher.start_run`) and reads them back
+  (:meth:`RunLauncher.get_run`).
+* :class:`AgentRegistry`: the agents, from factories (``agents={name: factory}``, ``factory(store) -> Agent``) and
+  agent files.
 """
 
-__all__: list[str] = []
+from handrail.server._registry import AgentFactory, AgentRegistry, UnknownAgentError
+from handrail.server._resumer import PassReport, Resumer
+from handrail.server._runs import UNKNOWN_OUTCOMES, RunLauncher, RunView
+
+__all__: list[str] = [
+    "UNKNOWN_OUTCOMES",
+    "AgentFactory",
+    "AgentRegistry",
+    "PassReport",
+    "Resumer",
+    "RunLauncher",
+    "RunView",
+    "UnknownAgentError",
+]
