@@ -28,6 +28,7 @@ import click
 from handrail import __version__
 from handrail.cli._approvals import approvals
 from handrail.cli._run import resume, run
+from handrail.cli._worker import worker
 
 __all__ = ["main"]
 
@@ -80,3 +81,4 @@ def schema() -> None:
 main.add_command(run)
 main.add_command(resume)
 main.add_command(approvals)
+main.add_command(worker)

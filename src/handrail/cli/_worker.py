@@ -1,0 +1,110 @@
+"""``handrail worker``: resume the runs of a store by themselves once their calls are decided, until stopped.
+
+It runs :class:`~handrail.server.Resumer` in the foreground: every paused run whose held calls are all decided
+(or expired) is continued once, whatever the number of workers and servers on the store; the expiry sweep runs
+at each approval's expiry time; a run whose process died is taken over. One line per run it resumes, pauses,
+finishes or fails goes to stdout (the model's text shown as printable text, never obeyed by the terminal).
+SIGTERM or Ctrl-C stops it cleanly (exit 0): the runs it is continuing finish or pause first, queued ones are
+left to the other processes; a second signal stops it at once (exit 130).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+from handrail.cli._common import errors_as_exit_codes, fail_usage, printable
+from handrail.cli._stores import opened
+
+__all__ = ["worker"]
+
+_TEXT_SHOWN = 200
+
+
+def _line(what: str, record: Any) -> str | None:
+    """The line printed for a change to a run (None: not printed)."""
+    run = f"run {printable(record.run_id)} ({printable(record.agent_name)})"
+    if what in ("resumed", "running"):
+        return f"resumed {run}"
+    if what == "paused":
+        return f"paused {run}: waiting for approval (snapshot {printable(record.snapshot_id)})"
+    if what == "finished":
+        result = record.result or {}
+        text = ((result.get("last_message") or {}).get("content") or [{}])[0].get("text") or ""
+        shown = printable(text)[:_TEXT_SHOWN]
+        return (f"finished {run}: exit {printable(result.get('exit_reason'))}, {result.get('step_count')} steps: "
+                f"{shown}")  # fmt: skip
+    if what == "failed":
+        return f"failed {run}: {printable(record.error)}"
+    return None
+
+
+def _report(what: str, record: Any) -> None:
+    line = _line(what, record)
+    if line is not None:
+        click.echo(line)
+
+
+@click.command()
+@click.option("--store", "store_url", required=True, metavar="URL",
+              help="The store: sqlite:///PATH, postgresql://... (password from PGPASSWORD or ~/.pgpass), or a "
+                   "directory.")  # fmt: skip
+@click.option("--agents", "agents_dir", metavar="DIR", type=click.Path(file_okay=False, path_type=Path),
+              help="Run only agent files inside DIR (<name>.yaml); default: the files snapshots record.")  # fmt: skip
+@click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
+              help="Trust dotted paths under this module prefix in agent files (repeatable).")  # fmt: skip
+@click.option("--unknown-outcome", type=click.Choice(["fail", "retry"]), default="fail", show_default=True,
+              help="A call found running (its process died mid-call): fail it (the model is told its outcome is "
+                   "unknown) or retry it with the same call id (for idempotent tools).")  # fmt: skip
+@click.option("--max-workers", type=click.IntRange(1, 256), default=4, show_default=True,
+              help="Runs continued at once (the rest wait their turn).")  # fmt: skip
+def worker(
+    store_url: str, agents_dir: Path | None, allow_modules: tuple[str, ...], unknown_outcome: str, max_workers: int
+) -> None:
+    """Resume paused runs by themselves once their calls are decided (and sweep expired approvals).
+
+    Any number of workers and servers may share a store: each decided run is continued exactly once. Stop with
+    Ctrl-C or SIGTERM (exit 0).
+    """
+    from rich.console import Console
+
+    from handrail.server import Resumer
+
+    err = Console(stderr=True, highlight=False)
+    if agents_dir is not None and not agents_dir.is_dir():
+        fail_usage(err, f"--agents {printable(agents_dir)}: not a directory.")
+    stop = threading.Event()
+    with opened(err, None, store_url, allow_modules, create=True) as where, errors_as_exit_codes(err):
+        resumer = Resumer(
+            where.store, agents_dir=agents_dir, allowed_modules=allow_modules, unknown_outcome=unknown_outcome,
+            max_workers=max_workers, report=_report,
+        )  # fmt: skip
+        previous = _on_signals(stop)
+        try:
+            agents = ", ".join(printable(n) for n in resumer.launcher.registry.names()) or "the files snapshots record"
+            click.echo(f"handrail worker: watching {printable(where.value)} (agents: {agents}; unknown outcome: "
+                       f"{unknown_outcome}). Ctrl-C stops.")  # fmt: skip
+            resumer.run_forever(stop)
+            resumer.stop()
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+    click.echo("handrail worker: stopped.")
+
+
+def _on_signals(stop: threading.Event) -> dict[int, Any]:
+    """SIGINT and SIGTERM set ``stop``; a second one ends the process at once (exit 130)."""
+
+    def handler(number: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            os._exit(130)
+        click.echo("handrail worker: stopping (the runs under way finish or pause first) …", err=True)
+        stop.set()
+
+    return {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
