@@ -223,3 +223,37 @@ def test_finding_decided_runs_reads_no_snapshot_while_nothing_happens(sqlite_sto
         assert SENT == [17] and len(set(decoded)) <= 3  # the decided run's snapshots only
     finally:
         resumer.stop()
+
+
+def _running_record(store: Any, run_id: str) -> None:
+    now = datetime.now(UTC)
+    store.create_run(RunRecord(run_id=run_id, agent_name="payer", status="running", created_at=now, updated_at=now,
+                               snapshot_id=run_id))  # fmt: skip
+
+
+def test_a_run_whose_process_died_before_its_resume_began_is_taken_over(sqlite_store: Any) -> None:
+    store = sqlite_store
+    run_id = pause(store, "pay 11")
+    approve_all(store, run_id)
+    _running_record(store, run_id)  # its driver recorded 'running', then its process died (the claim went with it)
+    resumer = Resumer(store, agents={"payer": payer})
+    try:
+        report = resumer.run_once()
+        assert report.took_over == (run_id,) and report.outcomes == {run_id: "finished"} and SENT == [11]
+    finally:
+        resumer.stop()
+
+
+def test_a_run_resumed_elsewhere_is_left_to_it_and_its_end_recorded(sqlite_store: Any) -> None:
+    store = sqlite_store
+    run_id = pause(store, "pay 12")
+    approve_all(store, run_id)
+    _running_record(store, run_id)
+    resumer = Resumer(store, agents={"payer": payer}, takeover_interval=0.001)
+    try:
+        with store.claim(run_id):  # another process (handrail resume by hand) holds the snapshot now
+            assert resumer.run_once().outcomes == {run_id: "held"}
+            assert store.get_run(run_id).status == "running" and SENT == []
+        assert resumer.run_once().outcomes == {run_id: "finished"} and SENT == [12]
+    finally:
+        resumer.stop()

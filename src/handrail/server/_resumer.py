@@ -11,8 +11,9 @@ What one pass (:meth:`Resumer.run_once`) does:
 4. every ``takeover_interval`` seconds, takes over the queued and running runs whose claim is free (their process
    died, e.g. ``kill -9`` mid-tool: the call found ``running`` follows ``unknown_outcome``); the runs it tries are
    the ones the ``run.*`` events say are under way, so this costs a claim attempt per such run;
-5. when it starts, after missing events (the log is bounded) and every ``rescan_interval`` seconds, looks at
-   every paused snapshot instead (the ones with a pending approval are skipped unread).
+5. when it starts, after missing events (the log is bounded) and, if set, every ``rescan_interval`` seconds,
+   looks at every paused snapshot instead: it reads each once (a directory store reads every snapshot file) and
+   looks further only at those whose calls have no pending approval.
 
 So a pass costs a query of the event log plus a few reads per decision, however many runs are paused. Any
 number of resumers (``handrail serve``, ``handrail worker``, in any process) may watch one store: a run is
@@ -82,8 +83,9 @@ class Resumer:
             default one is made from the arguments above.
         report: Told of each change to a run (``handrail worker`` prints a line).
         takeover_interval: Seconds between looks for runs whose process died.
-        rescan_interval: Seconds between looks at every paused snapshot (a safety net; None: only at the start
-            and after missed events).
+        rescan_interval: Seconds between looks at every paused snapshot, a safety net for a pause no event
+            announces (a run resumed by hand that pauses again on calls decided already); None (the default): only
+            at the start and after missed events.
 
     Raises:
         ConfigurationError / ConfigurationTypeError: As :class:`~handrail.server.RunLauncher` raises them.
@@ -102,7 +104,7 @@ class Resumer:
         launcher: RunLauncher | None = None,
         report: Report | None = None,
         takeover_interval: float = 2.0,
-        rescan_interval: float | None = 300.0,
+        rescan_interval: float | None = None,
     ) -> None:
         from handrail.human_in_the_loop.service import ApprovalService
 
