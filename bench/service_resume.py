@@ -60,8 +60,9 @@ def model(messages: list[ChatMessage], tools: Any) -> ChatMessage:
 
 
 def payer(store: Any) -> Agent:
+    strategy = BreakpointConfirmationStrategy(snapshot_store=store)
     return Agent(chat_generator=FunctionChatGenerator(model), tools=[create_tool_from_function(transfer)],
-                 confirmation_strategies={"transfer": BreakpointConfirmationStrategy(snapshot_store=store)})  # fmt: skip
+                 confirmation_strategies={"transfer": strategy})  # fmt: skip
 
 
 def pause_runs(store: Any, amounts: range) -> list[str]:
