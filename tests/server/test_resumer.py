@@ -20,6 +20,12 @@ from handrail.tools import create_tool_from_function
 from tests.server._agents import SENT, pay_replies, payer
 
 
+@pytest.fixture
+def store(any_store: Any) -> Any:
+    """A directory, SQLite or PostgreSQL store (``any_store``)."""
+    return any_store
+
+
 def pause(store: Any, text: str, **settings: Any) -> str:
     """Run the payer from Python (not through the service) until it pauses; the paused snapshot's id."""
     with pytest.raises(HITLBreakpointException) as info:

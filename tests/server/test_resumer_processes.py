@@ -17,6 +17,12 @@ from tests.server._workers import Workers, paused_runs, read_fifo, wait_until_en
 from tests.server.test_resumer import approve_all
 
 
+@pytest.fixture
+def store(any_store: Any) -> Any:
+    """A directory, SQLite or PostgreSQL store (``any_store``)."""
+    return any_store
+
+
 def test_two_workers_on_one_store_run_each_decided_call_exactly_once(store: Any, workers: Workers) -> None:
     runs = paused_runs(store, workers.agents, [f"pay {n}" for n in range(100, 120)])
     first, second = workers.start(), workers.start()

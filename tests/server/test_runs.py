@@ -17,6 +17,12 @@ from handrail.tools import create_tool_from_function
 from tests.server._agents import SENT, pay_replies, payer, transfer
 
 
+@pytest.fixture
+def store(any_store: Any) -> Any:
+    """A directory, SQLite or PostgreSQL store (``any_store``)."""
+    return any_store
+
+
 def _kinds(store: Any, run_id: str) -> list[str]:
     found = store.events_after(0).events
     return [e.kind for e in found if e.data.get("run_id") == run_id and e.kind.startswith("run.")]
