@@ -120,7 +120,7 @@ def test_an_expired_approval_resumes_with_the_expiry_rejection(store: Any) -> No
         report = resumer.run_once()
         assert len(report.expired) == 1 and report.outcomes == {run_id: "finished"}
         text = store.get_run(run_id).result["last_message"]["content"][0]["text"]
-        assert SENT == [] and "Approval request expired" in text
+        assert SENT == [] and "the approval request expired" in text
         assert ApprovalService(store).get(report.expired[0]).approval.status == "expired"
     finally:
         resumer.stop()

@@ -8,7 +8,7 @@ import pytest
 
 from handrail.components.agents import Agent
 from handrail.dataclasses import ChatMessage, ToolCall
-from handrail.errors import ConfigurationError, RunNotFoundError
+from handrail.errors import ConfigurationError, PermissionDeniedError, RunNotFoundError
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.human_in_the_loop.service import ApprovalService
 from handrail.server import Resumer, RunLauncher, UnknownAgentError
@@ -54,6 +54,20 @@ def test_a_started_run_pauses_is_approved_finishes_and_its_record_has_the_result
         assert _kinds(store, record.run_id) == ["run.started", "run.paused", "run.resumed", "run.finished"]
     finally:
         resumer.stop()
+
+
+def test_the_initiator_of_a_service_run_may_not_approve_it_where_the_policy_says_so(sqlite_store: Any) -> None:
+    launcher = RunLauncher(sqlite_store, agents={"payer": lambda s: payer(s, initiator_may_approve=False)})
+    try:
+        record = launcher.start_run("payer", ["pay 9"], initiator="alice")
+        assert launcher.wait(30)
+        (pending,) = launcher.get_run(record.run_id).pending
+        assert pending.initiator == "alice"
+        with pytest.raises(PermissionDeniedError):
+            ApprovalService(sqlite_store).decide(pending.id, "approve", principal="alice")
+        ApprovalService(sqlite_store).decide(pending.id, "approve", principal="bob")
+    finally:
+        launcher.close()
 
 
 def _budgeted(store: Any) -> Agent:
