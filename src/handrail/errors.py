@@ -23,6 +23,7 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   │   └── IdempotencyKeyReusedError          2  an Idempotency-Key sent again with another decision
     │   ├── PermissionDeniedError                  2  the principal may not do this (HTTP 403): role, tool, initiator
     │   ├── ComponentError                         2  a bad component definition, or a bad pipeline connection
+    │   ├── UnknownAgentError                      2  the service has no agent of that name, or none for a snapshot
     │   └── SpecError                              2  a bad agent file: names file, line and field (handrail.specs)
     ├── ConfigurationTypeError (TypeError)         1  an argument of the wrong type
     ├── PersistenceError                           1  a snapshot, a recorded decision or a store cannot be used
@@ -112,6 +113,7 @@ __all__ = [
     "ToolInvocationError",
     "ToolNotFoundException",
     "ToolOutputMergeError",
+    "UnknownAgentError",
     "UnknownOutcomeError",
 ]
 
@@ -189,6 +191,17 @@ class ComponentError(ConfigurationError):
     Raised when a class is decorated with ``@component``, when sockets are set on an instance, or when
     a pipeline is assembled; the message names the component and the socket.
     """
+
+
+class UnknownAgentError(ConfigurationError):
+    """The service has no agent of that name, or none it may use for a snapshot (``POST /api/v1/runs``: 404).
+
+    Raised by :class:`~handrail.server.AgentRegistry`: no factory and no agent file of the name, or an agent file
+    a snapshot records that is outside the service's agents directory or gone. A resumer leaves such a run as it
+    is (another process may know its agent) instead of failing it.
+    """
+
+    exit_code: ClassVar[int] = 2
 
 
 class ConfigurationTypeError(HandrailError, TypeError):

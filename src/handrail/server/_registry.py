@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.errors import ConfigurationError, ConfigurationTypeError, UnknownAgentError
 
 if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
@@ -46,13 +46,6 @@ AGENT_NAME_KEY = "agent_name"
 AGENT_FILE_KEY = "agent_file"
 """Snapshot ``metadata`` key: the absolute path of the agent file (``handrail run`` and agents_dir runs)."""
 _SUFFIXES = (".yaml", ".yml")
-
-
-class UnknownAgentError(ConfigurationError):
-    """This service has no agent of that name, or no agent it may use for that snapshot (HTTP 404 / 422).
-
-    A resumer leaves such a run as it is (another process may know its agent) instead of failing it.
-    """
 
 
 def check_pauses_into(agent: Any, store: Any, what: str) -> None:
