@@ -6,7 +6,9 @@ For each store (SQLite, a directory, and PostgreSQL when a DSN is given or HANDR
 
 * **decision → tool start**: ``--runs`` runs are paused for approval, a :class:`~handrail.server.Resumer` runs its
   background loop, and each run is approved in turn through ``ApprovalService.decide``; the time from ``decide``
-  returning to the first line of the tool's body (one run at a time, so the figures do not queue);
+  returning to the first line of the tool's body (one run at a time, so the figures do not queue; each decision at
+  a random moment, so they do not fall in step with the 50 ms poll of SQLite and directories); then the same
+  with ``Resumer.wake()`` called right after ``decide`` (a server that made the decision itself);
 * **finding decided runs**: with ``--paused`` runs paused (none decided), the resumer's first pass (it looks at
   every paused snapshot once) and an idle pass afterwards (the event log only), and a pass that finds one decision
   among them and sends its run (not waiting for the run).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -83,16 +86,19 @@ def stats(values: list[float]) -> str:
     return f"median {statistics.median(ordered) * 1000:.2f} ms, p95 {p95 * 1000:.2f} ms (n={len(ordered)})"
 
 
-def decision_to_tool(store: Any, runs: int) -> list[float]:
-    amounts = range(1, runs + 1)
+def decision_to_tool(store: Any, runs: int, *, wake: bool = False, first: int = 1) -> list[float]:
+    amounts = range(first, first + runs)
     paused = pause_runs(store, amounts)
     service = ApprovalService(store)
     latencies = []
-    with Resumer(store, agents={"payer": payer}):
+    with Resumer(store, agents={"payer": payer}) as resumer:
         for amount, run_id in zip(amounts, paused, strict=True):
             (approval,) = service.list(ApprovalFilter(run_id=run_id)).items
+            time.sleep(random.uniform(0, 0.1))  # decisions at random moments: not in step with a poll
             service.decide(approval.id, "approve", principal="bench")
             decided = time.perf_counter()
+            if wake:  # what a server does after a decision it made itself
+                resumer.wake()
             with ARRIVED:
                 assert ARRIVED.wait_for(lambda a=amount: a in STARTED, timeout=30), f"run {run_id} did not resume"
             latencies.append(STARTED[amount] - decided)
@@ -140,6 +146,8 @@ def main() -> None:
         try:
             STARTED.clear()
             print(f"{name:9}  decision -> tool start: {stats(decision_to_tool(store, args.runs))}", flush=True)
+            woken = decision_to_tool(store, args.runs, wake=True, first=1000)
+            print(f"{name:9}  the same with Resumer.wake() after the decision: {stats(woken)}", flush=True)
             first, idle, one = finding(store, args.paused)
             print(f"{name:9}  {args.paused} paused runs: first pass {first * 1000:.1f} ms; idle pass {stats(idle)}; "
                   f"pass finding one decision {one * 1000:.1f} ms", flush=True)  # fmt: skip

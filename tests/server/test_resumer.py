@@ -263,3 +263,15 @@ def test_a_run_resumed_elsewhere_is_left_to_it_and_its_end_recorded(sqlite_store
         assert resumer.run_once().outcomes == {run_id: "finished"} and SENT == [12]
     finally:
         resumer.stop()
+
+
+def test_a_wake_after_a_decision_sends_the_run_without_waiting_for_the_loop(store: Any) -> None:
+    run_id = pause(store, "pay 13")
+    resumer = Resumer(store, agents={"payer": payer})
+    try:
+        assert resumer.run_once().resumed == ()
+        approve_all(store, run_id)
+        assert resumer.wake().resumed == (run_id,)
+        assert resumer.launcher.wait(30) and SENT == [13] and store.get_run(run_id).status == "finished"
+    finally:
+        resumer.stop()

@@ -148,6 +148,15 @@ class Resumer:
                 outcomes[run_id] = _outcome(future)
         return PassReport(tuple(sent), tuple(took_over), tuple(expired), outcomes)
 
+    def wake(self) -> PassReport:
+        """One pass now, in the calling thread, not waiting for the runs it sends (``run_once(wait=False)``).
+
+        For a decision made in this process (the HTTP API's decision route, after it answered): the run is sent at
+        once instead of when the loop's wait ends (on SQLite and directories, the next poll of the event log).
+        Passes never overlap: this one waits for a pass of the loop under way.
+        """
+        return self.run_once(wait=False)
+
     def _pass(self) -> tuple[dict[str, Future[str]], list[str], list[str]]:
         sent: dict[str, Future[str]] = {}
         named: dict[str, str | None] = {}
