@@ -116,3 +116,21 @@ def test_on_expiry_round_trips() -> None:
 def test_a_naive_now_is_refused(store: Any) -> None:
     with pytest.raises(ConfigurationError, match="timezone-aware"):
         ApprovalService(store).expire_due(now=datetime(2030, 1, 1))
+
+
+def test_one_sweep_writes_every_expiry_of_a_paused_step_into_its_snapshot(store: Any) -> None:
+    """The sweep writes a run's expiries into its snapshot in one write; the resumed run applies each."""
+    calls = [(f"c{i}", "transfer", {"amount": i}) for i in range(1, 6)]
+    snapshot_id = _pause(store, calls, expires_after=timedelta(minutes=5))
+    service = ApprovalService(store)
+    by_call = {a.tool_call_id: a for a in service.list().items}
+    service.decide(by_call["c3"].id, "approve", principal="ann")
+    expired = service.expire_due(now=_later(6))
+    assert sorted(a.tool_call_id for a in expired) == ["c1", "c2", "c4", "c5"]
+    decisions = {d.tool_call_id: d for d in store.load(snapshot_id).tool_execution_decisions}
+    assert {k: (d.execute, d.decided_by) for k, d in decisions.items()} == {
+        "c1": (False, "expiry"), "c2": (False, "expiry"), "c3": (True, "ann"), "c4": (False, "expiry"),
+        "c5": (False, "expiry"),
+    }  # fmt: skip
+    done = resume(snapshot_id, store=store, agent=_agent([asst("done")], store))
+    assert SENT == [3] and "approval request expired" in result_for(done["messages"], "c5").result

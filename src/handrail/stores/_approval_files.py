@@ -12,7 +12,9 @@ A batch (a pause's approvals, a batch of the expiry sweep) locks its files toget
 them together: every changed file's temp file is written, then each is fsynced, renamed, and the folder is
 fsynced once (instead of two fsyncs per file), then the batch's events are appended (one fsync). Each file is
 as durable as a single change's, and a crash leaves each file old or new, never torn; a crash between the
-renames and the event append loses those events (the approvals are what they say).
+renames and the event append loses those events (the approvals are what they say). The fsyncs stay even for
+the sweep, whose expiries the next sweep would make again: a file renamed before its data reached the disk may
+be empty after a crash on some file systems, and the record and its audit trail would be lost.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class _Open:
     changed: bool = False
     events: list[EventItem] = field(default_factory=list)
     """The change's events, appended to the log once the file is written."""
+    decoded: tuple[bytes, Approval] | None = None
+    """``record`` and its approval, once decoded (a change reads the record, then compares-and-sets it)."""
 
     def content(self) -> bytes:
         """The file's new bytes."""
@@ -171,11 +175,20 @@ class FileApprovalRecords(ApprovalStoreBase):
         else:
             if opened.record is None:
                 return False
-            current = self._decode_approval(approval.id, opened.record)
+            current = self._current_approval(opened, approval.id)
             if current.status != "pending" or current.version != expected_version:
                 return False
         opened.record, opened.changed = data, True
         return True
+
+    def _current_approval(self, handle: Any, approval_id: str) -> Approval:
+        opened: _Open | None = handle
+        if opened is not None and opened.decoded is not None and opened.decoded[0] is opened.record:
+            return opened.decoded[1]
+        approval = super()._current_approval(handle, approval_id)
+        if opened is not None and opened.record is not None:
+            opened.decoded = (opened.record, approval)
+        return approval
 
     def _audit_read(self, handle: Any, approval_id: str) -> list[bytes]:
         opened: _Open = handle if handle is not None else self._approval_file(approval_id)

@@ -6,13 +6,19 @@ a snapshot's claim.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from handrail.dataclasses.decisions import ToolExecutionDecision, check_decided_by
 from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, MessageCache, encode_entries, encode_snapshot
-from handrail.errors import ConfigurationTypeError, SnapshotUnavailableError
+from handrail.errors import (
+    ConfigurationError,
+    ConfigurationTypeError,
+    DecisionConflictError,
+    SnapshotUnavailableError,
+)
 from handrail.stores._snapshot_common import (
     check_snapshot,
     id_from_name,
@@ -211,6 +217,25 @@ class SnapshotStoreBase(SnapshotRecords):
             if updated is not snapshot:
                 self._update(handle, snapshot_id, updated, encode_snapshot(updated))
         return updated, updated is not snapshot
+
+    def _decide_many_in_snapshot(self, snapshot_id: str, decisions: Sequence[ToolExecutionDecision]) -> None:
+        """Record several decisions in the snapshot in one write (the expiry sweep's, of one paused step).
+
+        Each is recorded as :meth:`_decide_in_snapshot` would, against the record as it is under the scope; one
+        the snapshot refuses now (decided otherwise meanwhile, no longer pending) is left out, the others written.
+        """
+        snapshot_id = self._id(snapshot_id)
+        with self._guarded(snapshot_id, "decide") as handle:
+            snapshot = self._read_snapshot(handle, snapshot_id)
+            interrupted = unavailable_error(snapshot, held=False) if snapshot.status == "running" else None
+            if interrupted is not None:
+                raise interrupted
+            updated = snapshot
+            for decision in decisions:
+                with contextlib.suppress(DecisionConflictError, ConfigurationError):
+                    updated = with_decision(updated, decision)
+            if updated is not snapshot:
+                self._update(handle, snapshot_id, updated, encode_snapshot(updated))
 
     def _rewrite(self, snapshot_id: str, change: Callable[[AgentSnapshot], AgentSnapshot]) -> None:
         with self._guarded(snapshot_id, "holder") as handle:

@@ -257,19 +257,21 @@ def _describe(decision: ToolExecutionDecision) -> str:
 
 
 def _target_call(snapshot: AgentSnapshot, decision: ToolExecutionDecision) -> ToolCall:
-    """The paused call a decision is for; raises naming the waiting ids when there is none."""
+    """The paused call a decision is for; raises naming the waiting ids when there is none.
+
+    The waiting ids are looked up only for the message: finding them is quadratic in the step's calls.
+    """
     name = _name(snapshot)
-    waiting_ids = [c.id for c in awaiting_decision(snapshot)]
     if decision.tool_call_id is None:
         raise ConfigurationError(
             f"A decision for snapshot {name} must name its call (tool_call_id); calls awaiting a decision: "
-            f"{waiting_ids}."
+            f"{[c.id for c in awaiting_decision(snapshot)]}."
         )
     call = next((c for c in snapshot.pending_tool_calls if c.id == decision.tool_call_id), None)
     if call is None:
         raise ConfigurationError(
             f"Call '{decision.tool_call_id}' is not a paused call of snapshot {name}; calls awaiting a decision: "
-            f"{waiting_ids}."
+            f"{[c.id for c in awaiting_decision(snapshot)]}."
         )
     if call.tool_name != decision.tool_name:
         raise ConfigurationError(
