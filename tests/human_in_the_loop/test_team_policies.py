@@ -127,6 +127,8 @@ def test_two_distinct_approvers_are_needed_and_the_call_then_runs_once(store: An
     assert service.decide(approval.id, "approve", principal="ann").replayed  # ann's retry, after the decision
     (decision,) = store.load(snapshot_id).tool_execution_decisions
     assert decision.execute and decision.decided_by == "bob"
+    events = [(e.kind, e.data["status"]) for e in store.events_after(0).events if e.data["approval_id"] == approval.id]
+    assert events == [("approval.created", "pending"), ("approval.voted", "pending"), ("approval.decided", "approved")]
     _finish(store, snapshot_id)
     assert PAID == [(5000, None)]
     trail = service.audit_trail(approval.id)

@@ -42,10 +42,10 @@ Role = Literal["viewer", "approver", "admin"]
 ROLES: tuple[Role, ...] = get_args(Role)
 
 EventKind = Literal[
-    "approval.created", "approval.decided", "approval.expired", "approval.cancelled", "run.started",
+    "approval.created", "approval.voted", "approval.decided", "approval.expired", "approval.cancelled", "run.started",
     "run.paused", "run.resumed", "run.finished", "run.failed",
 ]  # fmt: skip
-"""The kinds of :class:`ServiceEvent`."""
+"""The kinds of :class:`ServiceEvent` (``approval.voted``: a vote short of the approval's quorum; it stays pending)."""
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 
 RunStatus = Literal["queued", "running", "paused", "finished", "failed"]

@@ -330,7 +330,7 @@ class ApprovalStoreBase(ApprovalReading, EventLog):
                     at=moment, principal=updated.votes[-1].principal, decision=decision, feedback=feedback,
                     changes=changes, args_digest=updated.args_digest, details=extra,
                 )  # fmt: skip
-                events.append(event_of("decided", updated, moment))
+                events.append(event_of("voted" if updated.status == "pending" else "decided", updated, moment))
         if refused is not None:
             raise refused
         return updated

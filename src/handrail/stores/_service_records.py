@@ -46,6 +46,7 @@ TERMINAL_RUN = ("finished", "failed")
 _APPROVAL_EVENTS: dict[str, EventKind] = {
     "created": "approval.created",
     "decided": "approval.decided",
+    "voted": "approval.voted",
     "expired": "approval.expired",
     "cancelled": "approval.cancelled",
 }
