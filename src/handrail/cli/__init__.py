@@ -29,6 +29,8 @@ from handrail import __version__
 from handrail.cli._approvals import approvals
 from handrail.cli._run import resume, run
 from handrail.cli._worker import worker
+from handrail.cli._serve import serve
+from handrail.cli._tokens import tokens
 
 __all__ = ["main"]
 
@@ -82,3 +84,5 @@ main.add_command(run)
 main.add_command(resume)
 main.add_command(approvals)
 main.add_command(worker)
+main.add_command(serve)
+main.add_command(tokens)

@@ -5,7 +5,12 @@ resumes runs by themselves once their calls are decided.
 
 Everything lives in the snapshot store (approvals, tokens, events, runs), so any number of server and worker
 processes sharing one store agree. The HTTP API needs the ``server`` extra (``pip install 'handrail[server]'``);
-the resumer does not.
+the resumer does not: :func:`create_app` and :func:`serve` import FastAPI and uvicorn only when called.
+
+The HTTP API:
+
+* :func:`create_app`: the FastAPI app over a store (approvals, decisions, audit, runs, events, login).
+* :func:`serve`: that app on uvicorn, with the resumer in the same process.
 
 Runs in the service (no HTTP needed):
 
@@ -17,6 +22,9 @@ Runs in the service (no HTTP needed):
   agent files.
 """
 
+import typing as _typing
+
+from handrail.core._lazy import lazy_exports as _lazy_exports
 from handrail.server._registry import AgentFactory, AgentRegistry, UnknownAgentError
 from handrail.server._resumer import PassReport, Resumer
 from handrail.server._runs import UNKNOWN_OUTCOMES, RunLauncher, RunView
@@ -30,4 +38,17 @@ __all__: list[str] = [
     "RunLauncher",
     "RunView",
     "UnknownAgentError",
+    "create_app",
+    "serve",
 ]
+
+_EXPORTS: dict[str, str] = {
+    "create_app": "handrail.server._app",
+    "serve": "handrail.server._serve",
+}
+
+if _typing.TYPE_CHECKING:
+    from handrail.server._app import create_app
+    from handrail.server._serve import serve
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

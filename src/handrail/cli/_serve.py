@@ -1,0 +1,97 @@
+"""``handrail serve``: the approval service's HTTP API (and the resumer) over one store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from handrail.cli._common import errors_as_exit_codes, fail_usage, printable
+from handrail.cli._stores import opened
+
+__all__ = ["serve"]
+
+
+def _consoles() -> tuple[Any, Any]:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True), Console(stderr=True, highlight=False)
+
+
+@click.command()
+@click.option(
+    "--store",
+    "store_url",
+    required=True,
+    metavar="URL",
+    help="The store: sqlite:///PATH, postgresql://..., or a directory (approvals, tokens, events, runs).",
+)
+@click.option(
+    "--agents",
+    "agents_dir",
+    metavar="DIR",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="A directory of agent files (NAME.yaml): the agents runs start and resume with.",
+)
+@click.option(
+    "--allow-module",
+    "allow_modules",
+    multiple=True,
+    metavar="PREFIX",
+    help="Trust classes under this module prefix in snapshots and agent files (repeatable).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address to listen on; another than loopback needs a token in the store.",
+)
+@click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535), help="0: a free port.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Server processes.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A Host name to answer to besides loopback and --host, e.g. the public name (repeatable).",
+)
+@click.option("--keepalive", default=15.0, show_default=True, type=click.FloatRange(min=0.01), hidden=True)
+@click.option("--log-level", default="warning", show_default=True, help="The server's log level.",
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
+def serve(
+    store_url: str,
+    agents_dir: Path | None,
+    allow_modules: tuple[str, ...],
+    host: str,
+    port: int,
+    workers: int,
+    allowed_hosts: tuple[str, ...],
+    keepalive: float,
+    log_level: str,
+) -> None:
+    """Serve the approval service's HTTP API until Ctrl+C (SIGINT) or SIGTERM.
+
+    People decide paused tool calls through it (GET /api/v1/approvals, POST /api/v1/approvals/ID/decision);
+    every route but /healthz needs a token (handrail tokens add). The URL is printed once the port listens.
+    Any number of servers and 'handrail worker' processes may share the store.
+    """
+    from handrail.server._serve import serve as serve_api
+
+    out, err = _consoles()
+    if agents_dir is not None and not agents_dir.is_dir():
+        fail_usage(err, f"--agents {printable(str(agents_dir))}: no such directory.")
+    with opened(err, None, store_url, allow_modules) as where, errors_as_exit_codes(err):
+        count = len(where.store.list_tokens()) if hasattr(where.store, "list_tokens") else 0
+
+        def ready(url: str) -> None:
+            note = f"{count} token{'s' if count != 1 else ''}" if count else "no tokens yet: handrail tokens add"
+            out.print(f"handrail serve: listening on {url} (store {where.label}; {note}). Ctrl+C stops it.",
+                      markup=False)  # fmt: skip
+            out.file.flush()
+
+        serve_api(
+            where.store, agents_dir=None if agents_dir is None else str(agents_dir), host=host, port=port,
+            allowed_hosts=allowed_hosts, workers=workers, store_url=where.value, allow_modules=allow_modules,
+            keepalive=keepalive, log_level=log_level, on_ready=ready,
+        )  # fmt: skip

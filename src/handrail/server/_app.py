@@ -1,0 +1,181 @@
+"""The HTTP API of the approval service: :func:`create_app` builds the FastAPI app over one store.
+
+Routes (JSON under ``/api/v1``; every error a problem details object, see :mod:`handrail.server._problems`):
+
+==========================================  ==============================================================
+``GET /healthz``                            liveness, no authentication
+``POST /api/v1/login`` / ``logout``         the page's session cookie
+``GET /api/v1/me``                          who the credentials belong to
+``GET /api/v1/approvals``                   list (filters, cursor, counts)
+``GET /api/v1/approvals/{id}``              one, with context messages and an ``ETag``
+``POST /api/v1/approvals/{id}/decision``    decide (``If-Match``, ``Idempotency-Key``)
+``GET /api/v1/approvals/{id}/audit``        its audit trail
+``GET /api/v1/audit/export``                JSON Lines of a time range (admin)
+``POST /api/v1/runs``, ``GET .../{id}``     start a run, read it
+``GET /api/v1/events``                      Server-Sent Events
+``GET /api/v1/openapi.json``                the OpenAPI document
+==========================================  ==============================================================
+
+Every route but ``/healthz`` needs a principal (:func:`~handrail.server._auth.authenticated`): the API router
+carries it as a dependency, so a route added there cannot forget it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+try:
+    from fastapi import APIRouter, Depends, FastAPI
+    from fastapi.responses import JSONResponse
+except ImportError as exc:  # pragma: no cover - the server extra is not installed
+    raise ImportError(f"The approval service's HTTP API needs fastapi: pip install 'handrail[server]' ({exc})") from exc
+
+from handrail import __version__
+from handrail.dataclasses.service import Principal
+from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.human_in_the_loop.service import ApprovalService
+from handrail.server import _routes_approvals, _routes_session
+from handrail.server._auth import HostCheckMiddleware, Sessions, authenticated, host_allowlist
+from handrail.server._context import ServiceContext
+from handrail.server._events_stream import EventHub
+from handrail.server._events_stream import router as events_router
+from handrail.server._problems import CatchAllMiddleware, install, problem_schema
+from handrail.stores.approvals import ApprovalStore
+from handrail.stores.service import ServiceStore
+
+__all__ = ["API_PREFIX", "create_app"]
+
+API_PREFIX = "/api/v1"
+"""Where the API's routes are."""
+_ERROR_CODES = (400, 401, 403, 404, 409, 410, 412, 421, 422, 500, 503)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _check_store(store: Any) -> None:
+    missing = [name for name, kind in (("approval records", ApprovalStore), ("tokens and events", ServiceStore))
+               if not isinstance(store, kind)]  # fmt: skip
+    if missing:
+        raise ConfigurationTypeError(
+            f"The approval service needs a store that keeps {' and '.join(missing)} (a FileSnapshotStore, "
+            f"SQLiteSnapshotStore or PostgresSnapshotStore); {type(store).__name__} does not."
+        )
+
+
+def _end_streams_on_signal(hub: EventHub, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+    """Chain SIGINT / SIGTERM handlers that close the hub first (uvicorn waits for open streams otherwise).
+
+    Returns the function that puts the previous handlers back. Only the main thread may set handlers; elsewhere
+    (an app served from a thread) nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        before = signal.getsignal(sig)
+        if not callable(before):
+            continue
+
+        def chained(number: int, frame: Any, before: Any = before) -> None:
+            loop.call_soon_threadsafe(hub.close)
+            before(number, frame)
+
+        previous[sig] = before
+        signal.signal(sig, chained)
+
+    def restore() -> None:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
+
+    return restore
+
+
+def _api_router(app: FastAPI) -> APIRouter:
+    api = APIRouter(dependencies=[Depends(authenticated)], responses={c: problem_schema() for c in _ERROR_CODES})
+    api.include_router(_routes_approvals.router)
+    api.include_router(events_router)
+    api.include_router(_routes_session.router)
+
+    @api.get("/openapi.json", include_in_schema=False)
+    def openapi(principal: Annotated[Principal, Depends(authenticated)]) -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    return api
+
+
+def create_app(
+    store: Any,
+    *,
+    agents: Mapping[str, Callable[[], Any]] | None = None,
+    agents_dir: str | None = None,
+    allowed_hosts: Iterable[str] = (),
+    clock: Callable[[], datetime] | None = None,
+    keepalive: float = 15.0,
+    session_ttl: timedelta = timedelta(hours=12),
+    context_messages: int = 6,
+    max_body_size: int = 1 << 20,
+) -> FastAPI:
+    """The approval service's HTTP API over ``store`` (needs ``pip install 'handrail[server]'``).
+
+    Args:
+        store: A snapshot store that keeps approvals, tokens and events (the built-in ones).
+        agents: ``{name: factory}``: the agents ``POST /api/v1/runs`` may start and the resumer may continue.
+        agents_dir: A directory of agent files (``<name>.yaml``), another source of agents.
+        allowed_hosts: Host names the server answers to besides the loopback names (its public name, the bound
+            address); any other ``Host`` gets 421.
+        clock: Returns now (timezone-aware); tests inject one to judge expiry.
+        keepalive: Seconds of silence after which an event stream sends a comment.
+        session_ttl: How long a login's session cookie lasts.
+        context_messages: How many conversation messages an approval's detail shows by default.
+        max_body_size: The largest request body accepted, in bytes (413 beyond).
+
+    Returns:
+        A FastAPI app; serve it with uvicorn (or :func:`handrail.server.serve`).
+
+    Raises:
+        ConfigurationTypeError: ``store`` keeps no approvals, tokens or events.
+        ConfigurationError: A non-positive ``keepalive`` or ``session_ttl``, a negative ``context_messages``.
+    """
+    _check_store(store)
+    if not keepalive > 0 or not session_ttl.total_seconds() > 0:
+        raise ConfigurationError(f"keepalive and session_ttl must be positive, got {keepalive} and {session_ttl}.")
+    if type(context_messages) is not int or context_messages < 0:
+        raise ConfigurationError(f"context_messages must be an int >= 0, got {context_messages!r:.40}.")
+    now = clock or _utc_now
+    hub = EventHub(store, keepalive=keepalive)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        restore = _end_streams_on_signal(hub, asyncio.get_running_loop())
+        try:
+            yield
+        finally:
+            restore()
+            hub.close()
+
+    app = FastAPI(
+        title="handrail approval service", version=__version__, openapi_url=None, docs_url=None, redoc_url=None,
+        lifespan=lifespan, telemetry={"logs": False},
+    )  # fmt: skip
+    hosts = host_allowlist(allowed_hosts)
+    app.state.handrail = ServiceContext(
+        store=store, service=ApprovalService(store, clock=now), clock=now,
+        sessions=Sessions(store, session_ttl, now), hosts=hosts, events=hub, context_messages=context_messages,
+    )  # fmt: skip
+    app.state.agents = dict(agents or {})
+    app.state.agents_dir = agents_dir
+    install(app)
+    app.include_router(_routes_session.health_router)
+    app.include_router(_routes_session.session_router, prefix=API_PREFIX)
+    app.include_router(_api_router(app), prefix=API_PREFIX)
+    app.add_middleware(HostCheckMiddleware, hosts=hosts)
+    app.add_middleware(CatchAllMiddleware, max_body_size=max_body_size)
+    return app
