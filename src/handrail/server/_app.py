@@ -40,7 +40,7 @@ from handrail import __version__
 from handrail.dataclasses.service import Principal
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.human_in_the_loop.service import ApprovalService
-from handrail.server import _routes_approvals, _routes_session
+from handrail.server import _routes_approvals, _routes_runs, _routes_session
 from handrail.server._auth import HostCheckMiddleware, Sessions, authenticated, host_allowlist
 from handrail.server._context import ServiceContext
 from handrail.server._events_stream import EventHub
@@ -101,6 +101,7 @@ def _end_streams_on_signal(hub: EventHub, loop: asyncio.AbstractEventLoop) -> Ca
 def _api_router(app: FastAPI) -> APIRouter:
     api = APIRouter(dependencies=[Depends(authenticated)], responses={c: problem_schema() for c in _ERROR_CODES})
     api.include_router(_routes_approvals.router)
+    api.include_router(_routes_runs.router)
     api.include_router(events_router)
     api.include_router(_routes_session.router)
 
