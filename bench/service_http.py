@@ -114,7 +114,7 @@ def decide_all(server: Server, token: str, ids: list[str], clients: int) -> dict
     latencies: list[float] = []
     failures: list[str] = []
     lock = threading.Lock()
-    body = json.dumps({"decision": "approve"})
+    body = json.dumps({"decision": "approve"}).encode()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
     def client() -> None:
@@ -174,7 +174,7 @@ def sse_latency(server: Server, token: str, ids: list[str]) -> dict[str, Any]:
     delays = []
     for approval_id in ids:
         start = time.perf_counter()
-        connection.request("POST", f"/api/v1/approvals/{approval_id}/decision", body='{"decision": "approve"}',
+        connection.request("POST", f"/api/v1/approvals/{approval_id}/decision", body=b'{"decision": "approve"}',
                            headers=headers)  # fmt: skip
         connection.getresponse().read()
         with arrived:

@@ -67,7 +67,7 @@ def served(app: Any) -> Iterator[str]:
     """Serve ``app`` with uvicorn on 127.0.0.1 and a free port in a thread; yields the base URL."""
     import uvicorn
 
-    sock = socket.socket()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY needs the proto
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]

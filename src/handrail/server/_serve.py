@@ -80,8 +80,10 @@ def bind(host: str, port: int) -> socket.socket:
         infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
         raise ConfigurationError(f"Cannot listen on {host!r}: not an address of this machine ({exc}).") from None
-    family, _, _, _, address = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, kind, proto, _, address = infos[0]
+    # proto must be IPPROTO_TCP (not 0): asyncio sets TCP_NODELAY only on such sockets, and without it a keep-alive
+    # client waits 40 ms for each response (Nagle's algorithm against the client's delayed ACK).
+    sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
