@@ -7,7 +7,7 @@ import json
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,3 +87,13 @@ def served(app: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@asynccontextmanager
+async def event_stream(url: str, headers: dict[str, str], **params: Any) -> AsyncIterator[httpx.Response]:
+    """An open ``GET /api/v1/events`` on ``url`` (its own client, closed after)."""
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+        client.stream("GET", "/api/v1/events", params=params, headers=headers) as response,
+    ):
+        yield response

@@ -15,17 +15,10 @@ import httpx
 import pytest
 
 from handrail.stores import SQLiteSnapshotStore, open_snapshot_store
-from handrail.stores.service import ServiceStore
-from tests.server._double import ServiceDouble
 from tests.server._resumer_fixtures import _nothing_sent, any_store, service_store_url, sqlite_store, workers  # noqa: F401
 from tests.stores.conftest import postgres_database, postgres_dsn, postgres_server_dsn  # noqa: F401 - fixtures
 
 BASE = "http://localhost"
-
-
-def serviced(store: Any) -> Any:
-    """``store`` itself once it keeps tokens and events; until then the in-test double around it."""
-    return store if isinstance(store, ServiceStore) else ServiceDouble(store)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -34,7 +27,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         made: Any = SQLiteSnapshotStore(tmp_path / "service.db")
     else:
         made = open_snapshot_store(request.getfixturevalue("postgres_dsn"))
-    yield serviced(made)
+    yield made
     made.close()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from handrail.server import create_app
 from tests.server._helpers import pause
-from tests.server._sse import frames, next_event, served
+from tests.server._sse import event_stream, frames, next_event, served
 from tests.server.conftest import bearer
 
 
@@ -32,12 +32,11 @@ async def test_an_approval_created_arrives_on_the_stream(
     store: Any, live: tuple[Any, str], tokens: dict[str, str]
 ) -> None:
     _, url = live
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        async with client.stream("GET", "/api/v1/events", headers=bearer(tokens["viewer"])) as response:
-            assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
-            stream = frames(response)
-            await asyncio.to_thread(pause, store, [("c1", "transfer", {"amount": 5})])
-            event = await next_event(stream, "approval.created")
+    async with event_stream(url, bearer(tokens["viewer"])) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        stream = frames(response)
+        await asyncio.to_thread(pause, store, [("c1", "transfer", {"amount": 5})])
+        event = await next_event(stream, "approval.created")
     assert event.json["tool_name"] == "transfer" and event.json["status"] == "pending" and int(event.id or 0) > 0
 
 
@@ -55,8 +54,9 @@ async def test_a_missed_event_is_replayed_after_a_reconnect(store: Any, live: tu
             "GET", "/api/v1/events", headers={**headers, "Last-Event-ID": created.id or ""}
         ) as again:
             decided = await next_event(frames(again))
-    assert decided.event == "approval.decided" and decided.json["approval_id"] == created.json["approval_id"]
-    assert int(decided.id or 0) > int(created.id or 0) and decided.json["status"] == "approved"
+    assert decided.event == "approval.decided", (created, decided)
+    assert decided.json["approval_id"] == created.json["approval_id"], (created, decided)
+    assert int(decided.id or 0) > int(created.id or 0) and decided.json["status"] == "approved", (created, decided)
 
 
 async def test_an_id_the_log_does_not_hold_gets_a_reset(live: tuple[Any, str], tokens: dict[str, str]) -> None:
@@ -70,34 +70,30 @@ async def test_an_id_the_log_does_not_hold_gets_a_reset(live: tuple[Any, str], t
 
 async def test_silence_brings_keep_alive_comments(live: tuple[Any, str], tokens: dict[str, str]) -> None:
     _, url = live
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        async with client.stream("GET", "/api/v1/events", headers=bearer(tokens["viewer"])) as response:
-            stream = frames(response)
+    async with event_stream(url, bearer(tokens["viewer"])) as response:
+        stream = frames(response)
 
-            async def comment() -> list[str]:
-                async for frame in stream:
-                    if frame.comments:
-                        return frame.comments
-                return []
+        async def comment() -> list[str]:
+            async for frame in stream:
+                if frame.comments:
+                    return frame.comments
+            return []
 
-            assert await asyncio.wait_for(comment(), 20) == ["keep-alive"]
+        assert await asyncio.wait_for(comment(), 20) == ["keep-alive"]
 
 
 async def test_filters_keep_only_matching_events(store: Any, live: tuple[Any, str], tokens: dict[str, str]) -> None:
     _, url = live
-    params = {"tool_name": "read_file"}
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        async with client.stream("GET", "/api/v1/events", params=params, headers=bearer(tokens["viewer"])) as response:
-            stream = frames(response)
-            await asyncio.to_thread(
-                pause, store, [("c1", "transfer", {"amount": 5}), ("c2", "read_file", {"path": "a"})]
-            )
-            event = await next_event(stream)
+    async with event_stream(url, bearer(tokens["viewer"]), tool_name="read_file") as response:
+        stream = frames(response)
+        await asyncio.to_thread(pause, store, [("c1", "transfer", {"amount": 5}), ("c2", "read_file", {"path": "a"})])
+        event = await next_event(stream)
     assert event.event == "approval.created" and event.json["tool_name"] == "read_file"
 
 
-async def test_the_cookie_works_for_event_source_and_a_foreign_origin_is_refused(live: tuple[Any, str],
-                                                                                  tokens: dict[str, str]) -> None:  # fmt: skip
+async def test_the_cookie_works_for_event_source_and_a_foreign_origin_is_refused(
+    live: tuple[Any, str], tokens: dict[str, str]
+) -> None:
     _, url = live
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
         assert (await client.post("/api/v1/login", json={"token": tokens["viewer"]})).status_code == 200
@@ -110,14 +106,13 @@ async def test_the_cookie_works_for_event_source_and_a_foreign_origin_is_refused
 
 async def test_closing_the_hub_ends_open_streams(live: tuple[Any, str], tokens: dict[str, str]) -> None:
     app, url = live
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        async with client.stream("GET", "/api/v1/events", headers=bearer(tokens["viewer"])) as response:
-            lines = response.aiter_lines()
-            assert (await lines.__anext__()).startswith("retry:")
-            app.state.handrail.events.close()
+    async with event_stream(url, bearer(tokens["viewer"])) as response:
+        lines = response.aiter_lines()
+        assert (await lines.__anext__()).startswith("retry:")
+        app.state.handrail.events.close()
 
-            async def drain() -> None:
-                async for _ in lines:
-                    pass
+        async def drain() -> None:
+            async for _ in lines:
+                pass
 
-            await asyncio.wait_for(drain(), 20)
+        await asyncio.wait_for(drain(), 20)

@@ -73,7 +73,7 @@ async def test_a_crash_is_a_500_problem_without_traceback_and_the_log_has_no_tok
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("internal detail /srv/secret-path")
 
-    monkeypatch.setattr(type(getattr(store, "_inner", store)), "list_approvals", broken)
+    monkeypatch.setattr(store, "list_approvals", broken)
     with caplog.at_level(logging.ERROR, logger="handrail.server"):
         response = await client.get("/api/v1/approvals", headers=bearer(tokens["viewer"]))
     body = _problem(response, 500)

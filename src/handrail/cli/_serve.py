@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ __all__ = ["serve"]
 def _consoles() -> tuple[Any, Any]:
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True), Console(stderr=True, highlight=False)
+    return Console(highlight=False, soft_wrap=True), Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @click.command()
@@ -90,8 +91,9 @@ def serve(
                       markup=False)  # fmt: skip
             out.file.flush()
 
-        serve_api(
-            where.store, agents_dir=None if agents_dir is None else str(agents_dir), host=host, port=port,
-            allowed_hosts=allowed_hosts, workers=workers, store_url=where.value, allow_modules=allow_modules,
-            keepalive=keepalive, log_level=log_level, on_ready=ready,
-        )  # fmt: skip
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl+C: the server shut down; no "Aborted!"
+            serve_api(
+                where.store, agents_dir=None if agents_dir is None else str(agents_dir), host=host, port=port,
+                allowed_hosts=allowed_hosts, workers=workers, store_url=where.value, allow_modules=allow_modules,
+                keepalive=keepalive, log_level=log_level, on_ready=ready,
+            )  # fmt: skip

@@ -21,7 +21,7 @@ _STORE = click.option(
 def _consoles() -> tuple[Any, Any]:
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True), Console(stderr=True, highlight=False)
+    return Console(highlight=False, soft_wrap=True), Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _service_store(out: Any, where: Any) -> Any:

@@ -218,6 +218,20 @@ class ServiceStoreBase(EventLog):
             return None
         return info
 
+    def session_key(self, token_id: str) -> tuple[TokenInfo, bytes] | None:
+        """The valid token with this id and a secret key for signing its session cookies, or None.
+
+        The key is an HMAC-SHA256 of a fixed label keyed by the token's stored hash: every process sharing the
+        store derives the same one, nobody without the store can, and it is gone once the token is revoked.
+        """
+        if not isinstance(token_id, str) or not TOKEN_ID.fullmatch(token_id):
+            return None
+        found = self._token_get(token_id)
+        if found is None or found[0].revoked_at is not None:
+            return None
+        info, stored = found
+        return info, hmac.new(stored.encode("ascii"), b"handrail session cookie v1", "sha256").digest()
+
     # -- events ------------------------------------------------------------------------------------
 
     def append_event(self, kind: EventKind, data: Mapping[str, Any], *, at: datetime) -> ServiceEvent:

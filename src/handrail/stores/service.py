@@ -72,6 +72,10 @@ class ServiceStore(Protocol):
         """The valid token whose text is ``token``, or None."""
         ...
 
+    def session_key(self, token_id: str) -> tuple[TokenInfo, bytes] | None:
+        """The valid token with this id and a key derived from its stored hash (signs session cookies), or None."""
+        ...
+
     def append_event(self, kind: EventKind, data: Mapping[str, Any], *, at: datetime) -> ServiceEvent:
         """Append an event (for runs; approval events are written by the approval changes themselves)."""
         ...

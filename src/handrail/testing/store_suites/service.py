@@ -141,6 +141,23 @@ class ServiceStoreSuite:
         assert service.list_tokens() == []
         assert [t.name for t in service.list_tokens(include_revoked=True)] == ["ann", "bob"]
 
+    def test_a_session_key_is_shared_by_handles_secret_per_token_and_gone_once_revoked(
+        self, service: ServiceStore
+    ) -> None:
+        """Every handle derives the same key for a token (never its text or hash); revoking it ends the key."""
+        ann, text = service.add_token("ann", "approver", at=T0)
+        bob, _ = service.add_token("bob", "viewer", at=T0)
+        found = service.session_key(ann.token_id)
+        assert found is not None and found[0] == ann and len(found[1]) >= 32
+        assert self.new_service_store().session_key(ann.token_id) == found
+        other = service.session_key(bob.token_id)
+        assert other is not None and other[1] != found[1]
+        assert text.encode() not in found[1] and text.partition(".")[2].encode() not in found[1]
+        for unknown in ("tk_0123456789abcdef", "nonsense", "", text):
+            assert service.session_key(unknown) is None, unknown
+        service.revoke_token("ann", at=T0)
+        assert self.new_service_store().session_key(ann.token_id) is None
+
     def test_a_bad_principal_is_refused_before_anything_is_written(self, service: ServiceStore) -> None:
         """Names, roles and patterns follow the Principal rules."""
         for name, role, tools in (("", "viewer", ("*",)), ("ann", "root", ("*",)), ("ann", "approver", ()),
