@@ -11,8 +11,9 @@ first), it
 3. decides every approval through ``POST /api/v1/approvals/{id}/decision`` from ``--clients`` threads, each
    on its own keep-alive connection (``http.client``: little client CPU), and reports decisions/s and the
    p50 / p99 latency of the endpoint;
-4. measures SSE delivery: a stream is open; for 50 more approvals, the time from sending the decision to
-   reading its ``approval.decided`` event (p50 / p99).
+4. measures SSE delivery: a stream is open; for 50 more approvals, one at a time at random moments, the time
+   from sending the decision to reading its ``approval.decided`` event (p50 / p99): decided through the server
+   of the stream, then through a second server on the store (the event reaches the stream through the log).
 
 One JSON line per store on stdout. The server and the clients share the machine's cores.
 """
@@ -25,6 +26,7 @@ import http.client
 import json
 import os
 import queue
+import random
 import statistics
 import subprocess
 import sys
@@ -150,7 +152,7 @@ def decide_all(server: Server, token: str, ids: list[str], clients: int) -> dict
     }  # fmt: skip
 
 
-def sse_latency(server: Server, token: str, ids: list[str]) -> dict[str, Any]:
+def sse_latency(server: Server, token: str, ids: list[str], decider: Server | None = None) -> dict[str, Any]:
     stream = http.client.HTTPConnection(server.host, server.port, timeout=30)
     stream.request("GET", "/api/v1/events", headers={"Authorization": f"Bearer {token}"})
     response = stream.getresponse()
@@ -158,6 +160,10 @@ def sse_latency(server: Server, token: str, ids: list[str]) -> dict[str, Any]:
     arrived = threading.Condition()
 
     def reader() -> None:
+        with contextlib.suppress(OSError, AttributeError, ValueError):  # the stream closed at the end
+            read_events()
+
+    def read_events() -> None:
         event = None
         for raw in response:
             line = raw.decode().rstrip("\n")
@@ -169,10 +175,12 @@ def sse_latency(server: Server, token: str, ids: list[str]) -> dict[str, Any]:
                     arrived.notify_all()
 
     threading.Thread(target=reader, daemon=True).start()
-    connection = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    target = decider or server
+    connection = http.client.HTTPConnection(target.host, target.port, timeout=30)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     delays = []
     for approval_id in ids:
+        time.sleep(random.uniform(0, 0.1))  # not in step with a poll of the event log
         start = time.perf_counter()
         connection.request("POST", f"/api/v1/approvals/{approval_id}/decision", body=b'{"decision": "approve"}',
                            headers=headers)  # fmt: skip
@@ -187,7 +195,7 @@ def sse_latency(server: Server, token: str, ids: list[str]) -> dict[str, Any]:
 
 def measure(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
     store = open_snapshot_store(url)
-    ids = paused(store, args.approvals + 50, args.runs_per_pause)
+    ids = paused(store, args.approvals + 100, args.runs_per_pause)
     _, token = store.add_token("bench", "admin", at=datetime.now(UTC))
     store.close()
     starts = []
@@ -196,13 +204,17 @@ def measure(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
         starts.append((server.printed, server.ready))
         server.stop()
     server = Server(url)
+    other = Server(url)
     try:
         decided = decide_all(server, token, ids[: args.approvals], args.clients)
-        sse = sse_latency(server, token, ids[args.approvals :])
+        sse = sse_latency(server, token, ids[args.approvals : args.approvals + 50])
+        sse_other = sse_latency(server, token, ids[args.approvals + 50 :], decider=other)
     finally:
         server.stop()
+        other.stop()
     return {
         "store": name, "approvals_per_pause": args.runs_per_pause, "decision": decided, "sse_delivery": sse,
+        "sse_delivery_other_process": sse_other,
         "serve_start_ms": {"url_printed": round(statistics.median(s[0] for s in starts) * 1000),
                            "healthz_answered": round(statistics.median(s[1] for s in starts) * 1000)},
     }  # fmt: skip

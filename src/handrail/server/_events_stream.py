@@ -70,7 +70,8 @@ class EventHub:
     def __init__(self, store: Any, *, keepalive: float = 15.0) -> None:
         self.store = store
         self.keepalive = keepalive
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._deliver_lock = threading.Lock()
         self._subscribers: set[_Subscriber] = set()
         self._thread: threading.Thread | None = None
         self._last = 0
@@ -132,16 +133,33 @@ class EventHub:
                 continue
             self._deliver(page)
 
-    def _deliver(self, page: Any) -> None:
-        if page.gap:
-            with self._lock:
-                self._last = page.last_id
-            self._send(_RESET)
+    def poke(self) -> None:
+        """Read and hand out new events now (after a change made by this process: no wait for the next poll)."""
+        with self._lock:
+            if not self._subscribers or self._closed.is_set():
+                return
+            after = self._last
+        try:
+            page = self.store.events_after(after, limit=_PAGE)
+        except Exception as exc:  # the pump reads them at its next wake
+            _LOG.warning("The event stream cannot read the store (%s).", type(exc).__name__)
             return
-        if page.events:
+        self._deliver(page)
+
+    def _deliver(self, page: Any) -> None:
+        """Hand out a page read after some id: only what is newer than what was handed out (pump and poke race)."""
+        with self._deliver_lock:
             with self._lock:
-                self._last = page.events[-1].id
-            self._send(tuple(page.events))
+                last = self._last
+                fresh = tuple(e for e in page.events if e.id > last)
+                if page.gap:
+                    self._last = max(last, page.last_id)
+                elif fresh:
+                    self._last = fresh[-1].id
+            if page.gap:
+                self._send(_RESET)
+            elif fresh:
+                self._send(fresh)
 
     def close(self) -> None:
         """End every stream now and stop the thread (idempotent; safe from any thread)."""
