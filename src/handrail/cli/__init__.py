@@ -28,9 +28,9 @@ import click
 from handrail import __version__
 from handrail.cli._approvals import approvals
 from handrail.cli._run import resume, run
-from handrail.cli._worker import worker
 from handrail.cli._serve import serve
 from handrail.cli._tokens import tokens
+from handrail.cli._worker import worker
 
 __all__ = ["main"]
 

@@ -57,6 +57,13 @@ def _consoles() -> tuple[Any, Any]:
     metavar="NAME",
     help="A Host name to answer to besides loopback and --host, e.g. the public name (repeatable).",
 )
+@click.option(
+    "--unknown-outcome",
+    type=click.Choice(["fail", "retry"]),
+    default="fail",
+    show_default=True,
+    help="A call found running after a crash: fail (the model reads 'outcome unknown') or retry (run it again).",
+)
 @click.option("--keepalive", default=15.0, show_default=True, type=click.FloatRange(min=0.01), hidden=True)
 @click.option("--log-level", default="warning", show_default=True, help="The server's log level.",
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
@@ -68,14 +75,16 @@ def serve(
     port: int,
     workers: int,
     allowed_hosts: tuple[str, ...],
+    unknown_outcome: str,
     keepalive: float,
     log_level: str,
 ) -> None:
-    """Serve the approval service's HTTP API until Ctrl+C (SIGINT) or SIGTERM.
+    """Serve the approval service's HTTP API, and resume runs, until Ctrl+C (SIGINT) or SIGTERM.
 
     People decide paused tool calls through it (GET /api/v1/approvals, POST /api/v1/approvals/ID/decision);
     every route but /healthz needs a token (handrail tokens add). The URL is printed once the port listens.
-    Any number of servers and 'handrail worker' processes may share the store.
+    Each server process also runs the resumer (as 'handrail worker' does): a paused run continues once its
+    calls are decided or expired. Any number of servers and workers may share the store.
     """
     from handrail.server._serve import serve as serve_api
 
@@ -95,5 +104,5 @@ def serve(
             serve_api(
                 where.store, agents_dir=None if agents_dir is None else str(agents_dir), host=host, port=port,
                 allowed_hosts=allowed_hosts, workers=workers, store_url=where.value, allow_modules=allow_modules,
-                keepalive=keepalive, log_level=log_level, on_ready=ready,
+                keepalive=keepalive, log_level=log_level, on_ready=ready, unknown_outcome=unknown_outcome,
             )  # fmt: skip

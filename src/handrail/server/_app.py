@@ -23,6 +23,7 @@ carries it as a dependency, so a route added there cannot forget it.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -46,6 +47,8 @@ from handrail.server._context import ServiceContext
 from handrail.server._events_stream import EventHub
 from handrail.server._events_stream import router as events_router
 from handrail.server._problems import CatchAllMiddleware, install, problem_schema
+from handrail.server._registry import AgentFactory
+from handrail.server._resumer import Resumer
 from handrail.stores.approvals import ApprovalStore
 from handrail.stores.service import ServiceStore
 
@@ -115,10 +118,13 @@ def _api_router(app: FastAPI) -> APIRouter:
 def create_app(
     store: Any,
     *,
-    agents: Mapping[str, Callable[[], Any]] | None = None,
-    agents_dir: str | None = None,
+    agents: Mapping[str, AgentFactory] | None = None,
+    agents_dir: str | os.PathLike[str] | None = None,
+    allow_modules: Iterable[str] = (),
     allowed_hosts: Iterable[str] = (),
     clock: Callable[[], datetime] | None = None,
+    resume: bool = True,
+    unknown_outcome: str = "fail",
     keepalive: float = 15.0,
     session_ttl: timedelta = timedelta(hours=12),
     context_messages: int = 6,
@@ -128,11 +134,16 @@ def create_app(
 
     Args:
         store: A snapshot store that keeps approvals, tokens and events (the built-in ones).
-        agents: ``{name: factory}``: the agents ``POST /api/v1/runs`` may start and the resumer may continue.
+        agents: ``{name: factory}``, ``factory(store) -> Agent``: the agents ``POST /api/v1/runs`` starts and the
+            resumer continues (see :class:`~handrail.server.AgentRegistry`).
         agents_dir: A directory of agent files (``<name>.yaml``), another source of agents.
+        allow_modules: Module prefixes agent files (and snapshots) may import from.
         allowed_hosts: Host names the server answers to besides the loopback names (its public name, the bound
             address); any other ``Host`` gets 421.
         clock: Returns now (timezone-aware); tests inject one to judge expiry.
+        resume: Run the :class:`~handrail.server.Resumer` in the app's process while it is served (its lifespan):
+            paused runs continue once their calls are decided or expired. A decision through the app wakes it.
+        unknown_outcome: The resumer's rule for a call found ``running`` (``fail`` or ``retry``).
         keepalive: Seconds of silence after which an event stream sends a comment.
         session_ttl: How long a login's session cookie lasts.
         context_messages: How many conversation messages an approval's detail shows by default.
@@ -143,7 +154,8 @@ def create_app(
 
     Raises:
         ConfigurationTypeError: ``store`` keeps no approvals, tokens or events.
-        ConfigurationError: A non-positive ``keepalive`` or ``session_ttl``, a negative ``context_messages``.
+        ConfigurationError: A non-positive ``keepalive`` or ``session_ttl``, a negative ``context_messages``; an
+            agent that does not pause into ``store`` (named).
     """
     _check_store(store)
     if not keepalive > 0 or not session_ttl.total_seconds() > 0:
@@ -152,15 +164,20 @@ def create_app(
         raise ConfigurationError(f"context_messages must be an int >= 0, got {context_messages!r:.40}.")
     now = clock or _utc_now
     hub = EventHub(store, keepalive=keepalive)
+    resumer = Resumer(store, agents=agents, agents_dir=agents_dir, allowed_modules=allow_modules, clock=now,
+                      unknown_outcome=unknown_outcome)  # fmt: skip
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         restore = _end_streams_on_signal(hub, asyncio.get_running_loop())
+        if resume:
+            resumer.start()
         try:
             yield
         finally:
             restore()
             hub.close()
+            await asyncio.to_thread(resumer.stop)  # the runs under way finish (or pause) first
 
     app = FastAPI(
         title="handrail approval service", version=__version__, openapi_url=None, docs_url=None, redoc_url=None,
@@ -169,10 +186,9 @@ def create_app(
     hosts = host_allowlist(allowed_hosts)
     app.state.handrail = ServiceContext(
         store=store, service=ApprovalService(store, clock=now), clock=now,
-        sessions=Sessions(store, session_ttl, now), hosts=hosts, events=hub, context_messages=context_messages,
+        sessions=Sessions(store, session_ttl, now), hosts=hosts, events=hub, runs=resumer.launcher,
+        resumer=resumer, context_messages=context_messages,
     )  # fmt: skip
-    app.state.agents = dict(agents or {})
-    app.state.agents_dir = agents_dir
     install(app)
     app.include_router(_routes_session.health_router)
     app.include_router(_routes_session.session_router, prefix=API_PREFIX)

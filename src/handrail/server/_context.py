@@ -32,7 +32,9 @@ class ServiceContext:
     events: Any
     """The event hub (:class:`~handrail.server._events_stream.EventHub`)."""
     runs: Any = None
-    """The run API (start and read runs) or None when the app has no agents to run."""
+    """The run launcher (:class:`~handrail.server.RunLauncher`): starts and reads runs (None: no run routes)."""
+    resumer: Any = None
+    """The resumer (:class:`~handrail.server.Resumer`) a decision wakes (None: none)."""
     context_messages: int = 6
     """How many conversation messages an approval's detail shows by default."""
 

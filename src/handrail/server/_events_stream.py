@@ -27,6 +27,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from starlette.types import Send
 
 from handrail.dataclasses.service import Principal, ServiceEvent
 from handrail.server._auth import authenticated
@@ -202,33 +203,56 @@ async def _replay(store: Any, since: int, filters: _Filters) -> AsyncIterator[tu
         after = page.events[-1].id
 
 
-async def _stream(hub: EventHub, since: int | None, filters: _Filters) -> AsyncIterator[str]:
-    subscriber, last = await anyio.to_thread.run_sync(hub.subscribe, asyncio.get_running_loop())
-    try:
-        yield "retry: 2000\n\n"
-        sent = last if since is None else since
-        if since is not None:
-            async for frame, event_id in _replay(hub.store, since, filters):
-                sent = max(sent, event_id)
-                if frame:
-                    yield frame
-        while True:
-            try:
-                item = await asyncio.wait_for(subscriber.queue.get(), timeout=hub.keepalive)
-            except TimeoutError:
-                yield ": keep-alive\n\n"
-                continue
-            if item is _CLOSE:
-                return
-            if item is _RESET:
-                sent = hub.last_id
-                yield _reset(sent)
-                continue
-            for frame in _new_frames(item, sent, filters):
+class _EventStreamResponse(StreamingResponse):
+    """A stream that subscribes to the hub before it sends its headers.
+
+    So an event written once the client has its response (it is "connected") is never missed: StreamingResponse
+    would send the headers first and only then start the generator.
+    """
+
+    def __init__(self, hub: EventHub, since: int | None, filters: _Filters, headers: dict[str, str]) -> None:
+        super().__init__(_nothing(), media_type="text/event-stream", headers=headers)
+        self.hub, self.since, self.filters = hub, since, filters
+
+    async def stream_response(self, send: Send) -> None:
+        subscriber, last = await anyio.to_thread.run_sync(self.hub.subscribe, asyncio.get_running_loop())
+        try:
+            self.body_iterator = _stream(self.hub, subscriber, last, self.since, self.filters)
+            await super().stream_response(send)
+        finally:
+            self.hub.unsubscribe(subscriber)
+
+
+async def _nothing() -> AsyncIterator[str]:
+    return
+    yield  # pragma: no cover - makes this an async generator
+
+
+async def _stream(hub: EventHub, subscriber: _Subscriber, last: int, since: int | None,
+                  filters: _Filters) -> AsyncIterator[str]:  # fmt: skip
+    """The frames of one stream: the missed events (``since``), then the hub's, keep-alive comments between."""
+    yield "retry: 2000\n\n"
+    sent = last if since is None else since
+    if since is not None:
+        async for frame, event_id in _replay(hub.store, since, filters):
+            sent = max(sent, event_id)
+            if frame:
                 yield frame
-            sent = max(sent, item[-1].id)
-    finally:
-        hub.unsubscribe(subscriber)
+    while True:
+        try:
+            item = await asyncio.wait_for(subscriber.queue.get(), timeout=hub.keepalive)
+        except TimeoutError:
+            yield ": keep-alive\n\n"
+            continue
+        if item is _CLOSE:
+            return
+        if item is _RESET:
+            sent = hub.last_id
+            yield _reset(sent)
+            continue
+        for frame in _new_frames(item, sent, filters):
+            yield frame
+        sent = max(sent, item[-1].id)
 
 
 def _new_frames(batch: Sequence[ServiceEvent], sent: int, filters: _Filters) -> list[str]:
@@ -267,6 +291,5 @@ async def events(
     """
     hub: EventHub = context_of(request).events
     since = _since(last_event_id_header, last_event_id)
-    body = _stream(hub, since, _Filters(run_id, status, tool_name))
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+    return _EventStreamResponse(hub, since, _Filters(run_id, status, tool_name), headers)

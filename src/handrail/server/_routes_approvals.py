@@ -163,8 +163,11 @@ def decide(
         details=_audit_details(request),
     )  # fmt: skip
     response.headers["ETag"] = f'"v{result.approval.version}"'
-    if not result.replayed:  # this process's open event streams get the change now, not at the next poll
-        background.add_task(context_of(request).events.poke)
+    if not result.replayed:  # after the answer: this process's streams get the event, its resumer the run, now
+        ctx = context_of(request)
+        background.add_task(ctx.events.poke)
+        if ctx.resumer is not None:
+            background.add_task(ctx.resumer.wake)
     return {"approval": approval_json(result.approval), "replayed": result.replayed}
 
 

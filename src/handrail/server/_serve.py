@@ -17,9 +17,12 @@ import os
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.errors import ConfigurationError, ConfigurationTypeError
+
+if TYPE_CHECKING:
+    from handrail.server._registry import AgentFactory
 
 __all__ = ["ServeConfig", "bind", "is_loopback", "serve", "worker_app"]
 
@@ -64,8 +67,8 @@ def worker_app() -> Any:
     config = ServeConfig(**{**data, "allow_modules": tuple(data["allow_modules"]),
                             "allowed_hosts": tuple(data["allowed_hosts"])})  # fmt: skip
     store = open_snapshot_store(config.store_url, allowed_modules=config.allow_modules)
-    return create_app(store, agents_dir=config.agents_dir, allowed_hosts=config.allowed_hosts,
-                      keepalive=config.keepalive, **config.extra)  # fmt: skip
+    return create_app(store, agents_dir=config.agents_dir, allow_modules=config.allow_modules,
+                      allowed_hosts=config.allowed_hosts, keepalive=config.keepalive, **config.extra)  # fmt: skip
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -117,7 +120,7 @@ def _check_tokens(store: Any, host: str) -> None:
 def serve(
     store: Any,
     *,
-    agents: Mapping[str, Callable[[], Any]] | None = None,
+    agents: Mapping[str, AgentFactory] | None = None,
     agents_dir: str | None = None,
     host: str = "127.0.0.1",
     port: int = 8700,
@@ -131,11 +134,15 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
     **app_options: Any,
 ) -> None:
-    """Serve the approval service's HTTP API on ``host:port`` until SIGINT / SIGTERM.
+    """Serve the approval service's HTTP API on ``host:port`` until SIGINT / SIGTERM, with the resumer.
+
+    Every server process runs a :class:`~handrail.server.Resumer` (paused runs continue once their calls are
+    decided or expired; any number of servers and ``handrail worker`` processes may share the store).
 
     Args:
         store: The store (approvals, tokens, events, runs).
-        agents: ``{name: factory}`` of the agents runs use (one worker only: factories do not cross processes).
+        agents: ``{name: factory}``, ``factory(store) -> Agent``, of the agents runs use (one worker only:
+            factories do not cross processes).
         agents_dir: A directory of agent files.
         host: The address to listen on; a non-loopback one needs a token in the store.
         port: The port (0: a free one).
@@ -147,7 +154,8 @@ def serve(
         graceful_timeout: Seconds uvicorn waits for open requests at shutdown before cancelling them.
         log_level: uvicorn's log level.
         on_ready: Called with the URL once the socket listens (before the first request is served).
-        app_options: Further :func:`~handrail.server._app.create_app` arguments (``clock``, ``session_ttl``, ...).
+        app_options: Further :func:`~handrail.server.create_app` arguments (``clock``, ``session_ttl``,
+            ``unknown_outcome``, ``resume``, ...).
 
     Raises:
         ConfigurationError: A non-loopback ``host`` without tokens; the port in use; ``workers > 1`` without
@@ -179,8 +187,8 @@ def serve(
             os.environ[_CONFIG_ENV] = json.dumps(asdict(config))
             uv_config = uvicorn.Config("handrail.server._serve:worker_app", factory=True, workers=workers, **common)
         else:
-            app = create_app(store, agents=agents, agents_dir=agents_dir, allowed_hosts=hosts, keepalive=keepalive,
-                             **app_options)  # fmt: skip
+            app = create_app(store, agents=agents, agents_dir=agents_dir, allow_modules=allow_modules,
+                             allowed_hosts=hosts, keepalive=keepalive, **app_options)  # fmt: skip
             uv_config = uvicorn.Config(app, **common)
         if on_ready is not None:
             on_ready(_url(sock))
