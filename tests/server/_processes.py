@@ -54,9 +54,9 @@ def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
     raise AssertionError(f"handrail serve printed no URL (exit {process.poll()}): {err}")
 
 
-def start_serve(store_url: str, *options: str) -> ServeProcess:
-    """Start ``handrail serve --store URL --port 0 [options]``; returns once /healthz answers."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+def start_serve(store_url: str, *options: str, env: dict[str, str] | None = None) -> ServeProcess:
+    """Start ``handrail serve --store URL --port 0 [options]`` (``env`` added); returns once /healthz answers."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **(env or {})}
     command = [sys.executable, "-m", "handrail.cli", "serve", "--store", store_url, "--port", "0", *options]
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = _first_line(process, START_TIMEOUT)
@@ -74,9 +74,9 @@ def start_serve(store_url: str, *options: str) -> ServeProcess:
 
 
 @contextmanager
-def serving(store_url: str, *options: str) -> Iterator[ServeProcess]:
+def serving(store_url: str, *options: str, env: dict[str, str] | None = None) -> Iterator[ServeProcess]:
     """:func:`start_serve`, stopped at the end (SIGKILL if it does not stop)."""
-    server = start_serve(store_url, *options)
+    server = start_serve(store_url, *options, env=env)
     try:
         yield server
     finally:

@@ -38,6 +38,7 @@ from handrail.errors import (
     RunNotFoundError,
     SnapshotUnavailableError,
     StoreError,
+    UnknownAgentError,
 )
 
 __all__ = ["PROBLEM_JSON", "ApiProblem", "CatchAllMiddleware", "install", "problem", "problem_schema", "status_of"]
@@ -52,6 +53,7 @@ _MAPPING: tuple[tuple[type[BaseException], int, str], ...] = (
     (PermissionDeniedError, 403, "permission-denied"),
     (ApprovalNotFoundError, 404, "approval-not-found"),
     (RunNotFoundError, 404, "run-not-found"),
+    (UnknownAgentError, 404, "unknown-agent"),
     (ApprovalExpiredError, 410, "approval-expired"),
     (ApprovalClosedError, 409, "approval-decided"),
     (ApprovalConflictError, 412, "approval-changed"),

@@ -1,0 +1,93 @@
+"""Runs over HTTP, in-process: started by a principal, paused durably, approved over HTTP, finished with the result."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from handrail.server import create_app
+from tests.server import _agents
+from tests.server.conftest import bearer, client_for
+
+
+@pytest.fixture
+def app(store: Any) -> Any:
+    return create_app(store, agents={"payer": _agents.payer})
+
+
+@pytest.fixture
+async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    async with client_for(app) as made:
+        yield made
+
+
+async def _settled(app: Any, client: httpx.AsyncClient, token: str, run_id: str) -> dict[str, Any]:
+    """The run once this process drives it no more (paused or ended)."""
+    assert app.state.handrail.runs.wait(60), "the run did not settle"
+    response = await client.get(f"/api/v1/runs/{run_id}", headers=bearer(token))
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+async def test_a_run_started_over_http_pauses_is_approved_over_http_and_finishes(
+    app: Any, client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
+    started = await client.post("/api/v1/runs", json={"agent_name": "payer", "messages": ["pay 5"]},
+                                headers=bearer(tokens["approver"]))  # fmt: skip
+    assert started.status_code == 201, started.text
+    run = started.json()["run"]
+    assert run["initiator"] == "ann" and run["agent_name"] == "payer"
+    assert started.headers["location"] == f"/api/v1/runs/{run['run_id']}"
+    paused = await _settled(app, client, tokens["viewer"], run["run_id"])
+    assert paused["run"]["status"] == "paused" and _agents.SENT == []
+    (approval,) = paused["pending"]
+    assert approval["tool_name"] == "transfer" and approval["arguments"] == {"amount": 5}
+    assert approval["run_id"] == run["run_id"]
+    decided = await client.post(f"/api/v1/approvals/{approval['id']}/decision", json={"decision": "approve"},
+                                headers=bearer(tokens["other"]))  # fmt: skip
+    assert decided.status_code == 200
+    finished = await _settled(app, client, tokens["viewer"], run["run_id"])
+    assert finished["run"]["status"] == "finished" and finished["pending"] == []
+    assert finished["run"]["result"]["last_message"]["content"][0]["text"] == "paid: sent 5"
+    assert _agents.SENT == [5]
+    trail = (await client.get(f"/api/v1/approvals/{approval['id']}/audit", headers=bearer(tokens["admin"]))).json()
+    assert [e["kind"] for e in trail["entries"]] == ["created", "decided", "executed"]
+
+
+async def test_the_runs_are_listed_newest_first(app: Any, client: httpx.AsyncClient, tokens: dict[str, str]) -> None:
+    ids = []
+    for text in ("pay 1", "pay 2"):
+        response = await client.post("/api/v1/runs", json={"agent_name": "payer", "messages": [text]},
+                                     headers=bearer(tokens["admin"]))  # fmt: skip
+        ids.append(response.json()["run"]["run_id"])
+    assert app.state.handrail.runs.wait(60)
+    listed = (await client.get("/api/v1/runs", params={"status": "paused"}, headers=bearer(tokens["viewer"]))).json()
+    assert [r["run_id"] for r in listed["items"]] == ids[::-1]
+
+
+@pytest.mark.parametrize(
+    ("token", "body", "status", "slug"),
+    [
+        ("viewer", {"agent_name": "payer", "messages": ["pay 5"]}, 403, "permission-denied"),
+        ("approver", {"agent_name": "nobody", "messages": ["pay 5"]}, 404, "unknown-agent"),
+        ("approver", {"agent_name": "payer", "messages": []}, 422, "invalid-request"),
+        ("approver", {"agent_name": "payer", "messages": ["pay 5"], "initiator": "boss"}, 422, "invalid-request"),
+        ("approver", {"agent_name": "payer", "messages": [{"role": "tool", "content": []}]}, 400, "bad-request"),
+    ],
+)
+async def test_a_run_refused_is_a_problem_and_nothing_starts(
+    store: Any, client: httpx.AsyncClient, tokens: dict[str, str], token: str, body: dict[str, Any], status: int,
+    slug: str,
+) -> None:  # fmt: skip
+    response = await client.post("/api/v1/runs", json=body, headers=bearer(tokens[token]))
+    assert response.status_code == status, response.text
+    assert response.json()["type"].endswith(slug) and "Traceback" not in response.text
+    assert store.list_runs() == []
+
+
+async def test_an_unknown_run_is_404(client: httpx.AsyncClient, tokens: dict[str, str]) -> None:
+    response = await client.get("/api/v1/runs/nope", headers=bearer(tokens["viewer"]))
+    assert response.status_code == 404 and response.json()["detail"] == "No run 'nope'."
