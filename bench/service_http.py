@@ -77,10 +77,11 @@ def paused(store: Any, count: int, per_pause: int) -> list[str]:
 class Server:
     """``handrail serve`` in a subprocess on a free port."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *options: str) -> None:
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "handrail.cli", "serve", "--store", url, "--port", "0", "--log-level", "error"],
+            [sys.executable, "-m", "handrail.cli", "serve", "--store", url, "--port", "0", "--log-level", "error",
+             *options],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.process.stdout is not None
@@ -203,7 +204,7 @@ def measure(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
         server = Server(url)
         starts.append((server.printed, server.ready))
         server.stop()
-    server = Server(url)
+    server = Server(url, *(() if args.resume else ("--no-resume",)))
     other = Server(url)
     try:
         decided = decide_all(server, token, ids[: args.approvals], args.clients)
@@ -213,7 +214,8 @@ def measure(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
         server.stop()
         other.stop()
     return {
-        "store": name, "approvals_per_pause": args.runs_per_pause, "decision": decided, "sse_delivery": sse,
+        "store": name, "approvals_per_pause": args.runs_per_pause, "resumer": args.resume, "decision": decided,
+        "sse_delivery": sse,
         "sse_delivery_other_process": sse_other,
         "serve_start_ms": {"url_printed": round(statistics.median(s[0] for s in starts) * 1000),
                            "healthz_answered": round(statistics.median(s[1] for s in starts) * 1000)},
@@ -236,6 +238,11 @@ def main() -> None:
     parser.add_argument("--approvals", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--runs-per-pause", type=int, default=1, help="Calls held per paused run.")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="Keep the server's resumer on while deciding (it looks at every decided run).",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         print(json.dumps(measure("sqlite", f"sqlite:///{Path(folder) / 'bench.db'}", args)), flush=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,12 +26,17 @@ async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
         yield made
 
 
-async def _settled(app: Any, client: httpx.AsyncClient, token: str, run_id: str) -> dict[str, Any]:
-    """The run once this process drives it no more (paused or ended)."""
-    assert app.state.handrail.runs.wait(60), "the run did not settle"
-    response = await client.get(f"/api/v1/runs/{run_id}", headers=bearer(token))
-    assert response.status_code == 200, response.text
-    return response.json()  # type: ignore[no-any-return]
+async def _settled(app: Any, client: httpx.AsyncClient, token: str, run_id: str, *statuses: str) -> dict[str, Any]:
+    """The run once its status is one of ``statuses`` and this process drives it no more (a generous deadline)."""
+    deadline = time.monotonic() + 60
+    while True:
+        assert app.state.handrail.runs.wait(60), "the run did not settle"
+        response = await client.get(f"/api/v1/runs/{run_id}", headers=bearer(token))
+        assert response.status_code == 200, response.text
+        if response.json()["run"]["status"] in statuses:
+            return response.json()  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, response.json()
+        await asyncio.sleep(0.01)  # the decision's wake sends the run from another thread
 
 
 async def test_a_run_started_over_http_pauses_is_approved_over_http_and_finishes(
@@ -41,7 +48,7 @@ async def test_a_run_started_over_http_pauses_is_approved_over_http_and_finishes
     run = started.json()["run"]
     assert run["initiator"] == "ann" and run["agent_name"] == "payer"
     assert started.headers["location"] == f"/api/v1/runs/{run['run_id']}"
-    paused = await _settled(app, client, tokens["viewer"], run["run_id"])
+    paused = await _settled(app, client, tokens["viewer"], run["run_id"], "paused")
     assert paused["run"]["status"] == "paused" and _agents.SENT == []
     (approval,) = paused["pending"]
     assert approval["tool_name"] == "transfer" and approval["arguments"] == {"amount": 5}
@@ -49,7 +56,7 @@ async def test_a_run_started_over_http_pauses_is_approved_over_http_and_finishes
     decided = await client.post(f"/api/v1/approvals/{approval['id']}/decision", json={"decision": "approve"},
                                 headers=bearer(tokens["other"]))  # fmt: skip
     assert decided.status_code == 200
-    finished = await _settled(app, client, tokens["viewer"], run["run_id"])
+    finished = await _settled(app, client, tokens["viewer"], run["run_id"], "finished", "failed")
     assert finished["run"]["status"] == "finished" and finished["pending"] == []
     assert finished["run"]["result"]["last_message"]["content"][0]["text"] == "paid: sent 5"
     assert _agents.SENT == [5]

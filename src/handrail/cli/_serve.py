@@ -64,6 +64,12 @@ def _consoles() -> tuple[Any, Any]:
     show_default=True,
     help="A call found running after a crash: fail (the model reads 'outcome unknown') or retry (run it again).",
 )
+@click.option(
+    "--no-resume",
+    "no_resume",
+    is_flag=True,
+    help="Serve the API only: leave resuming runs to 'handrail worker' processes on the store.",
+)
 @click.option("--keepalive", default=15.0, show_default=True, type=click.FloatRange(min=0.01), hidden=True)
 @click.option("--log-level", default="warning", show_default=True, help="The server's log level.",
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
@@ -76,6 +82,7 @@ def serve(
     workers: int,
     allowed_hosts: tuple[str, ...],
     unknown_outcome: str,
+    no_resume: bool,
     keepalive: float,
     log_level: str,
 ) -> None:
@@ -83,8 +90,9 @@ def serve(
 
     People decide paused tool calls through it (GET /api/v1/approvals, POST /api/v1/approvals/ID/decision);
     every route but /healthz needs a token (handrail tokens add). The URL is printed once the port listens.
-    Each server process also runs the resumer (as 'handrail worker' does): a paused run continues once its
-    calls are decided or expired. Any number of servers and workers may share the store.
+    Each server process also runs the resumer (as 'handrail worker' does; --no-resume leaves it to workers): a
+    paused run continues once its calls are decided or expired. Any number of servers and workers may share the
+    store.
     """
     from handrail.server._serve import serve as serve_api
 
@@ -105,4 +113,5 @@ def serve(
                 where.store, agents_dir=None if agents_dir is None else str(agents_dir), host=host, port=port,
                 allowed_hosts=allowed_hosts, workers=workers, store_url=where.value, allow_modules=allow_modules,
                 keepalive=keepalive, log_level=log_level, on_ready=ready, unknown_outcome=unknown_outcome,
+                resume=not no_resume,
             )  # fmt: skip

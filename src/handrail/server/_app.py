@@ -43,7 +43,7 @@ from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.human_in_the_loop.service import ApprovalService
 from handrail.server import _routes_approvals, _routes_runs, _routes_session
 from handrail.server._auth import HostCheckMiddleware, Sessions, authenticated, host_allowlist
-from handrail.server._context import ServiceContext
+from handrail.server._context import ServiceContext, Waker
 from handrail.server._events_stream import EventHub
 from handrail.server._events_stream import router as events_router
 from handrail.server._problems import CatchAllMiddleware, install, problem_schema
@@ -142,7 +142,9 @@ def create_app(
             address); any other ``Host`` gets 421.
         clock: Returns now (timezone-aware); tests inject one to judge expiry.
         resume: Run the :class:`~handrail.server.Resumer` in the app's process while it is served (its lifespan):
-            paused runs continue once their calls are decided or expired. A decision through the app wakes it.
+            paused runs continue once their calls are decided or expired; a decision through the app wakes it.
+            False: resuming is left to ``handrail worker`` processes (runs started here are still driven to their
+            first pause by this process).
         unknown_outcome: The resumer's rule for a call found ``running`` (``fail`` or ``retry``).
         keepalive: Seconds of silence after which an event stream sends a comment.
         session_ttl: How long a login's session cookie lasts.
@@ -166,6 +168,7 @@ def create_app(
     hub = EventHub(store, keepalive=keepalive)
     resumer = Resumer(store, agents=agents, agents_dir=agents_dir, allowed_modules=allow_modules, clock=now,
                       unknown_outcome=unknown_outcome)  # fmt: skip
+    waker = Waker(hub.poke, resumer.wake) if resume else Waker(hub.poke)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -177,6 +180,7 @@ def create_app(
         finally:
             restore()
             hub.close()
+            await asyncio.to_thread(waker.close)
             await asyncio.to_thread(resumer.stop)  # the runs under way finish (or pause) first
 
     app = FastAPI(
@@ -187,7 +191,7 @@ def create_app(
     app.state.handrail = ServiceContext(
         store=store, service=ApprovalService(store, clock=now), clock=now,
         sessions=Sessions(store, session_ttl, now), hosts=hosts, events=hub, runs=resumer.launcher,
-        resumer=resumer, context_messages=context_messages,
+        resumer=resumer if resume else None, wake=waker, context_messages=context_messages,
     )  # fmt: skip
     install(app)
     app.include_router(_routes_session.health_router)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,7 +14,65 @@ from fastapi import Request
 from handrail.human_in_the_loop.service import ApprovalService
 from handrail.server._auth import Sessions
 
-__all__ = ["ServiceContext", "approval_json", "context_of", "iso"]
+__all__ = ["ServiceContext", "Waker", "approval_json", "context_of", "iso"]
+
+_LOG = logging.getLogger("handrail.server")
+_IDLE = 5.0
+"""Seconds the waker's thread outlives its last round."""
+
+
+class Waker:
+    """After a decision made through this app: hand its event to the open streams and wake the resumer, at once.
+
+    One thread does it, coalescing: the decisions that land while it works are served by its next round, so a
+    burst of decisions costs a few rounds, not one each, and no request waits for it.
+
+    Args:
+        actions: What a round calls, in order (the event hub's ``poke``, the resumer's ``wake``).
+    """
+
+    def __init__(self, *actions: Callable[[], object]) -> None:
+        self.actions = actions
+        self._wanted = threading.Event()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def __call__(self) -> None:
+        """Ask for a round (never blocks)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._wanted.set()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="handrail-waker", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            if not self._wanted.wait(timeout=_IDLE):
+                with self._lock:  # idle: the thread ends (the next decision starts another)
+                    if not self._wanted.is_set():
+                        self._thread = None
+                        return
+                continue
+            self._wanted.clear()
+            if self._closed:
+                return
+            for action in self.actions:
+                try:
+                    action()
+                except Exception as exc:  # a failed round is logged; the resumer's own loop catches up
+                    _LOG.warning("waking after a decision failed: %s", type(exc).__name__)
+
+    def close(self) -> None:
+        """Stop the thread (a round under way ends first)."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        self._wanted.set()
+        if thread is not None:
+            thread.join(timeout=30)
 
 
 @dataclass
@@ -34,7 +94,9 @@ class ServiceContext:
     runs: Any = None
     """The run launcher (:class:`~handrail.server.RunLauncher`): starts and reads runs (None: no run routes)."""
     resumer: Any = None
-    """The resumer (:class:`~handrail.server.Resumer`) a decision wakes (None: none)."""
+    """The resumer (:class:`~handrail.server.Resumer`) of this app's process (None: none)."""
+    wake: Callable[[], None] = lambda: None
+    """Called after each decision made through the app (a :class:`Waker`)."""
     context_messages: int = 6
     """How many conversation messages an approval's detail shows by default."""
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -146,7 +146,6 @@ def decide(
     approval_id: str,
     body: DecisionBody,
     principal: Authenticated,
-    background: BackgroundTasks,
     if_match: Annotated[str | None, Header(max_length=100)] = None,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> dict[str, Any]:
@@ -163,11 +162,8 @@ def decide(
         details=_audit_details(request),
     )  # fmt: skip
     response.headers["ETag"] = f'"v{result.approval.version}"'
-    if not result.replayed:  # after the answer: this process's streams get the event, its resumer the run, now
-        ctx = context_of(request)
-        background.add_task(ctx.events.poke)
-        if ctx.resumer is not None:
-            background.add_task(ctx.resumer.wake)
+    if not result.replayed:  # this process's streams get the event, its resumer the run, now (not at a poll)
+        context_of(request).wake()
     return {"approval": approval_json(result.approval), "replayed": result.replayed}
 
 
