@@ -204,7 +204,7 @@ def measure(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
         server = Server(url)
         starts.append((server.printed, server.ready))
         server.stop()
-    server = Server(url, *(() if args.resume else ("--no-resume",)))
+    server = Server(url, "--workers", str(args.workers), *(() if args.resume else ("--no-resume",)))
     other = Server(url)
     try:
         decided = decide_all(server, token, ids[: args.approvals], args.clients)
@@ -214,7 +214,8 @@ def measure(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
         server.stop()
         other.stop()
     return {
-        "store": name, "approvals_per_pause": args.runs_per_pause, "resumer": args.resume, "decision": decided,
+        "store": name, "approvals_per_pause": args.runs_per_pause, "resumer": args.resume, "workers": args.workers,
+        "decision": decided,
         "sse_delivery": sse,
         "sse_delivery_other_process": sse_other,
         "serve_start_ms": {"url_printed": round(statistics.median(s[0] for s in starts) * 1000),
@@ -238,6 +239,7 @@ def main() -> None:
     parser.add_argument("--approvals", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--runs-per-pause", type=int, default=1, help="Calls held per paused run.")
+    parser.add_argument("--workers", type=int, default=1, help="Server processes (handrail serve --workers).")
     parser.add_argument(
         "--resume",
         action="store_true",
