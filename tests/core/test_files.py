@@ -20,7 +20,7 @@ def mode(path: Path) -> int:
 
 
 def test_exports() -> None:
-    assert files.__all__ == ["FileLock", "atomic_write", "lock_path_for"]
+    assert files.__all__ == ["FileLock", "atomic_write", "fsync_directory", "lock_path_for"]
 
 
 # ---- atomic_write ----------------------------------------------------------------------------------------

@@ -23,12 +23,12 @@ from types import TracebackType
 
 from handrail.errors import ConfigurationError
 
-__all__ = ["FileLock", "atomic_write", "lock_path_for"]
+__all__ = ["FileLock", "atomic_write", "fsync_directory", "lock_path_for"]
 
 _POLL_SECONDS = 0.01
 
 
-def _fsync_directory(directory: str) -> None:
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
     """Flush a directory entry change (a rename) to disk; ignored where the platform refuses."""
     try:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -71,7 +71,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-    _fsync_directory(directory)
+    fsync_directory(directory)
 
 
 def lock_path_for(path: str | os.PathLike[str]) -> Path:

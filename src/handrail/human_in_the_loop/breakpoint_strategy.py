@@ -22,7 +22,7 @@ from handrail.dataclasses.approval import DECISIONS, Decision, ExpiryAction
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
-from handrail.human_in_the_loop.types import ConfirmationPolicy, check_approval_settings
+from handrail.human_in_the_loop.types import ConfirmationPolicy, check_approval_settings, check_policy
 from handrail.stores.types import SnapshotStore
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class BreakpointConfirmationStrategy:
             quorum_when=quorum_when, initiator_may_approve=initiator_may_approve,
         )  # fmt: skip
         if confirmation_policy is not None:
-            _check_policy(confirmation_policy)
+            check_policy(confirmation_policy, ("should_ask",))  # a pause never updates the policy after
         if (snapshot_file_path is None) == (snapshot_store is None):
             raise ConfigurationError(
                 "BreakpointConfirmationStrategy needs exactly one of snapshot_file_path (a directory) and "
@@ -320,15 +320,3 @@ class BreakpointConfirmationStrategy:
         if self.confirmation_policy is not None:
             where += f", confirmation_policy={self.confirmation_policy!r}"
         return f"{type(self).__name__}({where})"
-
-
-def _check_policy(policy: object) -> None:
-    if isinstance(policy, type):
-        raise ConfigurationTypeError(
-            f"confirmation_policy is the class {policy.__name__!r}, not a policy object; pass an instance: "
-            f"{policy.__name__}(...)."
-        )
-    if not callable(getattr(policy, "should_ask", None)):
-        raise ConfigurationTypeError(
-            f"confirmation_policy must be a ConfirmationPolicy; {type(policy).__name__} has no should_ask."
-        )

@@ -30,7 +30,7 @@ from handrail.human_in_the_loop.templates import (
     render_modify,
     render_reject,
 )
-from handrail.human_in_the_loop.types import ConfirmationPolicy, ConfirmationUI
+from handrail.human_in_the_loop.types import ConfirmationPolicy, ConfirmationUI, check_policy, refuse_class
 
 __all__ = [
     "AsyncConfirmationUI",
@@ -156,7 +156,7 @@ class BlockingConfirmationStrategy:
         modify_template: str = DEFAULT_MODIFY_TEMPLATE,
         user_feedback_template: str = DEFAULT_USER_FEEDBACK_TEMPLATE,
     ) -> None:
-        _check_policy(confirmation_policy)
+        check_policy(confirmation_policy)
         _check_ui(confirmation_ui)
         check_templates(
             reject_template=reject_template,
@@ -446,25 +446,8 @@ def _label(ui: object) -> str:
     return label if isinstance(label, str) and label.strip() else type(ui).__name__
 
 
-def _refuse_class(value: object, name: str, what: str) -> None:
-    """Refuse a class passed where an object belongs (``AlwaysAskPolicy`` for ``AlwaysAskPolicy()``)."""
-    if isinstance(value, type):
-        raise ConfigurationTypeError(
-            f"{name} is the class {value.__name__!r}, not {what} object; pass an instance: {value.__name__}()."
-        )
-
-
-def _check_policy(policy: object) -> None:
-    _refuse_class(policy, "confirmation_policy", "a policy")
-    missing = [m for m in ("should_ask", "update_after_confirmation") if not callable(getattr(policy, m, None))]
-    if missing:
-        raise ConfigurationTypeError(
-            f"confirmation_policy must be a ConfirmationPolicy; {type(policy).__name__} has no {', '.join(missing)}."
-        )
-
-
 def _check_ui(ui: object) -> None:
-    _refuse_class(ui, "confirmation_ui", "a UI")
+    refuse_class(ui, "confirmation_ui", "a UI")
     if not any(callable(getattr(ui, m, None)) for m in ("get_user_confirmation", "get_user_confirmation_async")):
         raise ConfigurationTypeError(
             f"confirmation_ui must be a ConfirmationUI; {type(ui).__name__} has neither get_user_confirmation "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from handrail.dataclasses.decisions import ConfirmationUIResult, ToolExecutionDecision
+from handrail.errors import ConfigurationTypeError
 from handrail.human_in_the_loop._approval_settings import (
     MAX_EXPIRES_AFTER,
     ApprovalSettings,
@@ -25,7 +26,9 @@ __all__ = [
     "PausingStrategy",
     "approval_settings",
     "check_approval_settings",
+    "check_policy",
     "is_pausing_strategy",
+    "refuse_class",
 ]
 
 
@@ -131,3 +134,21 @@ class PausingStrategy(Protocol):
 def is_pausing_strategy(strategy: object) -> TypeGuard[PausingStrategy]:
     """Whether the Agent pauses the run for ``strategy``'s calls (a :class:`PausingStrategy`, ``pauses_run`` True)."""
     return isinstance(strategy, PausingStrategy) and strategy.pauses_run is True
+
+
+def refuse_class(value: object, name: str, what: str) -> None:
+    """Refuse a class passed where an object belongs (``AlwaysAskPolicy`` for ``AlwaysAskPolicy()``)."""
+    if isinstance(value, type):
+        raise ConfigurationTypeError(
+            f"{name} is the class {value.__name__!r}, not {what} object; pass an instance: {value.__name__}()."
+        )
+
+
+def check_policy(policy: object, methods: tuple[str, ...] = ("should_ask", "update_after_confirmation")) -> None:
+    """Refuse a ``confirmation_policy`` that is a class, or lacks one of ``methods`` (those its strategy calls)."""
+    refuse_class(policy, "confirmation_policy", "a policy")
+    missing = [m for m in methods if not callable(getattr(policy, m, None))]
+    if missing:
+        raise ConfigurationTypeError(
+            f"confirmation_policy must be a ConfirmationPolicy; {type(policy).__name__} has no {', '.join(missing)}."
+        )

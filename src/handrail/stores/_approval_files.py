@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from handrail.core._files import FileLock, atomic_write, lock_path_for
+from handrail.core._files import FileLock, atomic_write, fsync_directory, lock_path_for
 from handrail.dataclasses._approval_checks import canonical_json
 from handrail.dataclasses.approval import Approval
 from handrail.dataclasses.approval_audit import ApprovalAuditEntry
@@ -248,17 +248,4 @@ def _write_files(folder: Path, files: list[tuple[Path, bytes]]) -> None:
         for temp, _ in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
-    _fsync_folder(folder)
-
-
-def _fsync_folder(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    fsync_directory(folder)
