@@ -303,37 +303,69 @@ class ApprovalStoreBase(ApprovalReading, EventLog):
                 principal, a naive time, a principal approving arguments it approved already.
             PermissionDeniedError: The principal is the run's initiator, who may not approve it.
         """
-        key = self._approval_key(approval_id)
-        moment = check_moment("at", at)
-        Checker("decide_approval", reading=False).integer("expected_version", expected_version, minimum=1)
-        extra = check_details(details)
-        refused: ApprovalConflictError | None = None
+        key, moment, extra = self._decision_checked(approval_id, at, expected_version, details)
         with self._changing(key) as (handle, events):
-            current = self._current_approval(handle, key)
-            if current.due(moment):
-                expired = self._approval_expire(handle, current, moment)
-                events.append(event_of("expired", expired, expired.decided_at or moment))
-                refused = refusal(expired, expected_version)
-            elif current.terminal or current.version != expected_version:
-                refused = refusal(current, expected_version)
-            else:
-                updated = current.decided(
-                    decision, principal=principal, at=moment, feedback=feedback, arguments=arguments,
-                    idempotency_key=idempotency_key, quorum=quorum,
-                )  # fmt: skip
-                self._approval_cas(handle, updated, expected_version)
-                changes = arguments_diff(current.arguments, updated.arguments) if decision == "edit" else ()
-                if updated.quorum > 1 or current.votes:
-                    extra = {**extra, "quorum": updated.quorum, "approvers": list(updated.approvers)}
-                self._append_entry(
-                    handle, key, kind="voted" if updated.status == "pending" else "decided",
-                    at=moment, principal=updated.votes[-1].principal, decision=decision, feedback=feedback,
-                    changes=changes, args_digest=updated.args_digest, details=extra,
-                )  # fmt: skip
-                events.append(event_of("voted" if updated.status == "pending" else "decided", updated, moment))
+            updated, refused = self._decide_in(
+                handle, events, key, decision, expected_version=expected_version, principal=principal, at=moment,
+                feedback=feedback, arguments=arguments, idempotency_key=idempotency_key, details=extra, quorum=quorum,
+            )  # fmt: skip
         if refused is not None:
             raise refused
         return updated
+
+    def _decision_checked(
+        self, approval_id: str, at: datetime, expected_version: int, details: Mapping[str, Any] | None
+    ) -> tuple[str, datetime, dict[str, Any]]:
+        """:meth:`decide_approval`'s arguments checked before any scope opens: ``(key, at, details)``."""
+        key = self._approval_key(approval_id)
+        moment = check_moment("at", at)
+        Checker("decide_approval", reading=False).integer("expected_version", expected_version, minimum=1)
+        return key, moment, check_details(details)
+
+    def _decide_in(
+        self, handle: Any, events: list[EventItem], key: str, decision: Decision, *, expected_version: int,
+        principal: str, at: datetime, feedback: str | None, arguments: dict[str, Any] | None,
+        idempotency_key: str | None, details: dict[str, Any], quorum: int | None, known: Approval | None = None,
+    ) -> tuple[Approval, ApprovalConflictError | None]:  # fmt: skip
+        """The body of :meth:`decide_approval` inside an open write scope (its arguments checked).
+
+        ``known``: the record as the caller read it (its version the expected one, as a rule); a backend that can
+        tell cheaply that the stored record is still that one uses it instead of decoding the row again.
+
+        Returns:
+            ``(the record now, None)``, or ``(the record, the refusal to raise once the scope is closed)``: an
+            expiry found due is written (and kept) before the decision is refused.
+        """
+        current = self._current_approval(handle, key) if known is None else self._still_current(handle, known)
+        if current.due(at):
+            expired = self._approval_expire(handle, current, at)
+            events.append(event_of("expired", expired, expired.decided_at or at))
+            return expired, refusal(expired, expected_version)
+        if current.terminal or current.version != expected_version:
+            return current, refusal(current, expected_version)
+        updated = current.decided(
+            decision, principal=principal, at=at, feedback=feedback, arguments=arguments,
+            idempotency_key=idempotency_key, quorum=quorum,
+        )  # fmt: skip
+        self._approval_cas(handle, updated, expected_version)
+        changes = arguments_diff(current.arguments, updated.arguments) if decision == "edit" else ()
+        extra = details
+        if updated.quorum > 1 or current.votes:
+            extra = {**extra, "quorum": updated.quorum, "approvers": list(updated.approvers)}
+        self._append_entry(
+            handle, key, kind="voted" if updated.status == "pending" else "decided",
+            at=at, principal=updated.votes[-1].principal, decision=decision, feedback=feedback,
+            changes=changes, args_digest=updated.args_digest, details=extra,
+        )  # fmt: skip
+        events.append(event_of("voted" if updated.status == "pending" else "decided", updated, at))
+        return updated, None
+
+    def _still_current(self, handle: Any, known: Approval) -> Approval:
+        """The stored record of ``known``'s id inside a write scope: ``known`` itself when it is unchanged.
+
+        This default reads and decodes the record; the SQL backends compare the row's version and status columns.
+        """
+        return self._current_approval(handle, known.id)
 
     def cancel_approval(
         self,

@@ -181,9 +181,9 @@ def _decide_once(
             if approval.status == "expired":
                 _sync_quietly(store, approval)
             raise _closed(approval)
-        updated = store.decide_approval(
-            approval.id, decision, expected_version=version, principal=principal, at=at, feedback=feedback,
-            arguments=edited, idempotency_key=idempotency_key, details=details, quorum=quorum,
+        updated = _record(
+            store, approval, decision, version, principal=principal, at=at, feedback=feedback, arguments=edited,
+            idempotency_key=idempotency_key, details=details, quorum=quorum,
         )  # fmt: skip
     except ApprovalConflictError as exc:
         current = exc.current
@@ -197,8 +197,65 @@ def _decide_once(
         if not current.terminal:
             raise _VotedMeanwhile(current, exc) from None
         raise _closed(current, exc) from None
-    sync_snapshot(store, updated)
     return updated, True
+
+
+def _record(
+    store: Any, approval: Approval, decision: Decision, version: int, *, principal: str, at: datetime,
+    feedback: str | None, arguments: dict[str, Any] | None, idempotency_key: str | None,
+    details: Mapping[str, Any] | None, quorum: int | None,
+) -> Approval:  # fmt: skip
+    """The vote's compare-and-set and, when it decides the approval, the snapshot's decision (:func:`sync_snapshot`).
+
+    A SQL store does both in one transaction (``_joint_scope``) when the snapshot's claim is free at once: one
+    commit, one read of the snapshot, and the approval and its snapshot change together or not at all. When the
+    claim is held (a resume), or the run continued in another snapshot, the snapshot is written after the commit
+    as for a directory store.
+    """
+    joint = getattr(store, "_joint_scope", None)
+    if joint is None:
+        updated: Approval = store.decide_approval(
+            approval.id, decision, expected_version=version, principal=principal, at=at, feedback=feedback,
+            arguments=arguments, idempotency_key=idempotency_key, details=details, quorum=quorum,
+        )  # fmt: skip
+        sync_snapshot(store, updated)
+        return updated
+    key, moment, extra = store._decision_checked(approval.id, at, version, details)
+    events: list[Any] = []
+    with joint(key, approval.snapshot_id) as (handle, free):
+        updated, refused = store._decide_in(
+            handle, events, key, decision, expected_version=version, principal=principal, at=moment,
+            feedback=feedback, arguments=arguments, idempotency_key=idempotency_key, details=extra, quorum=quorum,
+            known=approval,
+        )  # fmt: skip
+        synced = refused is None and free and _sync_in_scope(store, handle, updated)
+        if events:
+            store._events_write(handle, events)
+    if refused is not None:
+        raise refused
+    if not synced:
+        sync_snapshot(store, updated)
+    return updated
+
+
+def _sync_in_scope(store: Any, handle: Any, approval: Approval) -> bool:
+    """:func:`sync_snapshot` inside a joint scope holding the snapshot's claim; False: the caller does it after.
+
+    False when the run continued in another snapshot (the chain is followed outside the transaction).
+    """
+    if approval.decision is None or approval.status == "cancelled":
+        return True
+    try:
+        snapshot: AgentSnapshot = store._read_snapshot(handle, approval.snapshot_id)
+    except (SnapshotError, FileNotFoundError):
+        return True  # as sync_snapshot: no snapshot to write
+    if snapshot.status == "resumed" and snapshot.continued_in:
+        return False
+    if snapshot.status != "paused" or all(c.id != approval.tool_call_id for c in awaiting_decision(snapshot)):
+        return True  # finished, or being resumed (the resumed run pauses again, and syncs then)
+    if recorded_decision(snapshot, approval.tool_call_id) is None:
+        store._decide_in_scope(handle, snapshot, snapshot_decision(approval), decided_by=approval.decided_by)
+    return True
 
 
 def _sync_quietly(store: Any, approval: Approval) -> None:

@@ -151,6 +151,15 @@ class SQLApprovalRecords(ApprovalStoreBase):
         status, version, data = rows[0]
         return self._decode_row(approval_id, status, version, data)
 
+    def _still_current(self, handle: Any, known: Approval) -> Approval:
+        # Every change of a record raises its version, so a row at known's version and status holds known.
+        rows = self._approval_rows(
+            handle, f"SELECT status, version FROM handrail_approvals WHERE approval_id = ?{self._lock_row}", known.id
+        )
+        if rows and (rows[0][0], rows[0][1]) == (known.status, known.version):
+            return known
+        return self._current_approval(handle, known.id)
+
     def _approval_write(self, handle: Any, approval: Approval, data: bytes, *, expected_version: int | None) -> bool:
         if expected_version is None:
             cursor = self._approval_exec(

@@ -218,6 +218,15 @@ class SnapshotStoreBase(SnapshotRecords):
                 self._update(handle, snapshot_id, updated, encode_snapshot(updated))
         return updated, updated is not snapshot
 
+    def _decide_in_scope(
+        self, handle: Any, snapshot: AgentSnapshot, decision: ToolExecutionDecision, *, decided_by: str | None
+    ) -> None:
+        """Record ``decision`` in ``snapshot`` (read just now in ``handle``'s scope, which holds its claim)."""
+        assert snapshot.snapshot_id is not None
+        updated = with_decision(snapshot, decision, decided_by=decided_by)
+        if updated is not snapshot:
+            self._update(handle, snapshot.snapshot_id, updated, encode_snapshot(updated))
+
     def _decide_many_in_snapshot(self, snapshot_id: str, decisions: Sequence[ToolExecutionDecision]) -> None:
         """Record several decisions in the snapshot in one write (the expiry sweep's, of one paused step).
 

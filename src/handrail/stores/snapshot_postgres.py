@@ -292,6 +292,17 @@ class PostgresSnapshotStore(SnapshotStoreBase, SQLApprovalRecords, SQLServiceRec
         with self._db.transaction() as conn:
             yield conn
 
+    @contextlib.contextmanager
+    def _joint_scope(self, approval_id: str, snapshot_id: str) -> Iterator[tuple[psycopg.Connection[Any], bool]]:
+        # The snapshot's lock is tried, not waited for: held by a resume (or another decider of the same
+        # step), the approval changes alone and the caller writes the snapshot afterwards.
+        with self._db.transaction() as conn:
+            free = False
+            if not self._holds(snapshot_id):
+                row = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (_lock_key(snapshot_id),)).fetchone()
+                free = bool(row and row[0])
+            yield conn, free
+
     def _approval_execute(self, handle: Any, sql: str, params: tuple[Any, ...]) -> Any:
         return handle.execute(sql, params)
 

@@ -307,6 +307,20 @@ class SQLiteSnapshotStore(SnapshotStoreBase, SQLApprovalRecords, SQLServiceRecor
         with self._db.transaction() as conn:
             yield conn
 
+    @contextlib.contextmanager
+    def _joint_scope(self, approval_id: str, snapshot_id: str) -> Iterator[tuple[sqlite3.Connection, bool]]:
+        # The snapshot's claim is tried, not waited for, and before the transaction (the order every scope
+        # takes): held by a resume, the approval changes alone and the caller writes the snapshot afterwards.
+        if self._missing():
+            raise ApprovalNotFoundError(f"No approval {approval_id} in {self}: no such database file ({self.path}).")
+        release = None if self._holds(snapshot_id) else self._try_claim(snapshot_id)
+        try:
+            with self._db.transaction() as conn:
+                yield conn, release is not None
+        finally:
+            if release is not None:
+                release()
+
     def _approval_execute(self, handle: Any, sql: str, params: tuple[Any, ...]) -> Any:
         return self._run(handle, sql, params)
 
