@@ -155,3 +155,34 @@ def test_one_damaged_approval_is_named_and_the_others_listed_and_expired(place: 
     shown = cli("approvals", "show", bad.id, *where)
     assert shown.exit_code == 2 and bad.id in shown.output
     no_traceback(shown)
+
+
+def test_a_malformed_approval_id_is_named_as_such_not_looked_up_as_a_snapshot(place: tuple[Any, list[str]]) -> None:
+    store, where = place
+    _pause(store, [("c1", "transfer", {"amount": 5})])
+    for command in (("show",), ("approve", "--by", "ann"), ("reject", "--by", "ann", "--feedback", "no")):
+        shown = cli("approvals", command[0], "ap_123", *where, *command[1:])
+        assert shown.exit_code == 2, shown.output
+        assert "'ap_123' is neither a snapshot" in shown.output and "ap_ and 32 lowercase hex digits" in shown.output
+        no_traceback(shown)
+    assert store.list_approvals().items[0].status == "pending"
+
+
+def test_a_decision_printed_to_a_closed_pipe_is_recorded_and_exits_0(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = SQLiteSnapshotStore(tmp_path / "a.db")
+    _pause(store, [("c1", "transfer", {"amount": 5})])
+    (approval,) = store.list_approvals().items
+    command = [sys.executable, "-m", "handrail.cli", "approvals", "approve", approval.id,
+               "--store", f"sqlite:///{tmp_path / 'a.db'}", "--by", "ann"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before anything is printed (`... | head -0`)
+    errors = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(60) == 0, errors
+    assert errors == ""
+    assert store.get_approval(approval.id).status == "approved"
+    store.close()

@@ -20,8 +20,10 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import sys
 import warnings
-from typing import TextIO
+from typing import Any, TextIO
 
 import click
 
@@ -59,11 +61,52 @@ def main(ctx: click.Context) -> None:
     # psycopg's pool logs each failed connection attempt as a warning, which Python prints to stderr when no
     # logging is configured; the command reports an unreachable server once, in its own error message.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    if not isinstance(sys.stdout, _ClosedPipeSafe):
+        sys.stdout = _ClosedPipeSafe(sys.stdout)
     # A Python warning (an agent file's exit_conditions naming tools, ...) is one "warning: ..." line, not
     # handrail's source file and line; the library's own warnings are unchanged, only shown so for the command.
     shown = warnings.showwarning
     warnings.showwarning = _show_warning
     ctx.call_on_close(functools.partial(setattr, warnings, "showwarning", shown))
+
+
+class _ClosedPipeSafe:
+    """stdout for the command: once its reader is gone (``handrail ... | head -1``), output is dropped, not an error.
+
+    The command goes on and ends with its own exit code (a decision recorded is 0, a paused run 4), where a
+    ``BrokenPipeError`` would have stopped it with click's exit code 1 after the work was done.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self._gone = True
+        try:  # the interpreter's last flush of the real stdout must not fail either
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no file descriptor (a test runner's stream)
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,

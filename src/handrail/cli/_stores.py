@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from handrail.cli._common import fail_usage, printable, quote
+from handrail.cli._service import APPROVAL_ID
 
 if TYPE_CHECKING:
     from handrail.dataclasses.snapshot import AgentSnapshot
@@ -129,6 +130,12 @@ class Where:
             what = "Snapshots there"
         else:
             ids, what = store.known_ids(), "Recently changed snapshots there"
+        if stem.lower().startswith("ap_") and not APPROVAL_ID.fullmatch(stem):
+            fail_usage(
+                out,
+                f"'{printable(stem)}' is neither a snapshot in {self.label} nor an approval id: an approval id is "
+                "ap_ and 32 lowercase hex digits (see 'handrail approvals list').",
+            )
         shown = [printable(i) for i in ids]
         present = ", ".join(shown[:_SHOWN_IDS]) + (
             f" (and {len(shown) - _SHOWN_IDS} more)" if len(shown) > _SHOWN_IDS else ""

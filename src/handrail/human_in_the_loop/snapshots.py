@@ -251,7 +251,9 @@ def record_decision(
         lock_timeout: Seconds to wait for the lock (a resuming run holds it for its whole run).
 
     Returns:
-        The snapshot as it now is on disk (``location`` set).
+        The snapshot as it now is on disk (``location`` set). For a call whose approval needs a quorum of
+        approvers, an approval short of it is a vote: the call stays pending in the snapshot until the quorum is
+        reached (``ApprovalService(store).get(approval_id).approval`` shows the votes and the quorum).
 
     Raises:
         FileNotFoundError: When the file does not exist.

@@ -14,7 +14,9 @@ for such a call, whoever asks: the approval service, ``handrail approvals approv
 3. writes the matching :class:`~handrail.dataclasses.decisions.ToolExecutionDecision` into the snapshot that
    holds the call now (the approval's snapshot, or the one its run continued in: ``continued_in``).
 
-Step 3 after step 2: if it cannot be written now (the snapshot is claimed by a resume for longer than the lock
+On a SQL store steps 2 and 3 are one transaction when the snapshot's claim is free (``_joint_scope``): they
+commit together or not at all. Otherwise (a directory store; a resume holds the claim) step 3 follows step 2:
+if it cannot be written now (the snapshot is claimed by a resume for longer than the lock
 timeout, or the process dies in between), the approval is decided and the snapshot is not; the same request
 again writes it (an identical repeat repairs), and so does the run's next pause (:func:`sync_snapshot` of every
 held call whose approval is decided already).
