@@ -9,7 +9,8 @@ would restart in every process).
 ``transfer`` writes one line per execution to the ledger file named by ``HANDRAIL_TEST_LEDGER`` (the tests count
 executions there, across processes) and keeps the amounts of this process in :data:`SENT`. With
 ``HANDRAIL_TEST_GATE`` naming a directory that holds a file ``hold``, it signals through the FIFO ``started``
-and then blocks on the FIFO ``release``: the kill -9 tests stop a process in the middle of a call so.
+and then blocks on the FIFO ``release``: the kill -9 tests stop a process in the middle of a call so (and with
+``hold-build``, :class:`GatedGenerator` stops one while it builds the agent, right after it claimed a run).
 """
 
 from __future__ import annotations
@@ -41,14 +42,31 @@ def transfer(amount: int) -> str:
     if ledger:
         with open(ledger, "a", encoding="utf-8") as out:
             out.write(f"{amount} {os.getpid()}\n")
-    gate = os.environ.get(GATE_ENV)
-    if gate and Path(gate, "hold").exists():
-        with open(Path(gate, "started"), "w", encoding="utf-8") as started:  # a FIFO: waits for the test to read
-            started.write("started\n")
-        with open(Path(gate, "release"), encoding="utf-8") as release:  # a FIFO nobody writes: blocks until killed
-            release.read()
+    _held("hold", "started")
     SENT.append(amount)
     return f"sent {amount}"
+
+
+def _held(flag: str, signal: str) -> None:
+    """With the file ``flag`` in the gate directory: write ``signal`` to the FIFO of that name, block on ``release``."""
+    gate = os.environ.get(GATE_ENV)
+    if gate and Path(gate, flag).exists():
+        with open(Path(gate, signal), "w", encoding="utf-8") as told:  # a FIFO: waits for the test to read
+            told.write(f"{signal}\n")
+        with open(Path(gate, "release"), encoding="utf-8") as release:  # a FIFO nobody writes: blocks until killed
+            release.read()
+
+
+class GatedGenerator(FunctionChatGenerator):
+    """The payer's model, whose building is held by the gate's ``hold-build`` (it signals through ``building``).
+
+    A resumer builds a run's agent after it claimed the run and before it records the run ``running``: a process
+    held there and killed dies holding a claim, with nothing written.
+    """
+
+    def __init__(self, function: Any, tools: Any = None) -> None:
+        _held("hold-build", "building")
+        super().__init__(function, tools=tools)
 
 
 def _steps(messages: list[ChatMessage]) -> list[list[int]]:
@@ -84,6 +102,9 @@ confirmation: {transfer: always}
 allowed_modules: [tests.server]
 """
 """The payer as an agent file (what ``handrail worker --agents DIR`` runs)."""
+
+GATED_AGENT_FILE = AGENT_FILE.replace("handrail.testing.FunctionChatGenerator", "tests.server._agents.GatedGenerator")
+"""The payer with the :class:`GatedGenerator` model."""
 
 
 def ledger_lines(path: Path) -> list[str]:

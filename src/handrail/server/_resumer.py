@@ -9,17 +9,21 @@ What one pass (:meth:`Resumer.run_once`) does:
    held call is decided or expired, the run goes to the launcher's worker threads, which resume it with the
    library ``handrail.resume()`` (:mod:`~handrail.server._drive`);
 4. every ``takeover_interval`` seconds, takes over the queued and running runs whose claim is free (their process
-   died, e.g. ``kill -9`` mid-tool: the call found ``running`` follows ``unknown_outcome``); the runs it tries are
-   the ones the ``run.*`` events say are under way, so this costs a claim attempt per such run;
-5. when it starts, after missing events (the log is bounded) and, if set, every ``rescan_interval`` seconds,
+   died, e.g. ``kill -9`` mid-tool: the call found ``running`` follows ``unknown_outcome``): the runs the ``run.*``
+   events or step 3 found under way, a claim attempt each; and looks again at the decided runs step 3 found held
+   by another process (``busy``), which no event names again if that process died right after it claimed one;
+5. every ``recheck_interval`` seconds, reads again the pending approvals it knows (:mod:`~handrail.server._waiting`):
+   a decision whose event was never written (a directory store's process killed between the two) is found so;
+6. when it starts, after missing events (the log is bounded) and, if set, every ``rescan_interval`` seconds,
    looks at every paused snapshot instead: it reads each once (a directory store reads every snapshot file) and
    looks further only at those whose calls have no pending approval.
 
-So a pass costs a query of the event log plus a few reads per decision, however many runs are paused. Any
-number of resumers (``handrail serve``, ``handrail worker``, in any process) may watch one store: a run is
-driven under its claim (``claim_run``) and resumed under its snapshot's claim, so each decided pause is
-continued exactly once. Between passes, :meth:`Resumer.run_forever` waits on ``store.wait_for_events`` (PostgreSQL:
-``LISTEN`` / ``NOTIFY``; SQLite and directories: a short poll), so a decision wakes it at once.
+So a pass costs a query of the event log plus a few reads per decision, however many runs are paused (and every
+``recheck_interval`` seconds a read per pending approval). Any number of resumers (``handrail serve``, ``handrail
+worker``, in any process) may watch one store: a run is driven under its claim (``claim_run``) and resumed under
+its snapshot's claim, so each decided pause is continued exactly once. Between passes, :meth:`Resumer.run_forever`
+waits on ``store.wait_for_events`` (PostgreSQL: ``LISTEN`` / ``NOTIFY``; SQLite and directories: a short poll),
+so a decision wakes it at once.
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from handrail.dataclasses.approval import Approval
 from handrail.errors import ApprovalNotFoundError, ConfigurationError, CorruptRecordError
 from handrail.server._expiry import ExpiryWatch
 from handrail.server._ready import next_step, snapshot_now
 from handrail.server._runbook import Report, one_line
 from handrail.server._runs import RunLauncher
+from handrail.server._waiting import ENDED_KINDS, HeldRuns, WaitingApprovals
 from handrail.stores.approvals import ApprovalFilter
 
 if TYPE_CHECKING:
@@ -86,6 +92,8 @@ class Resumer:
         rescan_interval: Seconds between looks at every paused snapshot, a safety net for a pause no event
             announces (a run resumed by hand that pauses again on calls decided already); None (the default): only
             at the start and after missed events.
+        recheck_interval: Seconds between reads of the pending approvals this resumer knows, a safety net for a
+            decision whose event was never written (its process died in between); None: never.
 
     Raises:
         ConfigurationError / ConfigurationTypeError: As :class:`~handrail.server.RunLauncher` raises them.
@@ -105,12 +113,14 @@ class Resumer:
         report: Report | None = None,
         takeover_interval: float = 2.0,
         rescan_interval: float | None = None,
+        recheck_interval: float | None = 10.0,
     ) -> None:
         from handrail.human_in_the_loop.service import ApprovalService
 
         _seconds("takeover_interval", takeover_interval)
-        if rescan_interval is not None:
-            _seconds("rescan_interval", rescan_interval)
+        for name, value in (("rescan_interval", rescan_interval), ("recheck_interval", recheck_interval)):
+            if value is not None:
+                _seconds(name, value)
         self._owns_launcher = launcher is None
         self.launcher: RunLauncher = launcher or RunLauncher(
             store, agents=agents, agents_dir=agents_dir, allowed_modules=allowed_modules,
@@ -123,10 +133,14 @@ class Resumer:
         """The approval service over the store (its sweep)."""
         self.takeover_interval = float(takeover_interval)
         self.rescan_interval = None if rescan_interval is None else float(rescan_interval)
+        self.recheck_interval = None if recheck_interval is None else float(recheck_interval)
         self.expiry = ExpiryWatch(self.service)
+        self.waiting = WaitingApprovals()
+        self.held = HeldRuns()
         self._after: int | None = None
         self._next_takeover = 0.0
         self._next_rescan = 0.0
+        self._next_recheck = 0.0
         self._rescan_now = False
         self._active: set[str] = set()
         self._stop = threading.Event()
@@ -158,9 +172,8 @@ class Resumer:
         return self.run_once(wait=False)
 
     def _pass(self) -> tuple[dict[str, Future[str]], list[str], list[str]]:
-        sent: dict[str, Future[str]] = {}
-        named: dict[str, str | None] = {}
         now = time.monotonic()
+        named: dict[str, str | None] = {}
         if self._after is None:  # the start: everything that happened before is found by a scan
             self._after = self.store.events_after(0, limit=1).last_id
             self.expiry.rebuild()
@@ -168,24 +181,38 @@ class Resumer:
         else:
             self._read_events(named)
         expired = self.expiry.sweep(self.launcher.clock())
-        for approval in expired:
-            named[approval.run_id] = approval.snapshot_id
-        if self._rescan_now or (self.rescan_interval is not None and now >= self._next_rescan):
-            self._rescan_now = False
-            self._list_active()
-            named.update(self._rescan())
-            self._next_rescan = now + (self.rescan_interval or 0.0)
-        for run_id, snapshot_id in named.items():
-            future = self._consider(run_id, snapshot_id)
-            if future is not None:
-                sent[run_id] = future
+        named.update((approval.run_id, approval.snapshot_id) for approval in expired)
+        named.update(self._looked_again(now))
+        sent = self._considered(named)
         took_over: list[str] = []
         if now >= self._next_takeover:
             self._next_takeover = now + self.takeover_interval
+            sent.update(self._considered(self.held.take()))
             for run_id, future in self._take_over().items():
                 sent[run_id] = future
                 took_over.append(run_id)
         return sent, took_over, [a.id for a in expired]
+
+    def _looked_again(self, now: float) -> dict[str, str | None]:
+        """The runs of a rescan or of a recheck of the waiting approvals, when one is due."""
+        if self._rescan_now or (self.rescan_interval is not None and now >= self._next_rescan):
+            self._rescan_now = False
+            self._next_rescan = now + (self.rescan_interval or 0.0)
+            self._next_recheck = now + (self.recheck_interval or 0.0)
+            self._list_active()
+            return self._rescan()
+        if self.recheck_interval is not None and now >= self._next_recheck:
+            self._next_recheck = now + self.recheck_interval
+            return self.waiting.recheck(self.store)
+        return {}
+
+    def _considered(self, named: dict[str, str | None]) -> dict[str, Future[str]]:
+        sent: dict[str, Future[str]] = {}
+        for run_id, snapshot_id in named.items():
+            future = self._consider(run_id, snapshot_id)
+            if future is not None:
+                sent[run_id] = future
+        return sent
 
     def _read_events(self, named: dict[str, str | None]) -> None:
         """Read the log after the last event seen: the runs decisions name, the expiry times of new approvals."""
@@ -201,11 +228,15 @@ class Resumer:
             for event in page.events:
                 self._note_run(event)
                 approval_id = event.data.get("approval_id")
-                if event.kind == "approval.created" and isinstance(approval_id, str):
+                run_id = event.data.get("run_id")
+                if not isinstance(approval_id, str) or not isinstance(run_id, str):
+                    continue
+                if event.kind == "approval.created":
                     self.expiry.note(approval_id)
-                elif event.kind in ("approval.decided", "approval.expired") and isinstance(approval_id, str):
-                    run_id = event.data.get("run_id")
-                    if isinstance(run_id, str):
+                    self.waiting.note(approval_id, run_id)
+                elif event.kind in ENDED_KINDS:
+                    self.waiting.forget(approval_id)
+                    if event.kind != "approval.cancelled":
                         named[run_id] = self._snapshot_of(approval_id)
             if page.events:
                 self._after = page.events[-1].id
@@ -235,13 +266,19 @@ class Resumer:
             return None
         record = self.launcher.book.get(run_id)
         if record is not None:
+            if record.status in ("queued", "running"):
+                self._active.add(run_id)  # its driver sees to it, or the takeover (its process may have died
+                return None  # before the event that says it is under way)
             if record.status != "paused":
-                return None  # queued or running: its driver (or the takeover) sees to it; ended: nothing to do
+                return None  # ended: nothing to do
             snapshot_id = record.snapshot_id or snapshot_id
         found = next_step(self.store, snapshot_now(self.store, snapshot_id))
         if found.approval_pause and found.step in ("resume", "sync"):
             assert found.snapshot is not None
-            return self.launcher.continue_run(run_id, found.snapshot.snapshot_id)
+            future = self.launcher.continue_run(run_id, found.snapshot.snapshot_id)
+            if future is not None:
+                self.held.watch(run_id, snapshot_id, future)
+            return future
         return None
 
     def _take_over(self) -> dict[str, Future[str]]:
@@ -273,14 +310,16 @@ class Resumer:
 
     def _rescan(self) -> dict[str, str | None]:
         """Every paused snapshot at a tool step whose calls have no pending approval: the runs to look at."""
-        pending: set[str] = set()
+        listed: list[Approval] = []
         cursor = None
         while True:
             page = self.service.list(ApprovalFilter(status="pending"), cursor=cursor, limit=100)
-            pending.update(a.snapshot_id for a in page.items)
+            listed.extend(page.items)
             cursor = page.next_cursor
             if cursor is None:
                 break
+        self.waiting.rebuild(listed)
+        pending = {a.snapshot_id for a in listed}
         found: dict[str, str | None] = {}
         for snapshot in self.store.list_snapshots(("paused",), on_error=_skipped):
             if snapshot.snapshot_id in pending or not snapshot.pending_tool_calls or snapshot.run_id is None:
@@ -312,8 +351,10 @@ class Resumer:
     def _timeout(self, max_wait: float) -> float:
         now = time.monotonic()
         timeout = min(max_wait, max(0.0, self._next_takeover - now))
-        if self.rescan_interval is not None:
-            timeout = min(timeout, max(0.0, self._next_rescan - now))
+        looks = ((self.rescan_interval, self._next_rescan), (self.recheck_interval, self._next_recheck))
+        for interval, due_at in looks:
+            if interval is not None:
+                timeout = min(timeout, max(0.0, due_at - now))
         due = self.expiry.next_due()
         if due is not None:
             timeout = min(timeout, max(0.0, (due - self.launcher.clock()).total_seconds()))
