@@ -341,6 +341,8 @@ def resume(
     """Continue the paused run SNAPSHOT_ID of --dir or --store with the decisions recorded in it.
 
     Calls still without a decision pause the run again into the same store (exit code 4, a new snapshot id).
+    A run the service started keeps its record current (what GET /api/v1/runs/ID shows): running, then paused
+    or finished; while a 'handrail serve' or 'handrail worker' process continues it, exit code 5.
     """
     from rich.console import Console
 
@@ -385,17 +387,21 @@ def _resume(
             if agent_option is None:
                 out.print(f"Agent file: {printable(agent_file)} (recorded in the snapshot)", style="dim", markup=False)
     options = BuildOptions("pause", allow_modules, max_steps, _resume_models(snapshot.metadata, given), where)
-    with errors_as_exit_codes(out, agent_file, busy=where.busy(found)):
+    from handrail.server._by_hand import resume_recorded, run_held
+    from handrail.specs._resume import resume as resume_run
+
+    held = where.busy(found)  # the snapshot's claim, or its service run's (a resumer continuing it)
+    with errors_as_exit_codes(out, agent_file, busy=lambda: held() or run_held(where.store, snapshot.run_id)):
         agent = _build(out, agent_file, options)
         undecided = [printable(c.id) for c in awaiting_decision(snapshot)]
         if undecided and not as_json:
             out.print(f"Calls without a decision ({', '.join(undecided)}) will pause the run again.",
                       style="yellow", markup=False)  # fmt: skip
-        from handrail.specs._resume import resume as resume_run
 
-        result, printer = _streamed(
-            out, where, as_json,
-            lambda printer: resume_run(found, store=where.store, agent=agent, streaming_callback=printer,
-                                       allow_drift=allow_drift, unknown_outcome=unknown_outcome),
-        )  # fmt: skip
+        def resumed(printer: Printer | None) -> dict[str, Any]:  # a service run's record follows, under its claim
+            return resume_recorded(where.store, snapshot, lambda: resume_run(
+                found, store=where.store, agent=agent, streaming_callback=printer, allow_drift=allow_drift,
+                unknown_outcome=unknown_outcome))  # fmt: skip
+
+        result, printer = _streamed(out, where, as_json, resumed)
     _finish(out, agent, result, printer, as_json)

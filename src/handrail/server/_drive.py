@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handrail.dataclasses.breakpoints import BreakpointException
-from handrail.dataclasses.chat_message import ChatMessage
-from handrail.dataclasses.service import EventKind, RunRecord
+from handrail.dataclasses.service import RunRecord
 from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import (
     CorruptRecordError,
@@ -42,30 +41,11 @@ from handrail.server._ready import Found, next_step, snapshot_now
 from handrail.server._registry import AgentRegistry, UnknownAgentError
 from handrail.server._runbook import RunBook, one_line
 
-__all__ = ["Driver", "result_of"]
+__all__ = ["Driver"]
 
 _LOG = logging.getLogger("handrail.server")
 _TURNS = 1000
 _FIRST_DELAY, _MAX_DELAY = 0.005, 0.1
-
-
-def result_of(result: dict[str, Any]) -> dict[str, Any]:
-    """A finished run's record result: ``last_message`` (a ChatMessage dict), ``exit_reason``, ``step_count``."""
-    last = result.get("last_message")
-    return {
-        "last_message": last.to_dict() if isinstance(last, ChatMessage) else None,
-        "exit_reason": result.get("exit_reason"),
-        "step_count": result.get("step_count"),
-    }
-
-
-def _result_of_snapshot(snapshot: AgentSnapshot) -> dict[str, Any]:
-    """The result of a run that finished while the service did not watch (its snapshot is ``done``)."""
-    outcome = snapshot.outcome or {}
-    last = outcome.get("last_message")
-    if not isinstance(last, dict):
-        last = snapshot.messages[-1].to_dict() if snapshot.messages else None
-    return {"last_message": last, "exit_reason": outcome.get("exit_reason"), "step_count": snapshot.step_count}
 
 
 @dataclass
@@ -129,15 +109,12 @@ class Driver:
             assert snapshot is not None
             return self._resume(record, snapshot)
         if found.step in ("wait", "sync"):
-            if record.status != "paused" or record.snapshot_id != (snapshot.snapshot_id if snapshot else None):
-                assert snapshot is not None
-                self.book.change(record, "paused", "run.paused", snapshot_id=snapshot.snapshot_id)
+            self.book.settled(record, snapshot)  # paused at the snapshot that waits
             return "waiting"
         if found.step == "held":
             return "held"
         if found.step == "done":
-            assert snapshot is not None
-            self.book.change(record, "finished", "run.finished", result=_result_of_snapshot(snapshot))
+            self.book.settled(record, snapshot)  # finished, its result read from the snapshot
             return "finished"
         reason = f"the snapshot holding run {run_id} ({record.snapshot_id}) is gone from the store"
         self._failed(record, reason)
@@ -188,15 +165,13 @@ class Driver:
         except Exception as exc:  # a file that cannot be built, an agent that does not pause into the store
             self._failed(record, one_line(exc))
             return "failed"
-        event: EventKind | None = None if record.status == "queued" else "run.resumed"
-        record = self.book.change(record, "running", event, snapshot_id=snapshot.snapshot_id)
+        record = self.book.resuming(record, snapshot.snapshot_id)
         if record.status != "running":
             return "ended"  # it ended meanwhile (another process recorded it)
         try:
             result = resume(snapshot.snapshot_id, store=self.store, agent=agent, unknown_outcome=self.unknown_outcome)
         except BreakpointException as pause:  # paused again (HITLBreakpointException): a new snapshot to wait on
-            again = pause.snapshot.snapshot_id if pause.snapshot is not None else None
-            self.book.change(record, "paused", "run.paused", snapshot_id=again)
+            self.book.paused_at(record, pause.snapshot.snapshot_id if pause.snapshot is not None else None)
             return "paused"
         except (SnapshotFinishedError, SnapshotResumedError):
             return "moved"  # it went on elsewhere since it was read: read where it is now
@@ -211,7 +186,7 @@ class Driver:
         except Exception as exc:  # the run failed (model, tool, drift...): recorded, and the service goes on
             self._failed(record, one_line(exc))
             return "failed"
-        self.book.change(record, "finished", "run.finished", result=result_of(result))
+        self.book.finished(record, result)
         return "finished"
 
     def _failed(self, record: RunRecord, reason: str) -> None:

@@ -37,14 +37,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from handrail.dataclasses.approval import Approval
 from handrail.errors import ApprovalNotFoundError, ConfigurationError, CorruptRecordError
 from handrail.server._expiry import ExpiryWatch
 from handrail.server._ready import next_step, snapshot_now
+from handrail.server._rescan import active_runs, rescan
 from handrail.server._runbook import Report, one_line
 from handrail.server._runs import RunLauncher
 from handrail.server._waiting import ENDED_KINDS, HeldRuns, WaitingApprovals
-from handrail.stores.approvals import ApprovalFilter
 
 if TYPE_CHECKING:
     import os
@@ -199,8 +198,8 @@ class Resumer:
             self._rescan_now = False
             self._next_rescan = now + (self.rescan_interval or 0.0)
             self._next_recheck = now + (self.recheck_interval or 0.0)
-            self._list_active()
-            return self._rescan()
+            self._active = active_runs(self.store)
+            return rescan(self.store, self.service, self.waiting)
         if self.recheck_interval is not None and now >= self._next_recheck:
             self._next_recheck = now + self.recheck_interval
             return self.waiting.recheck(self.store)
@@ -273,6 +272,9 @@ class Resumer:
                 return None  # ended: nothing to do
             snapshot_id = record.snapshot_id or snapshot_id
         found = next_step(self.store, snapshot_now(self.store, snapshot_id))
+        moved = found.snapshot is not None and found.snapshot.snapshot_id != snapshot_id
+        if record is not None and (found.step == "done" or (moved and found.step == "wait")):
+            return self.launcher.continue_run(run_id, snapshot_id)  # its driver records where the run went
         if found.approval_pause and found.step in ("resume", "sync"):
             assert found.snapshot is not None
             future = self.launcher.continue_run(run_id, found.snapshot.snapshot_id)
@@ -303,29 +305,6 @@ class Resumer:
             if future is not None:
                 sent[run_id] = future
         return sent
-
-    def _list_active(self) -> None:
-        """Read the queued and running runs from the store (at the start, and with each rescan)."""
-        self._active = {r.run_id for s in ("queued", "running") for r in self.store.list_runs(status=s, limit=1000)}
-
-    def _rescan(self) -> dict[str, str | None]:
-        """Every paused snapshot at a tool step whose calls have no pending approval: the runs to look at."""
-        listed: list[Approval] = []
-        cursor = None
-        while True:
-            page = self.service.list(ApprovalFilter(status="pending"), cursor=cursor, limit=100)
-            listed.extend(page.items)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        self.waiting.rebuild(listed)
-        pending = {a.snapshot_id for a in listed}
-        found: dict[str, str | None] = {}
-        for snapshot in self.store.list_snapshots(("paused",), on_error=_skipped):
-            if snapshot.snapshot_id in pending or not snapshot.pending_tool_calls or snapshot.run_id is None:
-                continue
-            found[snapshot.run_id] = snapshot.snapshot_id
-        return found
 
     # -- the loop ------------------------------------------------------------------------------------
 
@@ -395,10 +374,6 @@ def _outcome(future: Future[str]) -> str:
         return future.result()
     except Exception as exc:  # a bug or a store failure while recording: logged by the launcher too
         return f"error: {one_line(exc)}"
-
-
-def _skipped(snapshot_id: str, exc: Exception) -> None:
-    _LOG.warning("skipping unreadable snapshot %s: %s", snapshot_id, one_line(exc))
 
 
 def _seconds(name: str, value: object) -> None:

@@ -1,9 +1,12 @@
 """The service's run records kept current, each change with its event (``run.*``) in the store's event log.
 
-A :class:`RunBook` is the one writer of :class:`~handrail.dataclasses.service.RunRecord` changes for the
-launcher and the resumer. The process that drives a run holds its claim (``claim_run``), so a compare-and-set
-refused on the version means someone else wrote the record meanwhile (a takeover of a run this process thought
-dead): the change is applied to the record as it is now, and a record that ended is left as it is.
+A :class:`RunBook` is the one writer of :class:`~handrail.dataclasses.service.RunRecord` changes: for the
+launcher, the resumer's driver and a resume of a service run by hand (``handrail resume``:
+:mod:`~handrail.server._by_hand`). What a resume does to the record is written here once: :meth:`RunBook.resuming`
+before it, then :meth:`RunBook.paused_at`, :meth:`RunBook.finished` or :meth:`RunBook.settled` (the record made
+to say where the run's snapshot stands). The process that drives a run holds its claim (``claim_run``), so a
+compare-and-set refused on the version means someone else wrote the record meanwhile (a takeover of a run this
+process thought dead): the change is applied to the record as it is now, and a record that ended is left as it is.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from datetime import datetime
 from typing import Any
 
 from handrail.core._terminal import printable
+from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.service import EventKind, RunRecord, RunStatus
 from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import ConfigurationError, RunConflictError, RunNotFoundError
 
-__all__ = ["INITIATOR_KEY", "RunBook", "Report", "one_line"]
+__all__ = ["INITIATOR_KEY", "RunBook", "Report", "one_line", "result_of"]
 
 INITIATOR_KEY = "initiator"
 """Snapshot ``metadata`` key: the name of the principal who started a service run (None: not the service)."""
@@ -38,6 +42,25 @@ def one_line(exc: BaseException) -> str:
     line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     shown = printable(line)
     return shown if len(shown) <= _ERROR_CHARS else shown[: _ERROR_CHARS - 1] + "…"
+
+
+def result_of(result: dict[str, Any]) -> dict[str, Any]:
+    """A finished run's record result: ``last_message`` (a ChatMessage dict), ``exit_reason``, ``step_count``."""
+    last = result.get("last_message")
+    return {
+        "last_message": last.to_dict() if isinstance(last, ChatMessage) else None,
+        "exit_reason": result.get("exit_reason"),
+        "step_count": result.get("step_count"),
+    }
+
+
+def _result_of_snapshot(snapshot: AgentSnapshot) -> dict[str, Any]:
+    """The result of a run that finished while the service did not watch (its snapshot is ``done``)."""
+    outcome = snapshot.outcome or {}
+    last = outcome.get("last_message")
+    if not isinstance(last, dict):
+        last = snapshot.messages[-1].to_dict() if snapshot.messages else None
+    return {"last_message": last, "exit_reason": outcome.get("exit_reason"), "step_count": snapshot.step_count}
 
 
 class RunBook:
@@ -88,6 +111,37 @@ class RunBook:
                 raise
             return again
         return created
+
+    def resuming(self, record: RunRecord, snapshot_id: str) -> RunRecord:
+        """``running`` from ``snapshot_id``, with ``run.resumed`` (none for a queued run: ``run.started`` said it).
+
+        The record as written; one that ended meanwhile is returned as it is (check its status).
+        """
+        event: EventKind | None = None if record.status == "queued" else "run.resumed"
+        return self.change(record, "running", event, snapshot_id=snapshot_id)
+
+    def paused_at(self, record: RunRecord, snapshot_id: str | None) -> RunRecord:
+        """``paused`` at ``snapshot_id`` (the snapshot to resume when its calls are decided), with ``run.paused``."""
+        return self.change(record, "paused", "run.paused", snapshot_id=snapshot_id)
+
+    def finished(self, record: RunRecord, result: dict[str, Any]) -> RunRecord:
+        """``finished`` with the run's ``result`` (what ``Agent.run`` returned), with ``run.finished``."""
+        return self.change(record, "finished", "run.finished", result=result_of(result))
+
+    def settled(self, record: RunRecord, snapshot: AgentSnapshot | None) -> RunRecord:
+        """The record made to say where the run's snapshot (the last of its chain) stands now.
+
+        ``done``: finished, its result read from the snapshot; ``paused``: paused at that snapshot (unchanged when
+        the record says so already); ``running`` or gone: left as it is (a claimed snapshot is under way; an
+        unclaimed one is taken over by a resumer, following ``unknown_outcome``).
+        """
+        if snapshot is None or snapshot.snapshot_id is None:
+            return record
+        if snapshot.status == "done":
+            return self.change(record, "finished", "run.finished", result=_result_of_snapshot(snapshot))
+        if snapshot.status == "paused" and (record.status != "paused" or record.snapshot_id != snapshot.snapshot_id):
+            return self.paused_at(record, snapshot.snapshot_id)
+        return record
 
     def change(self, record: RunRecord, status: RunStatus, event: EventKind | None, **changes: Any) -> RunRecord:
         """Set ``status`` (and ``changes``) on the run, append ``event`` (if any); the record as written.
