@@ -91,3 +91,14 @@ def test_serve_names_a_bad_store(tmp_path: Path, store: str) -> None:
     (tmp_path / "not-a-dir.txt").write_text("x")
     refused = cli("serve", "--store", store.format(tmp=tmp_path), "--port", "0")
     assert refused.exit_code == 2 and "--store" in refused.stderr and "Traceback" not in refused.output
+
+
+@pytest.mark.parametrize("store", ["sqlite:///{tmp}/new/service.db", "{tmp}/new/store"])
+def test_tokens_add_on_a_store_that_does_not_exist_says_it_created_one(tmp_path: Path, store: str) -> None:
+    given = store.format(tmp=tmp_path)
+    added = cli("tokens", "add", "ann", "--role", "admin", "--store", given)
+    assert added.exit_code == 0 and added.stdout.strip().startswith("tk_"), added.output
+    said = " ".join(added.stderr.split())
+    assert "Created a new store at" in said and str(tmp_path / "new") in said, added.stderr
+    again = cli("tokens", "add", "bob", "--role", "viewer", "--store", given)
+    assert again.exit_code == 0 and "Created a new store" not in again.stderr  # it exists now

@@ -3,21 +3,35 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from handrail.cli._common import errors_as_exit_codes, fail_usage, printable
-from handrail.cli._stores import opened
+from handrail.cli._stores import Where, opened
 
-__all__ = ["serve"]
+__all__ = ["serve", "service_store"]
 
 
 def _consoles() -> tuple[Any, Any]:
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=True), Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def service_store(err: Any, store_url: str, allow_modules: tuple[str, ...] = ()) -> Iterator[tuple[Where, int]]:
+    """The store ``serve`` and ``worker`` run on, and its number of valid tokens; errors inside become exit codes.
+
+    It must exist (a mistyped path must not look like an empty store: one error line, exit 2) and answer now (an
+    unreachable PostgreSQL server is an error exit, 1; an outage later is retried by the resumer).
+    """
+    from handrail.stores.service import ServiceStore
+
+    with opened(err, None, store_url, allow_modules) as where, errors_as_exit_codes(err):
+        yield where, len(where.store.list_tokens()) if isinstance(where.store, ServiceStore) else 0
 
 
 @click.command()
@@ -99,8 +113,7 @@ def serve(
     out, err = _consoles()
     if agents_dir is not None and not agents_dir.is_dir():
         fail_usage(err, f"--agents {printable(str(agents_dir))}: no such directory.")
-    with opened(err, None, store_url, allow_modules) as where, errors_as_exit_codes(err):
-        count = len(where.store.list_tokens()) if hasattr(where.store, "list_tokens") else 0
+    with service_store(err, store_url, allow_modules) as (where, count):
 
         def ready(url: str) -> None:
             note = f"{count} token{'s' if count != 1 else ''}" if count else "no tokens yet: handrail tokens add"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import click
 
 from handrail.cli._common import echo_json, errors_as_exit_codes, fail_usage, printable
-from handrail.cli._stores import opened
+from handrail.cli._stores import Where, opened
 
 __all__ = ["tokens"]
 
@@ -30,6 +31,17 @@ def _service_store(out: Any, where: Any) -> Any:
     if not isinstance(where.store, ServiceStore):
         fail_usage(out, f"--store {where.label}: this store keeps no tokens ({type(where.store).__name__}).")
     return where.store
+
+
+def _new_store(where: Where) -> bool:
+    """Whether the store's directory (or SQLite file) does not exist yet: its first write creates it."""
+    from handrail.stores.snapshot_sqlite import SQLiteSnapshotStore
+
+    if where.files:
+        return not Path(where.value).exists()
+    if isinstance(where.store, SQLiteSnapshotStore):
+        return not Path(where.store.path).exists()
+    return False  # a PostgreSQL database exists already (the store makes its tables on first use)
 
 
 def _token_json(token: Any) -> dict[str, Any]:
@@ -57,13 +69,21 @@ def tokens() -> None:
                    "default every tool).")  # fmt: skip
 @_STORE
 def add_command(name: str, role: str, tool_patterns: tuple[str, ...], store_url: str) -> None:
-    """Add a token for principal NAME and print it once (stdout); only its hash is kept."""
+    """Add a token for principal NAME and print it once (stdout); only its hash is kept.
+
+    A directory or SQLite file that does not exist yet is created (the first token of a deployment), and stderr
+    says so: a mistyped --store would otherwise hold a token no server reads.
+    """
     _, err = _consoles()
     if tool_patterns and role != "approver":
         fail_usage(err, f"--tool limits an approver; a {role} token takes no --tool.")
     with opened(err, None, store_url, create=True) as where, errors_as_exit_codes(err):
         store = _service_store(err, where)
+        new = _new_store(where)
         info, text = store.add_token(name, role, tools=tool_patterns or ("*",), at=datetime.now(UTC))
+    if new:  # a first token legitimately makes the store; a mistyped URL would make one no server reads
+        err.print(f"Created a new store at {where.label} (nothing was there): give this --store to 'handrail serve'.",
+                  markup=False)  # fmt: skip
     click.echo(text)
     limits = f", tools {', '.join(info.tools)}" if info.role == "approver" else ""
     err.print(f"Token {info.token_id} for {printable(info.name)} ({info.role}{limits}). It is not shown again: "

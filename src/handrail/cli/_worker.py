@@ -19,8 +19,8 @@ from typing import Any
 
 import click
 
-from handrail.cli._common import errors_as_exit_codes, fail_usage, printable
-from handrail.cli._stores import opened
+from handrail.cli._common import fail_usage, printable
+from handrail.cli._serve import service_store
 
 __all__ = ["worker"]
 
@@ -70,7 +70,8 @@ def worker(
     """Resume paused runs by themselves once their calls are decided (and sweep expired approvals).
 
     Any number of workers and servers may share a store: each decided run is continued exactly once. Stop with
-    Ctrl-C or SIGTERM (exit 0).
+    Ctrl-C or SIGTERM (exit 0). A store that does not exist, or does not answer now, is refused as 'handrail
+    serve' refuses it (one error line; exit 2, or 1 for an unreachable server); a later outage is retried.
     """
     from rich.console import Console
 
@@ -80,7 +81,7 @@ def worker(
     if agents_dir is not None and not agents_dir.is_dir():
         fail_usage(err, f"--agents {printable(agents_dir)}: not a directory.")
     stop = threading.Event()
-    with opened(err, None, store_url, allow_modules, create=True) as where, errors_as_exit_codes(err):
+    with service_store(err, store_url, allow_modules) as (where, _):  # as serve checks it: it exists, it answers
         resumer = Resumer(
             where.store, agents_dir=agents_dir, allowed_modules=allow_modules, unknown_outcome=unknown_outcome,
             max_workers=max_workers, report=_report,
