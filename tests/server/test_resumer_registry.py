@@ -124,9 +124,9 @@ def test_a_snapshot_resumes_with_the_agent_file_it_records(sqlite_store: Any, tm
 
 def test_runs_of_an_agents_directory_record_their_file_and_resume_with_it(sqlite_store: Any, tmp_path: Path) -> None:
     (tmp_path / "payer.yaml").write_text(AGENT_FILE, encoding="utf-8")
-    (tmp_path / "quiet.yaml").write_text(AGENT_FILE.replace("confirmation: {transfer: always}\n", ""), "utf-8")
     launcher = RunLauncher(sqlite_store, agents_dir=tmp_path)
-    try:
+    try:  # a file added after the start is checked when it is built (one there at the start: at the start)
+        (tmp_path / "quiet.yaml").write_text(AGENT_FILE.replace("confirmation: {transfer: always}\n", ""), "utf-8")
         assert launcher.registry.names() == ["payer", "quiet"]
         record = launcher.start_run("payer", ["pay 2"])
         assert launcher.wait(30)
@@ -136,6 +136,7 @@ def test_runs_of_an_agents_directory_record_their_file_and_resume_with_it(sqlite
             launcher.start_run("quiet", ["pay 1"])  # a file asking no person cannot keep its runs in the store
     finally:
         launcher.close()
+    (tmp_path / "quiet.yaml").unlink()  # a service would refuse to start with it
     approve_all(sqlite_store, record.run_id)
     resumer = Resumer(sqlite_store, agents_dir=tmp_path)
     try:

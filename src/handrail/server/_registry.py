@@ -17,8 +17,13 @@ Every agent must pause into the service's store: each of its confirmation strate
 (``BreakpointConfirmationStrategy``) whose ``snapshot_store`` is the store object itself, and it has at least
 one. Otherwise a call would wait for a person at the server's console, or pause into a store no resumer
 watches, or the run could not be kept durably; such an agent is refused with a
-:class:`~handrail.errors.ConfigurationError` naming the agent and the tool (a factory's when the registry is
-made, an agent file's when it is first built).
+:class:`~handrail.errors.ConfigurationError` naming the agent and the tool, when the registry is made.
+
+So is every agent file of ``agents_dir`` that could not run (:meth:`AgentRegistry.check_files`): a rule that does
+not parse or reads a name its tool does not take, a tool that cannot be imported, a confirmation that would not
+pause into the store. The files are checked as they are built, but for their generator, which is built when a
+run first needs it (a local model is not loaded at startup); the error has one line per bad file, ``FILE:LINE:``
+and the problem. A file changed or added later is checked when it is built.
 """
 
 from __future__ import annotations
@@ -48,6 +53,11 @@ AGENT_FILE_KEY = "agent_file"
 _SUFFIXES = (".yaml", ".yml")
 
 
+_ADVICE = "give it BreakpointConfirmationStrategy(snapshot_store=store) with the store the factory is passed"
+_NONE = ("has no confirmation strategy, so its runs cannot pause into the service's store (a service run is kept "
+         "there from its start, and its calls that need a person pause there)")  # fmt: skip
+
+
 def check_pauses_into(agent: Any, store: Any, what: str) -> None:
     """Refuse an agent that is not an Agent, or whose confirmation strategies do not all pause into ``store``.
 
@@ -57,31 +67,31 @@ def check_pauses_into(agent: Any, store: Any, what: str) -> None:
             store or a directory, or no pausing strategy at all (named).
     """
     from handrail.components.agents.agent import Agent
-    from handrail.human_in_the_loop.types import is_pausing_strategy
 
     if not isinstance(agent, Agent):
         raise ConfigurationTypeError(f"{what} must be an Agent, got {type(agent).__name__}.")
     strategies = agent.confirmation_strategies or {}
-    advice = "give it BreakpointConfirmationStrategy(snapshot_store=store) with the store the factory is passed"
     for key, strategy in strategies.items():
-        if not is_pausing_strategy(strategy):
-            raise ConfigurationError(
-                f"{what}: the confirmation strategy for {key!r} ({type(strategy).__name__}) does not pause the run; "
-                f"in the service a call is decided through the approval service, never at the server's console: "
-                f"{advice}."
-            )
-        if strategy.snapshot_store is not store:
-            target = strategy.snapshot_store if strategy.snapshot_store is not None else strategy.snapshot_file_path
-            where = target if isinstance(target, str) else type(target).__name__
-            raise ConfigurationError(
-                f"{what}: the confirmation strategy for {key!r} pauses into {where!s:.120}, not into the service's "
-                f"store {store}; its paused runs would never be resumed by the service: {advice}."
-            )
+        problem = _not_pausing(key, strategy, store)
+        if problem is not None:
+            raise ConfigurationError(f"{what}: {problem}: {_ADVICE}.")
     if not strategies:
-        raise ConfigurationError(
-            f"{what} has no confirmation strategy, so its runs cannot pause into the service's store (a service "
-            f"run is kept there from its start, and its calls that need a person pause there): {advice}."
-        )
+        raise ConfigurationError(f"{what} {_NONE}: {_ADVICE}.")
+
+
+def _not_pausing(key: Any, strategy: Any, store: Any) -> str | None:
+    """Why ``strategy`` (for tool ``key``) does not pause into ``store``; None when it does."""
+    from handrail.human_in_the_loop.types import is_pausing_strategy
+
+    if not is_pausing_strategy(strategy):
+        return (f"the confirmation strategy for {key!r} ({type(strategy).__name__}) does not pause the run; in the "
+                f"service a call is decided through the approval service, never at the server's console")  # fmt: skip
+    if strategy.snapshot_store is not store:
+        target = strategy.snapshot_store if strategy.snapshot_store is not None else strategy.snapshot_file_path
+        where = target if isinstance(target, str) else type(target).__name__
+        return (f"the confirmation strategy for {key!r} pauses into {where!s:.120}, not into the service's store "
+                f"{store}; its paused runs would never be resumed by the service")  # fmt: skip
+    return None
 
 
 class AgentRegistry:
@@ -121,6 +131,47 @@ class AgentRegistry:
             raise ConfigurationTypeError(f"agents must be a mapping of name to factory, got {type(agents).__name__}.")
         for name, factory in (agents or {}).items():
             self._agents[_name(name)] = _built(name, factory, store)
+        self.check_files()
+
+    def check_files(self) -> None:
+        """Check every agent file of ``agents_dir`` as it is built, its generator left unbuilt (see the module).
+
+        Raises:
+            SpecError: One line per file that could not run: ``FILE:LINE: problem``.
+        """
+        from handrail.specs._errors import SpecError
+
+        problems: list[str] = []
+        for path in self._directory_files():
+            try:
+                self._check_file(path)
+            except (ConfigurationError, ConfigurationTypeError) as exc:
+                lines = str(exc).splitlines() or [type(exc).__name__]
+                more = f" (and {len(lines) - 1} more in this file)" if len(lines) > 1 else ""
+                first = lines[0] if lines[0].startswith(str(path)) else f"{path}: {lines[0]}"
+                problems.append(first + more)
+        if problems:
+            raise SpecError("\n".join(problems))
+
+    def _directory_files(self) -> list[Path]:
+        """The agent files of ``agents_dir`` that :meth:`agent_named` would build (one per name), sorted."""
+        if self.agents_dir is None:
+            return []
+        found = {self._file_of(p.stem) for p in self.agents_dir.iterdir() if p.suffix in _SUFFIXES and p.is_file()}
+        return sorted(path for path in found if path is not None)
+
+    def _check_file(self, path: Path) -> None:
+        from handrail.specs.agent_spec import check_agent_spec
+
+        spec = self._spec(path)
+        built = check_agent_spec(spec, base_dir=path.parent, allowed_modules=self.allowed_modules,
+                                 snapshot_store=self.store) or {}  # fmt: skip
+        for key, strategy in built.items():
+            problem = _not_pausing(key, strategy, self.store)
+            if problem is not None:
+                raise ConfigurationError(f"{spec.where('confirmation', key) or f'{path}: '}{problem}.")
+        if not built:
+            raise ConfigurationError(f"{path}:1: the agent {_NONE}: give a tool a confirmation that asks a person.")
 
     def names(self) -> list[str]:
         """The names :meth:`agent_named` knows: the factories', then the agent files' of ``agents_dir``, sorted."""
@@ -218,14 +269,21 @@ class AgentRegistry:
                 found = self._files[key] = self._build_file(path, models)
         return found
 
-    def _build_file(self, path: Path, models: Mapping[str, str]) -> Agent:
-        from handrail.specs._resume import model_generator
-        from handrail.specs.agent_spec import build_agent, load_agent_spec
+    def _spec(self, path: Path) -> Any:
+        """The file's spec; a folder holding modules the file trusts goes on ``sys.path``, as for 'handrail run'."""
+        from handrail.specs.agent_spec import load_agent_spec
 
         spec = load_agent_spec(path)
         folder = str(path.parent)
         if spec.allowed_modules and folder not in sys.path:
-            sys.path.insert(0, folder)  # the tool modules a file trusts may sit beside it, as for 'handrail run'
+            sys.path.insert(0, folder)
+        return spec
+
+    def _build_file(self, path: Path, models: Mapping[str, str]) -> Agent:
+        from handrail.specs._resume import model_generator
+        from handrail.specs.agent_spec import build_agent
+
+        spec = self._spec(path)
         metadata: dict[str, Any] = {AGENT_FILE_KEY: str(path)}
         if models:
             metadata["generator"] = dict(models)

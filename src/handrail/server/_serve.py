@@ -159,7 +159,8 @@ def serve(
 
     Raises:
         ConfigurationError: A non-loopback ``host`` without tokens; the port in use; ``workers > 1`` without
-            ``store_url`` or with ``agents``.
+            ``store_url`` or with ``agents``. SpecError: An agent file of ``agents_dir`` that could not run (one
+            line per file).
     """
     from handrail.server._app import create_app
 
@@ -176,6 +177,10 @@ def serve(
             "directory (agents_dir); Python factories (agents=) work with one worker."
         )
     _check_tokens(store, host)
+    if workers > 1 and agents_dir is not None:  # the processes check them too, but only this one can refuse cleanly
+        from handrail.server._registry import AgentRegistry
+
+        AgentRegistry(store, agents_dir=agents_dir, allowed_modules=allow_modules)  # every agent file, or SpecError
     hosts = (host, *allowed_hosts)
     sock = bind(host, port)
     try:

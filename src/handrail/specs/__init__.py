@@ -9,6 +9,7 @@ from handrail.specs.agent_spec import (
     agent_spec_json_schema,
     build_agent,
     build_generator,
+    check_agent_spec,
     load_agent_spec,
     needs_a_person,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "agent_spec_json_schema",
     "build_agent",
     "build_generator",
+    "check_agent_spec",
     "load_agent_spec",
     "needs_a_person",
 ]

@@ -23,7 +23,8 @@ Relative paths (a ``.gguf`` model, a search ``folder``) are resolved against the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from handrail.tools.tool import Tool
 
 __all__ = ["AgentSpec", "GeneratorSpec", "RejectingUI", "SpecError", "ToolEntry", "agent_spec_json_schema",
-           "build_agent", "build_generator", "load_agent_spec", "needs_a_person"]  # fmt: skip
+           "build_agent", "build_generator", "check_agent_spec", "load_agent_spec", "needs_a_person"]  # fmt: skip
 
 
 class GeneratorSpec(BaseModel):
@@ -247,18 +248,15 @@ def build_agent(
     from handrail.components.agents.agent import Agent
 
     pause = _pause_settings(approve, snapshot_dir, snapshot_store, snapshot_metadata)
-    try:
-        tools, chat_generator = _parts(spec, Path(base_dir), _allowed(spec, allowed_modules), generator)
-        names = {t.name: {*t.parameters.get("properties", {}), *(t.inputs_from_state or {}).values()} for t in tools}
-        built = strategies(spec.confirmation, names, approve, confirmation_ui, pause)
-    except SpecError as exc:  # the field's file and line, when the spec came from a file
-        raise SpecError(f"{spec.where(*exc.location)}{exc}", exc.location) from exc.__cause__
-    except (ConfigurationError, ConfigurationTypeError) as exc:  # a caller's pause setting (a store that is not one)
-        raise SpecError(str(exc)) from exc
+    allowed = _allowed(spec, allowed_modules)
+    tools, built = _tools_and_strategies(spec, Path(base_dir), allowed, approve, confirmation_ui, pause)
+    if generator is None:
+        with _located(spec):
+            generator = build_generator(spec.generator, allowed_modules=allowed, base_dir=base_dir)
     try:
         with building("the agent", ("generator",), [("tools",), ("exit_conditions",)]):
             return Agent(
-                chat_generator=chat_generator,
+                chat_generator=generator,
                 tools=tools,  # type: ignore[arg-type]
                 system_prompt=spec.system_prompt,
                 exit_conditions=spec.exit_conditions,
@@ -269,10 +267,64 @@ def build_agent(
         raise SpecError(f"{spec.where(*exc.location)}{exc}", exc.location) from exc.__cause__
 
 
-def _parts(
-    spec: AgentSpec, base_dir: Path, allowed: tuple[str, ...], generator: ChatGenerator | None
-) -> tuple[list[Tool], ChatGenerator]:
-    """Build the spec's tools and (unless one is given) its generator; refuse two tools of one name."""
+def check_agent_spec(
+    spec: AgentSpec,
+    *,
+    base_dir: str | Path = ".",
+    allowed_modules: Iterable[str] = (),
+    approve: Approve = "pause",
+    snapshot_dir: str | Path | None = None,
+    snapshot_store: SnapshotStore | str | None = None,
+) -> dict[str, Any] | None:
+    """Check a spec as :func:`build_agent` does, except its generator, which is not built (no model is loaded).
+
+    For a service checking every agent file when it starts: the tools are built (their modules imported), the
+    ``confirmation`` rules checked against the tools' arguments and the strategies built with their settings.
+
+    Args:
+        spec: The validated spec (:func:`load_agent_spec`).
+        base_dir: As for :func:`build_agent`.
+        allowed_modules: As for :func:`build_agent`.
+        approve: As for :func:`build_agent` (``pause`` by default: a service's agents pause).
+        snapshot_dir: With ``approve="pause"``: as for :func:`build_agent`.
+        snapshot_store: With ``approve="pause"``: as for :func:`build_agent`.
+
+    Returns:
+        The confirmation strategies the agent would get (None: nothing asks).
+
+    Raises:
+        SpecError: What :func:`build_agent` raises for the tools and the ``confirmation`` field, naming the file,
+            the line and the field.
+    """
+    pause = _pause_settings(approve, snapshot_dir, snapshot_store, None)
+    _, built = _tools_and_strategies(spec, Path(base_dir), _allowed(spec, allowed_modules), approve, None, pause)
+    return built
+
+
+def _tools_and_strategies(
+    spec: AgentSpec, base_dir: Path, allowed: tuple[str, ...], approve: Approve, ui: ConfirmationUI | None,
+    pause: _Pause | None,
+) -> tuple[list[Tool], dict[str, Any] | None]:  # fmt: skip
+    """The spec's tools and confirmation strategies; errors at the field's file and line."""
+    with _located(spec):
+        tools = _tools(spec, base_dir, allowed)
+        names = {t.name: {*t.parameters.get("properties", {}), *(t.inputs_from_state or {}).values()} for t in tools}
+        return tools, strategies(spec.confirmation, names, approve, ui, pause)
+
+
+@contextlib.contextmanager
+def _located(spec: AgentSpec) -> Iterator[None]:
+    """A SpecError raised inside names the field's file and line when the spec came from a file."""
+    try:
+        yield
+    except SpecError as exc:
+        raise SpecError(f"{spec.where(*exc.location)}{exc}", exc.location) from exc.__cause__
+    except (ConfigurationError, ConfigurationTypeError) as exc:  # a caller's pause setting (a store that is not one)
+        raise SpecError(str(exc)) from exc
+
+
+def _tools(spec: AgentSpec, base_dir: Path, allowed: tuple[str, ...]) -> list[Tool]:
+    """Build the spec's tools; refuse two tools of one name."""
     tools: list[Tool] = []
     for i, entry in enumerate(spec.tools):
         item = entry if isinstance(entry, ToolEntry) else ToolEntry(name=entry)
@@ -281,6 +333,4 @@ def _parts(
         if first is not None:
             raise SpecError(f"tools.{i}: a second tool named {tool.name!r} (the first is tools.{first}).", ("tools", i))
         tools.append(tool)
-    if generator is None:
-        generator = build_generator(spec.generator, allowed_modules=allowed, base_dir=base_dir)
-    return tools, generator
+    return tools
