@@ -318,7 +318,7 @@ async def events(
     run_id: Annotated[str | None, Query(min_length=1, max_length=500)] = None,
     status: Annotated[str | None, Query(min_length=1, max_length=50, description="An approval or run status")] = None,
     tool_name: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    last_event_id: Annotated[int | None, Query(ge=0, description="As the Last-Event-ID header")] = None,
+    last_event_id: Annotated[int | None, Query(ge=0, lt=10**18, description="As the Last-Event-ID header")] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """The store's events as ``text/event-stream``.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -48,6 +48,22 @@ class DecisionBody(BaseModel):
     """The tool an edit names, if the client sends one; another than the approval's is refused (422)."""
 
 
+def _query_time(name: str, moment: datetime | None) -> datetime | None:
+    """A time from the query, refused (422 naming it) when naive or beyond what UTC holds (years 1 to 9999)."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        problem = "must carry a time zone (e.g. 2026-12-02T10:00:00Z)"
+    else:
+        try:
+            moment.astimezone(UTC)
+            return moment
+        except OverflowError:
+            problem = "is outside the years 1 to 9999 in UTC"
+    error = {"parameter": name, "in": "query", "detail": problem}
+    raise ApiProblem(422, f"{name} {problem}.", slug="bad-filter", extra={"errors": [error]})
+
+
 def _filters(
     status: ApprovalStatus | None,
     tool_name: str | None,
@@ -59,16 +75,11 @@ def _filters(
     expires_before: datetime | None,
     decided_by: str | None,
 ) -> ApprovalFilter:
-    for name, moment in (("created_after", created_after), ("created_before", created_before),
-                         ("expires_before", expires_before)):  # fmt: skip
-        if moment is not None and moment.tzinfo is None:
-            error = {"parameter": name, "in": "query", "detail": "no time zone"}
-            raise ApiProblem(400, f"{name} must carry a time zone (e.g. 2026-12-02T10:00:00Z).", slug="bad-filter",
-                             extra={"errors": [error]})  # fmt: skip
     return ApprovalFilter(
         status=status, tool_name=tool_name, agent_name=agent_name, run_id=run_id, label=label,
-        created_after=created_after, created_before=created_before, expires_before=expires_before,
-        decided_by=decided_by,
+        created_after=_query_time("created_after", created_after),
+        created_before=_query_time("created_before", created_before),
+        expires_before=_query_time("expires_before", expires_before), decided_by=decided_by,
     )  # fmt: skip
 
 
@@ -174,9 +185,9 @@ def audit_trail(request: Request, approval_id: str, principal: Authenticated) ->
     return {"approval_id": approval_id, "entries": [e.to_dict() for e in entries]}
 
 
-def _export_lines(service: Any, start: datetime | None, end: datetime | None) -> Iterator[bytes]:
+def _export_lines(service: Any, filters: ApprovalFilter, start: datetime | None,
+                  end: datetime | None) -> Iterator[bytes]:  # fmt: skip
     cursor = None
-    filters = ApprovalFilter(created_before=end)
     while True:
         page = service.list(filters, cursor=cursor, limit=MAX_PAGE)
         for approval in page.items:
@@ -207,8 +218,7 @@ def audit_export(
     if not principal.is_admin:
         raise PermissionDeniedError(f"{principal.name} ({principal.role}) may not export the audit log; an admin "
                                     "may.", principal=principal.name)  # fmt: skip
-    for name, moment in (("from", start), ("to", end)):
-        if moment is not None and moment.tzinfo is None:
-            raise ApiProblem(400, f"{name} must carry a time zone (e.g. 2026-12-02T10:00:00Z).", slug="bad-filter")
-    service = context_of(request).service
-    return StreamingResponse(_export_lines(service, start, end), media_type="application/jsonl")
+    start, end = _query_time("from", start), _query_time("to", end)  # checked before the response starts
+    filters = ApprovalFilter(created_before=end)
+    lines = _export_lines(context_of(request).service, filters, start, end)
+    return StreamingResponse(lines, media_type="application/jsonl")
