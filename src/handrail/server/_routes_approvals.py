@@ -27,7 +27,8 @@ from handrail.stores.approvals import MAX_PAGE, ApprovalFilter
 __all__ = ["DecisionBody", "router"]
 
 router = APIRouter(tags=["approvals"])
-_ETAG = re.compile(r'^\s*(?:W/)?"v(\d{1,18})"\s*$')
+_ETAG = re.compile(r'^\s*"v(\d{1,18})"\s*$')
+"""The one strong entity-tag ``If-Match`` takes: RFC 9110 compares If-Match strongly, so ``W/"v1"`` never matches."""
 _MAX_TEXT = 10_000
 _AGENT_LIMIT = 200
 Authenticated = Annotated[Principal, Depends(authenticated)]
@@ -131,13 +132,14 @@ def get_approval(
 
 
 def _expected_version(if_match: str | None) -> int | None:
-    """The version an ``If-Match`` names (None: none given, or ``*``)."""
+    """The version an ``If-Match`` names (None: none given, or ``*``); a weak tag matches nothing (412)."""
     if if_match is None or if_match.strip() == "*":
         return None
     found = _ETAG.match(if_match)
     if found is None:
         raise ApiProblem(412, f"If-Match {if_match[:60]!r} names no version of this approval; send the ETag of "
-                              'GET /api/v1/approvals/{id} (e.g. "v1").', slug="approval-changed")  # fmt: skip
+                              'GET /api/v1/approvals/{id} as it is (e.g. "v1"; a weak W/ tag never matches).',
+                         slug="approval-changed")  # fmt: skip
     return int(found.group(1))
 
 
