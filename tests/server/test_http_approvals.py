@@ -289,3 +289,20 @@ async def test_filter_times_at_the_ends_of_the_calendar_are_answered(
     assert exported.status_code == 200 and [json.loads(line)["kind"] for line in exported.text.splitlines()] == [
         "created"
     ]
+
+
+async def test_a_quorum_s_approval_json_shows_quorum_votes_and_approvers(
+    store: Any, client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
+    pause(store, [("c1", "transfer", {"amount": 5})], quorum=2)
+    item = await _only(client, tokens["viewer"])
+    assert (item["quorum"], item["votes"], item["approvers"]) == (2, [], [])
+    vote = await _decide(client, tokens["approver"], item["id"], {"decision": "approve"}, **{"Idempotency-Key": "k-9"})
+    voted = vote.json()["approval"]
+    assert voted["status"] == "pending" and voted["approvers"] == ["ann"]
+    assert [(v["principal"], v["decision"]) for v in voted["votes"]] == [("ann", "approve")]
+    assert "k-9" not in vote.text  # a key stays with its decider
+    done = (await _decide(client, tokens["other"], item["id"], {"decision": "approve"})).json()["approval"]
+    assert done["status"] == "approved" and done["approvers"] == ["ann", "bob"]
+    detail = (await client.get(f"{API}/{item['id']}", headers=bearer(tokens["viewer"]))).json()["approval"]
+    assert detail["approvers"] == ["ann", "bob"]
