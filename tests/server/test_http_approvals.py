@@ -306,3 +306,20 @@ async def test_a_quorum_s_approval_json_shows_quorum_votes_and_approvers(
     assert done["status"] == "approved" and done["approvers"] == ["ann", "bob"]
     detail = (await client.get(f"{API}/{item['id']}", headers=bearer(tokens["viewer"]))).json()["approval"]
     assert detail["approvers"] == ["ann", "bob"]
+
+
+async def test_edited_text_with_a_lone_surrogate_is_422_at_the_field_never_a_500(
+    store: Any, client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
+    pause(store, [("c1", "transfer", {"amount": 5})])
+    item = await _only(client, tokens["approver"])
+    url, headers = f"{API}/{item['id']}/decision", {**bearer(tokens["approver"]), "Content-Type": "application/json"}
+    cases = (('{"amount": 5, "\\ud800": 1}', "/arguments/\\ud800"), ('{"amount": "\\udfff"}', "/arguments/amount"))
+    for raw, pointer in cases:  # JSON escapes: the body itself is ASCII
+        answer = await client.post(url, content='{"decision": "edit", "arguments": ' + raw + "}", headers=headers)
+        assert answer.status_code == 422, answer.text
+        assert pointer in [e["pointer"] for e in answer.json()["errors"]]
+    done = await _decide(client, tokens["approver"], item["id"], {"decision": "approve"})
+    assert done.status_code == 200
+    late = await client.post(url, content='{"decision": "edit", "arguments": {"\\ud800": 1}}', headers=headers)
+    assert late.status_code == 409, late.text
