@@ -48,6 +48,7 @@ from handrail.stores._approval_request import (
     edit_problems,
     edited_arguments,
     injected_values,
+    not_unicode,
     replayed,
     requorum,
 )
@@ -176,8 +177,8 @@ def _decide_once(
             return approval, False  # a vote of this very request, the approval still pending
         check_not_voted(approval, decision, principal)
         quorum = requorum(approval, edited)
-    elif decision == "edit" and isinstance(arguments, dict):
-        edited = {**arguments, **injected_values(approval)}
+    elif decision == "edit" and isinstance(arguments, dict) and not_unicode(arguments) is None:
+        edited = {**arguments, **injected_values(approval)}  # to tell a retry of the recorded edit
     try:
         if approval.terminal:
             if approval.status == "expired":
@@ -321,17 +322,27 @@ def current_snapshot(store: Any, snapshot_id: str) -> AgentSnapshot | None:
 
 
 def sync_snapshot(store: Any, approval: Approval) -> None:
-    """Write ``approval``'s decision into the snapshot holding its call, unless it is there or the call moved on."""
+    """Write ``approval``'s decision into the snapshot holding its call, unless it is there or the call moved on.
+
+    The snapshot is judged again under its claim: a run that finished or went on meanwhile (a resumer took the
+    decision from the approval) needs nothing more, and that is no error for the decider (a retry of a decision
+    whose run is done answers with the stored result).
+    """
     if approval.decision is None or approval.status == "cancelled":
         return
-    snapshot = current_snapshot(store, approval.snapshot_id)
-    if snapshot is None or snapshot.status != "paused" or snapshot.snapshot_id is None:
-        return  # finished, or being resumed (the resumed run pauses again, and syncs then)
-    if all(c.id != approval.tool_call_id for c in awaiting_decision(snapshot)):
-        return
-    if recorded_decision(snapshot, approval.tool_call_id) is not None:
-        return
-    store._decide_in_snapshot(snapshot.snapshot_id, snapshot_decision(approval), decided_by=approval.decided_by)
+    for _ in range(3):  # the run may go on to its next snapshot between the read and the claim
+        snapshot = current_snapshot(store, approval.snapshot_id)
+        if snapshot is None or snapshot.status != "paused" or snapshot.snapshot_id is None:
+            return  # finished, or being resumed (the resumed run pauses again, and syncs then)
+        if all(c.id != approval.tool_call_id for c in awaiting_decision(snapshot)):
+            return
+        if recorded_decision(snapshot, approval.tool_call_id) is not None:
+            return
+        now, _ = store._decide_in_snapshot(
+            snapshot.snapshot_id, snapshot_decision(approval), decided_by=approval.decided_by, if_waiting=True
+        )
+        if now.status != "resumed":
+            return
 
 
 def sync_snapshots(store: Any, approvals: Sequence[Approval]) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "edit_problems",
     "edited_arguments",
     "injected_values",
+    "not_unicode",
     "replayed",
     "requorum",
 ]
@@ -51,6 +52,10 @@ def edit_problems(approval: Approval, arguments: Any) -> tuple[dict[str, str], .
     """
     if not isinstance(arguments, dict):
         return ({"pointer": "", "message": f"the edited arguments must be an object, got {type(arguments).__name__}"},)
+    broken = not_unicode(arguments)
+    if broken is not None:  # a lone surrogate (from JSON's \ud800): no record, digest or message can hold it
+        return ({"pointer": broken, "message": "this text holds a lone surrogate (\\ud800-\\udfff), which is not "
+                                               "Unicode text"},)  # fmt: skip
     injected = injected_values(approval)
     problems = [
         {"pointer": f"/{k}", "message": f"{k!r} comes from the agent's State and cannot be edited"}
@@ -80,6 +85,36 @@ def _schema_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[di
 
 def _pointer(parts: list[Any]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def not_unicode(value: Any, path: tuple[Any, ...] = ()) -> str | None:
+    """The JSON pointer of the first key or string in ``value`` that is not valid Unicode (a lone surrogate), or None.
+
+    The pointer's own text has such characters escaped (a backslash, ``u`` and four hex digits), so the error
+    naming it can be printed.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _printable_pointer(path)
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = not_unicode(key, (*path, key)) if isinstance(key, str) else None
+            found = found if found is not None else not_unicode(item, (*path, key))
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = not_unicode(item, (*path, index))
+            if found is not None:
+                return found
+    return None
+
+
+def _printable_pointer(path: tuple[Any, ...]) -> str:
+    return _pointer([str(p).encode("utf-8", "backslashreplace").decode("utf-8") for p in path])
 
 
 def edited_arguments(approval: Approval, decision: Decision, arguments: Any) -> dict[str, Any] | None:
@@ -193,7 +228,8 @@ def replayed(approval: Approval, decision: Decision, principal: str, feedback: s
     """Whether this request was recorded already (a retry): its vote is on the record.
 
     For a record written before votes existed: its decision is this request's. The same ``idempotency_key``
-    with another request is refused.
+    with another request of the same principal is refused; a key is scoped to its principal (another principal's
+    request with the same key is a request of its own, judged as any other).
 
     Args:
         approval: The approval as it is now.
@@ -204,18 +240,22 @@ def replayed(approval: Approval, decision: Decision, principal: str, feedback: s
         idempotency_key: Its ``Idempotency-Key``.
 
     Raises:
-        IdempotencyKeyReusedError: The key is on the record with another decision or content.
+        IdempotencyKeyReusedError: The principal's key is on the record with another decision or content.
     """
     if approval.status == "expired":
         return False
     if approval.votes:
         if _vote_of(approval, decision, principal, feedback, arguments, idempotency_key) is not None:
             return True
-        used = idempotency_key is not None and any(v.idempotency_key == idempotency_key for v in approval.votes)
+        used = idempotency_key is not None and any(
+            (v.idempotency_key, v.principal) == (idempotency_key, principal) for v in approval.votes
+        )
     else:
         if approval.terminal and _same_decision(approval, decision, principal, feedback, arguments):
             return True
-        used = idempotency_key is not None and approval.idempotency_key == idempotency_key
+        used = idempotency_key is not None and (approval.idempotency_key, approval.decided_by) == (
+            idempotency_key, principal
+        )  # fmt: skip
     if used:
         raise IdempotencyKeyReusedError(
             f"Approval {approval.id} was given a decision with this Idempotency-Key and another decision or content "

@@ -20,10 +20,12 @@ from handrail.errors import (
     SnapshotUnavailableError,
 )
 from handrail.stores._snapshot_common import (
+    awaiting_decision,
     check_snapshot,
     id_from_name,
     new_snapshot_id,
     pending_approvals,
+    recorded_decision,
     unavailable_error,
     with_decision,
 )
@@ -200,15 +202,27 @@ class SnapshotStoreBase(SnapshotRecords):
         return self._decide_in_snapshot(snapshot_id, decision, decided_by=decided_by)
 
     def _decide_in_snapshot(
-        self, snapshot_id: str, decision: ToolExecutionDecision, *, decided_by: str | None = None
+        self,
+        snapshot_id: str,
+        decision: ToolExecutionDecision,
+        *,
+        decided_by: str | None = None,
+        if_waiting: bool = False,
     ) -> tuple[AgentSnapshot, bool]:
-        """Record ``decision`` in the snapshot only (the approval record, if any, is the caller's)."""
+        """Record ``decision`` in the snapshot only (the approval record, if any, is the caller's).
+
+        ``if_waiting``: an approval's decision copied into its snapshot: when the snapshot, read under its claim,
+        no longer waits for it (the run finished or went on, or the decision is there), nothing is written and
+        nothing is raised.
+        """
         snapshot_id = self._id(snapshot_id)
         if not isinstance(decision, ToolExecutionDecision):
             raise ConfigurationTypeError(f"Expected a ToolExecutionDecision, got {type(decision).__name__}.")
         check_decided_by(decided_by, "decided_by")  # before the record is claimed: nothing is written
         with self._guarded(snapshot_id, "decide") as handle:
             snapshot = self._read_snapshot(handle, snapshot_id)
+            if if_waiting and not _waits_for(snapshot, decision.tool_call_id):
+                return snapshot, False
             # the scope waited for the claim: a snapshot that says 'running' now is held by nobody (interrupted)
             interrupted = unavailable_error(snapshot, held=False) if snapshot.status == "running" else None
             if interrupted is not None:
@@ -459,3 +473,11 @@ class SnapshotStoreBase(SnapshotRecords):
             if not self._update(handle, snapshot_id, tombstone, old_data):
                 raise self._unknown(snapshot_id)  # rolls the insert back
         return new_id
+
+
+def _waits_for(snapshot: AgentSnapshot, tool_call_id: str | None) -> bool:
+    """Whether ``snapshot`` is paused with call ``tool_call_id`` waiting for a decision not recorded yet."""
+    if snapshot.status != "paused" or tool_call_id is None:
+        return False
+    waiting = any(call.id == tool_call_id for call in awaiting_decision(snapshot))
+    return waiting and recorded_decision(snapshot, tool_call_id) is None
