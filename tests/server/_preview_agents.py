@@ -14,7 +14,7 @@ from handrail.components.agents import Agent
 from handrail.dataclasses import ChatMessage, ChatRole
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.testing import FunctionChatGenerator, call, reply
-from handrail.tools import Preview, Tool, Toolset, create_tool_from_function
+from handrail.tools import Preview, Tool, Toolset, create_tool_from_function, tool
 
 GATE = threading.Event()
 """Set it to let the slow preview return (a test clears it first and sets it at its end)."""
@@ -178,7 +178,7 @@ TOOL_NAMES = ("send_email", "write_file", "order", "sign", "plain", "failing", "
               "run_sql")  # fmt: skip
 
 
-def _one_call(messages: list[ChatMessage], tools: Any) -> ChatMessage:
+def one_call(messages: list[ChatMessage], tools: Any) -> ChatMessage:
     if any(m.role is ChatRole.TOOL for m in messages):
         return reply("done")
     first = next(m.text or "" for m in messages if m.role is ChatRole.USER)
@@ -189,6 +189,38 @@ def _one_call(messages: list[ChatMessage], tools: Any) -> ChatMessage:
 def toolbox(store: Any) -> Agent:
     """Every tool pauses for approval into ``store``."""
     strategy = BreakpointConfirmationStrategy(snapshot_store=store)
-    return Agent(chat_generator=FunctionChatGenerator(_one_call), tools=_tools(),
+    return Agent(chat_generator=FunctionChatGenerator(one_call), tools=_tools(),
                  confirmation_strategies={name: strategy for name in TOOL_NAMES},
                  state_schema={"signer": {"type": str}})  # fmt: skip
+
+
+@tool(preview=email_preview)
+def mail(to: str, body: str) -> str:
+    """Send an email (the agent file's tool).
+
+    Args:
+        to: The address.
+        body: The text.
+    """
+    return f"sent to {to}"
+
+
+@tool(preview=slow_preview)
+def hang(x: int) -> int:
+    """A tool whose preview hangs (in a server process nobody sets GATE).
+
+    Args:
+        x: A number.
+    """
+    return x
+
+
+AGENT_FILE = """\
+generator:
+  type: handrail.testing.FunctionChatGenerator
+  init_parameters: {function: tests.server._preview_agents.one_call}
+tools: [tests.server._preview_agents.mail, tests.server._preview_agents.hang]
+confirmation: {mail: always, hang: always}
+allowed_modules: [tests.server]
+"""
+"""The agent as a file (its tools are ``@tool(preview=...)`` Tools named by dotted path)."""

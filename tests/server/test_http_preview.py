@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +23,7 @@ from handrail.server import create_app
 from handrail.server._previews import Previewer
 from tests.server import _preview_agents as agents
 from tests.server._helpers import pause
+from tests.server._processes import serving
 from tests.server.conftest import bearer, client_for
 from tests.server.test_http_auth import _routes
 
@@ -230,3 +233,59 @@ async def test_an_unknown_approval_is_404_and_no_credentials_401(app: Any, clien
 def test_a_bad_preview_timeout_is_refused(store: Any, timeout: Any) -> None:
     with pytest.raises(ConfigurationError, match="preview_timeout"):
         create_app(store, preview_timeout=timeout)
+
+
+def test_a_real_server_previews_an_agent_files_tool_and_abandons_a_hanging_preview(
+    tmp_path: Path, tokens_url: tuple[str, str]
+) -> None:
+    url, token = tokens_url
+    folder = tmp_path / "agents"
+    folder.mkdir()
+    (folder / "mailer.yaml").write_text(agents.AGENT_FILE, encoding="utf-8")
+    with (
+        serving(url, "--agents", str(folder), "--preview-timeout", "0.5") as server,
+        httpx.Client(base_url=server.url, headers=bearer(token), timeout=30) as http,
+    ):
+        ids = {}
+        for tool, arguments in (("mail", {"to": "ann@example.com", "body": "Hi"}), ("hang", {"x": 3})):
+            message = json.dumps({"tool": tool, "arguments": arguments})
+            started = http.post("/api/v1/runs", json={"agent_name": "mailer", "messages": [message]})
+            assert started.status_code == 201, started.text
+            ids[tool] = _pending_over_http(http, started.json()["run"]["run_id"])
+        mail = http.get(f"{API}/{ids['mail']}/preview").json()
+        assert mail["preview"] == {"kind": "markdown", "content": "**To:** ann@example.com\n\nHi",
+                                   "title": "Email to ann@example.com"}  # fmt: skip
+        hang = http.get(f"{API}/{ids['hang']}/preview").json()
+        assert hang == {"preview": None, "unavailable": "preview unavailable: it took longer than 0.5 s"}
+        decided = http.post(f"{API}/{ids['hang']}/decision", json={"decision": "reject", "feedback": "no"})
+        assert decided.status_code == 200
+    # stopped by SIGTERM (in time: serving() kills a server that does not) with the preview's thread still waiting
+    assert server.process.returncode in (0, -signal.SIGTERM)
+
+
+def _pending_over_http(http: httpx.Client, run_id: str) -> str:
+    """The id of the run's pending approval, once it paused (a generous deadline)."""
+    deadline = time.monotonic() + 60
+    while True:
+        run = http.get(f"/api/v1/runs/{run_id}").json()
+        if run["run"]["status"] == "paused":
+            (approval,) = run["pending"]
+            return approval["id"]  # type: ignore[no-any-return]
+        assert run["run"]["status"] in ("queued", "running") and time.monotonic() < deadline, run
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def tokens_url(tmp_path: Path) -> tuple[str, str]:
+    """A SQLite store URL with an admin token in it."""
+    from datetime import UTC, datetime
+
+    from handrail.stores import SQLiteSnapshotStore
+
+    path = tmp_path / "service.db"
+    made = SQLiteSnapshotStore(path)
+    try:
+        token = made.add_token("ada", "admin", at=datetime.now(UTC))[1]
+    finally:
+        made.close()
+    return f"sqlite:///{path}", token
