@@ -4,12 +4,13 @@ import subprocess
 import sys
 
 import handrail.tools
-from handrail.tools import from_function, toolset, utils
+from handrail.tools import from_function, preview, toolset, utils
 
 
 def test_tools_package_exports_exactly_all() -> None:
     assert sorted(handrail.tools.__all__) == [
         "ComponentTool",
+        "Preview",
         "Tool",
         "ToolCallId",
         "Toolset",
@@ -24,7 +25,7 @@ def test_tools_package_exports_exactly_all() -> None:
 
 
 def test_public_modules_have_all() -> None:
-    for module in (from_function, toolset, utils):
+    for module in (from_function, preview, toolset, utils):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)
 

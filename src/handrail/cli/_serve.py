@@ -84,6 +84,8 @@ def service_store(err: Any, store_url: str, allow_modules: tuple[str, ...] = ())
     is_flag=True,
     help="Serve the API only: leave resuming runs to 'handrail worker' processes on the store.",
 )
+@click.option("--preview-timeout", default=2.0, show_default=True, type=click.FloatRange(min=0.01, max=3599),
+              help="Seconds a tool's preview may take before the page shows 'preview unavailable'.")  # fmt: skip
 @click.option("--keepalive", default=15.0, show_default=True, type=click.FloatRange(min=0.01), hidden=True)
 @click.option("--log-level", default="warning", show_default=True, help="The server's log level.",
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
@@ -97,6 +99,7 @@ def serve(
     allowed_hosts: tuple[str, ...],
     unknown_outcome: str,
     no_resume: bool,
+    preview_timeout: float,
     keepalive: float,
     log_level: str,
 ) -> None:
@@ -126,5 +129,5 @@ def serve(
                 where.store, agents_dir=None if agents_dir is None else str(agents_dir), host=host, port=port,
                 allowed_hosts=allowed_hosts, workers=workers, store_url=where.value, allow_modules=allow_modules,
                 keepalive=keepalive, log_level=log_level, on_ready=ready, unknown_outcome=unknown_outcome,
-                resume=not no_resume,
+                resume=not no_resume, preview_timeout=preview_timeout,
             )  # fmt: skip

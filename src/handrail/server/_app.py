@@ -10,6 +10,7 @@ Routes (JSON under ``/api/v1``; every error a problem details object, see :mod:`
 ``GET /api/v1/approvals/{id}``              one, with context messages and an ``ETag``
 ``POST /api/v1/approvals/{id}/decision``    decide (``If-Match``, ``Idempotency-Key``)
 ``GET /api/v1/approvals/{id}/audit``        its audit trail
+``GET /api/v1/approvals/{id}/preview``      the tool's preview of the call
 ``GET /api/v1/audit/export``                JSON Lines of a time range (admin)
 ``POST /api/v1/runs``, ``GET .../{id}``     start a run, read it
 ``GET /api/v1/runs``                        list (status, cursor)
@@ -42,11 +43,12 @@ from handrail import __version__
 from handrail.dataclasses.service import Principal
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.human_in_the_loop.service import ApprovalService
-from handrail.server import _routes_approvals, _routes_runs, _routes_session
+from handrail.server import _routes_approvals, _routes_preview, _routes_runs, _routes_session
 from handrail.server._auth import HostCheckMiddleware, Sessions, authenticated, host_allowlist
 from handrail.server._context import ServiceContext, Waker
 from handrail.server._events_stream import EventHub
 from handrail.server._events_stream import router as events_router
+from handrail.server._previews import Previewer
 from handrail.server._problems import CatchAllMiddleware, install, problem_schema
 from handrail.server._registry import AgentFactory
 from handrail.server._resumer import Resumer
@@ -105,6 +107,7 @@ def _end_streams_on_signal(hub: EventHub, loop: asyncio.AbstractEventLoop) -> Ca
 def _api_router(app: FastAPI) -> APIRouter:
     api = APIRouter(dependencies=[Depends(authenticated)], responses={c: problem_schema() for c in _ERROR_CODES})
     api.include_router(_routes_approvals.router)
+    api.include_router(_routes_preview.router)
     api.include_router(_routes_runs.router)
     api.include_router(events_router)
     api.include_router(_routes_session.router)
@@ -130,6 +133,7 @@ def create_app(
     session_ttl: timedelta = timedelta(hours=12),
     context_messages: int = 6,
     max_body_size: int = 1 << 20,
+    preview_timeout: float = 2.0,
 ) -> FastAPI:
     """The approval service's HTTP API over ``store`` (needs ``pip install 'handrail[server]'``).
 
@@ -151,14 +155,16 @@ def create_app(
         session_ttl: How long a login's session cookie lasts.
         context_messages: How many conversation messages an approval's detail shows by default.
         max_body_size: The largest request body accepted, in bytes (413 beyond).
+        preview_timeout: Seconds ``GET /api/v1/approvals/{id}/preview`` waits for a tool's preview before it
+            answers "preview unavailable" (the preview goes on in its thread; what it returns is kept).
 
     Returns:
         A FastAPI app; serve it with uvicorn (or :func:`handrail.server.serve`).
 
     Raises:
         ConfigurationTypeError: ``store`` keeps no approvals, tokens or events.
-        ConfigurationError: A non-positive ``keepalive`` or ``session_ttl``, a negative ``context_messages``; an
-            agent that does not pause into ``store`` (named).
+        ConfigurationError: A non-positive ``keepalive``, ``session_ttl`` or ``preview_timeout``, a negative
+            ``context_messages``; an agent that does not pause into ``store`` (named).
     """
     _check_store(store)
     if not keepalive > 0 or not session_ttl.total_seconds() > 0:
@@ -170,6 +176,7 @@ def create_app(
     resumer = Resumer(store, agents=agents, agents_dir=agents_dir, allowed_modules=allow_modules, clock=now,
                       unknown_outcome=unknown_outcome)  # fmt: skip
     waker = Waker(hub.poke, resumer.wake) if resume else Waker(hub.poke)
+    previews = Previewer(store, resumer.launcher.registry, timeout=preview_timeout)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -192,7 +199,7 @@ def create_app(
     app.state.handrail = ServiceContext(
         store=store, service=ApprovalService(store, clock=now), clock=now,
         sessions=Sessions(store, session_ttl, now), hosts=hosts, events=hub, runs=resumer.launcher,
-        resumer=resumer if resume else None, wake=waker, context_messages=context_messages,
+        resumer=resumer if resume else None, wake=waker, context_messages=context_messages, previews=previews,
     )  # fmt: skip
     install(app)
     app.include_router(_routes_session.health_router)

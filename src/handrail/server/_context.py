@@ -99,6 +99,8 @@ class ServiceContext:
     """Called after each decision made through the app (a :class:`Waker`)."""
     context_messages: int = 6
     """How many conversation messages an approval's detail shows by default."""
+    previews: Any = None
+    """Computes the tools' previews (:class:`~handrail.server._previews.Previewer`)."""
 
 
 def context_of(request: Request) -> ServiceContext:

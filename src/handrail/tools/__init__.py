@@ -8,6 +8,7 @@ import typing as _typing
 
 from handrail.core._lazy import lazy_exports as _lazy_exports
 from handrail.core._tool_threads import set_tool_thread_limit, tool_thread_limit
+from handrail.tools.preview import Preview
 from handrail.tools.tool import Tool, ToolCallId
 from handrail.tools.toolset import Toolset
 from handrail.tools.utils import flatten_tools
@@ -23,6 +24,7 @@ if _typing.TYPE_CHECKING:
 
 __all__ = [
     "ComponentTool",
+    "Preview",
     "Tool",
     "ToolCallId",
     "Toolset",

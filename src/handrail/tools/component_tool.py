@@ -33,7 +33,8 @@ from handrail.tools.from_function import (
     _schema_from_fields,
     _unwrap_optional,
 )
-from handrail.tools.tool import Tool, _map_handlers
+from handrail.tools.preview import Preview
+from handrail.tools.tool import Tool, _map_handlers, read_preview
 
 __all__ = ["ComponentTool"]
 
@@ -59,6 +60,8 @@ class ComponentTool(Tool):
         outputs_to_string: How the result dict becomes text; see :class:`~handrail.tools.tool.Tool`.
         inputs_from_state: ``{state_key: socket}``: inputs read from State (kept out of the schema).
         outputs_to_state: ``{state_key: {"source": output_name, "handler": fn}}``; see
+            :class:`~handrail.tools.tool.Tool`.
+        preview: ``preview(arguments) -> Preview | str``, shown to the person deciding a call; see
             :class:`~handrail.tools.tool.Tool`.
 
     Raises:
@@ -94,6 +97,7 @@ class ComponentTool(Tool):
         outputs_to_string: dict[str, Any] | None = None,
         inputs_from_state: dict[str, str] | None = None,
         outputs_to_state: dict[str, dict[str, Any]] | None = None,
+        preview: Callable[[dict[str, Any]], Preview | str] | None = None,
     ) -> None:
         if not is_component(component) or isinstance(component, type):
             raise ConfigurationTypeError(
@@ -128,6 +132,7 @@ class ComponentTool(Tool):
             outputs_to_string=outputs_to_string,
             inputs_from_state=inputs_from_state,
             outputs_to_state=outputs_to_state,
+            preview=preview,
         )
 
     def warm_up(self) -> None:
@@ -147,7 +152,7 @@ class ComponentTool(Tool):
         Raises:
             SerializationError: When the component or a handler cannot be serialized.
         """
-        return {
+        data: dict[str, Any] = {
             "type": qualified_name(self),
             "init_parameters": {
                 "component": object_to_dict(self.component),
@@ -159,6 +164,9 @@ class ComponentTool(Tool):
                 "outputs_to_state": _map_handlers(self.outputs_to_state, serialize_callable),
             },
         }
+        if self.preview is not None:
+            data["init_parameters"]["preview"] = serialize_callable(self.preview)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ComponentTool:
@@ -171,6 +179,8 @@ class ComponentTool(Tool):
         params["component"] = object_from_dict(params["component"])
         for field in ("outputs_to_string", "outputs_to_state"):
             params[field] = _map_handlers(params.get(field), deserialize_callable, field)
+        if "preview" in params:
+            params["preview"] = read_preview(params["preview"])
         return cls(**params)
 
 

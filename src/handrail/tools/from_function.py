@@ -45,6 +45,7 @@ from handrail.tools._conversion import (
     unconverted,
 )
 from handrail.tools._docstrings import docstring_of, parse_docstring
+from handrail.tools.preview import Preview
 from handrail.tools.tool import Tool, ToolCallId
 
 __all__ = ["FunctionTool", "create_tool_from_function", "tool"]
@@ -62,6 +63,7 @@ def create_tool_from_function(
     inputs_from_state: dict[str, str] | None = None,
     outputs_to_state: dict[str, dict[str, Any]] | None = None,
     outputs_to_string: dict[str, Any] | None = None,
+    preview: Callable[[dict[str, Any]], Preview | str] | None = None,
 ) -> Tool:
     """Create a Tool from a function, with a JSON Schema generated from its type hints.
 
@@ -94,6 +96,8 @@ def create_tool_from_function(
             and kept out of the schema.
         outputs_to_state: ``{state_key: {"source": result_key, "handler": fn}}``; see :class:`Tool`.
         outputs_to_string: How the result becomes text; see :class:`Tool`.
+        preview: ``preview(arguments) -> Preview | str``: what a call would do, shown to the person deciding it
+            (see :mod:`handrail.tools.preview`); not part of the schema or of what the model is sent.
 
     Returns:
         The Tool: a :class:`FunctionTool` when some argument needs converting, else a plain Tool.
@@ -148,6 +152,7 @@ def create_tool_from_function(
         inputs_from_state=inputs_from_state,
         outputs_to_state=outputs_to_state,
         outputs_to_string=outputs_to_string,
+        preview=preview,
     )
 
 
@@ -163,6 +168,7 @@ def tool(
     inputs_from_state: dict[str, str] | None = None,
     outputs_to_state: dict[str, dict[str, Any]] | None = None,
     outputs_to_string: dict[str, Any] | None = None,
+    preview: Callable[[dict[str, Any]], Preview | str] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -175,6 +181,7 @@ def tool(
     inputs_from_state: dict[str, str] | None = None,
     outputs_to_state: dict[str, dict[str, Any]] | None = None,
     outputs_to_string: dict[str, Any] | None = None,
+    preview: Callable[[dict[str, Any]], Preview | str] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a Tool; usable bare (``@tool``) or with keywords (``@tool(name=...)``).
 
@@ -190,6 +197,7 @@ def tool(
         inputs_from_state: See :func:`create_tool_from_function`.
         outputs_to_state: See :func:`create_tool_from_function`.
         outputs_to_string: See :func:`create_tool_from_function`.
+        preview: See :func:`create_tool_from_function`.
 
     Returns:
         The Tool when used bare, else a decorator that returns the Tool.
@@ -214,6 +222,7 @@ def tool(
             inputs_from_state=inputs_from_state,
             outputs_to_state=outputs_to_state,
             outputs_to_string=outputs_to_string,
+            preview=preview,
         )
 
     if function is not None:

@@ -29,6 +29,7 @@ from handrail.errors import (
     SerializationError,
     ToolInvocationError,
 )
+from handrail.tools.preview import Preview, as_preview
 
 __all__ = ["Tool", "ToolCallId", "signature_roles"]
 
@@ -195,11 +196,14 @@ class Tool:
         outputs_to_state: ``{state_key: {"source": result_key, "handler": fn}}``: values written to
             State from a dict result (no source = the whole result).
         async_function: A coroutine function used by async runs (sync runs use ``function``).
+        preview: ``preview(arguments) -> Preview | str``: what a call would do, for the person deciding it (see
+            :mod:`handrail.tools.preview`); a sync function that only computes. Not sent to the model.
 
     Raises:
         ConfigurationError: For an empty name, an invalid JSON Schema, an ``inputs_from_state``
             naming a parameter the function does not have, or a malformed output config.
-        ConfigurationTypeError: When no function is given or a function has the wrong kind.
+        ConfigurationTypeError: When no function is given, a function has the wrong kind, or ``preview`` is
+            not a sync callable.
 
     Examples:
         >>> t = Tool(name="echo", description="Echo.", function=lambda text: text,
@@ -216,6 +220,7 @@ class Tool:
     inputs_from_state: dict[str, str] | None = None
     outputs_to_state: dict[str, dict[str, Any]] | None = None
     async_function: Callable[..., Awaitable[Any]] | None = None
+    preview: Callable[[dict[str, Any]], Preview | str] | None = None
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
     _roles: SignatureRoles = field(init=False, repr=False, compare=False)
 
@@ -250,6 +255,11 @@ class Tool:
                 )
         if self.async_function is not None and not inspect.iscoroutinefunction(self.async_function):
             raise ConfigurationTypeError(f"Tool '{self.name}': `async_function` must be a coroutine function.")
+        if self.preview is not None and (not callable(self.preview) or inspect.iscoroutinefunction(self.preview)):
+            raise ConfigurationTypeError(
+                f"Tool '{self.name}': `preview` must be a sync function preview(arguments) -> Preview | str, got "
+                f"{type(self.preview).__name__}."
+            )
 
     def _check_schema(self) -> None:
         if not isinstance(self.parameters, Mapping):
@@ -315,6 +325,20 @@ class Tool:
         result: str | None = validator(arguments)
         return result
 
+    def preview_of(self, arguments: Mapping[str, Any]) -> Preview | None:
+        """Run the :attr:`preview` function on a copy of ``arguments`` (None when the tool has none).
+
+        Returns:
+            The :class:`~handrail.tools.preview.Preview` (a ``str`` the function returned is plain text).
+
+        Raises:
+            Exception: Whatever the preview function raises; ConfigurationTypeError when it returns something else
+                than a Preview or a str.
+        """
+        if self.preview is None:
+            return None
+        return as_preview(self.preview(copy.deepcopy(dict(arguments))))
+
     def invoke(self, **kwargs: Any) -> Any:
         """Run the sync function with ``kwargs`` (not validated; the ToolInvoker validates).
 
@@ -356,10 +380,12 @@ class Tool:
     def to_dict(self) -> dict[str, Any]:
         """Serialize to ``{"type", "init_parameters"}`` with functions and handlers as dotted paths.
 
+        A ``preview`` function is written as its dotted path too, and only when the tool has one.
+
         Raises:
             SerializationError: For lambdas and closures, which cannot be imported back.
         """
-        return {
+        data: dict[str, Any] = {
             "type": qualified_name(self),
             "init_parameters": {
                 "name": self.name,
@@ -372,6 +398,10 @@ class Tool:
                 "outputs_to_state": _map_handlers(self.outputs_to_state, serialize_callable),
             },
         }
+        if self.preview is not None:
+            with reading("preview"):
+                data["init_parameters"]["preview"] = serialize_callable(self.preview)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Tool:
@@ -406,7 +436,15 @@ class Tool:
             kwargs["async_function"] = _resolve_function(kwargs.get("async_function"), asynchronous=True)
         for name in ("outputs_to_string", "outputs_to_state"):
             kwargs[name] = _map_handlers(kwargs.get(name), deserialize_callable, name)
+        kwargs["preview"] = read_preview(kwargs.get("preview"))
         return cls(**kwargs)
+
+
+def read_preview(path: object) -> Any:
+    """The preview function a tool dict names (None stays None; a non-str is left for the Tool's own check)."""
+    if not isinstance(path, str):
+        return path
+    return deserialize_callable(path, where="preview")
 
 
 def _invocation_error(name: str, kwargs: Mapping[str, Any], exc: Exception) -> ToolInvocationError:
