@@ -21,9 +21,11 @@ import httpx
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-_MISSING = [what for what, ok in (("playwright (pip install -e '.[browser-test]')",
-                                   importlib.util.find_spec("playwright") is not None),
-                                  (f"{CHROMIUM} (apt-get install chromium)", Path(CHROMIUM).exists())) if not ok]  # fmt: skip
+_NEEDS = {
+    "playwright (pip install -e '.[browser-test]')": importlib.util.find_spec("playwright") is not None,
+    f"{CHROMIUM} (apt-get install chromium)": Path(CHROMIUM).exists(),
+}
+_MISSING = [what for what, present in _NEEDS.items() if not present]
 if _MISSING and os.environ.get("HANDRAIL_REQUIRE_BROWSER") == "1":
     raise RuntimeError(f"The browser tests need {' and '.join(_MISSING)}.")
 collect_ignore_glob = ["test_*.py"] if _MISSING else []

@@ -269,3 +269,74 @@ def test_the_page_fits_a_phone(browser: Any, inbox: Inbox, width: int) -> None:
         shoot(page, "detail-phone")
     finally:
         context.close()
+
+
+PREVIEWS = [
+    ({"kind": "diff", "title": "config.yaml", "content": "--- a\n+++ b\n@@ -1 +1 @@\n-old <b>\n+new <b>"}, ".d-add"),
+    ({"kind": "markdown", "title": None, "content": "**Dear** Bob, [pay](javascript:window.__pwned=1)"}, "strong"),
+    ({"kind": "json", "title": "cost", "content": '{"euros": 12.5}'}, ".j-key"),
+    ({"kind": "text", "title": "SQL", "content": "DELETE FROM users; <script>window.__pwned=1</script>"}, "pre"),
+]
+
+
+@pytest.mark.parametrize(("preview", "selector"), PREVIEWS, ids=[p["kind"] for p, _ in PREVIEWS])
+def test_a_preview_renders_as_text(page: Page, inbox: Inbox, preview: dict[str, Any], selector: str) -> None:
+    # The preview endpoint's contract (GET /api/v1/approvals/{id}/preview), answered here by the browser.
+    run_id = inbox.start_run(("transfer", {"amount": 12}))
+    (approval,) = inbox.approvals(run_id, 1)
+    page.route("**/preview", lambda route: route.fulfill(json={"preview": preview, "unavailable": None}))
+    login(page, inbox)
+    open_approval(page, inbox, approval["id"])
+    box = page.get_by_role("region", name="Preview")
+    expect(box.locator(selector)).not_to_have_count(0)
+    if preview["title"]:
+        expect(box.get_by_role("heading", level=3)).to_have_text(preview["title"])
+    if preview["kind"] == "diff":
+        expect(box.locator(".d-add")).to_have_text("+new <b>")
+        expect(box.locator(".d-del")).to_have_text("-old <b>")
+    expect(box.locator("a, script, b")).to_have_count(0)
+    expect(decision_buttons(page).first).to_be_enabled()
+    assert page.evaluate("window.__pwned") is None
+
+
+UNAVAILABLE = [{"status": 500, "json": {"title": "x"}}, {"json": {"preview": None, "unavailable": "took over 2 s"}}]
+
+
+@pytest.mark.parametrize("answer", UNAVAILABLE, ids=["500", "unavailable"])
+def test_an_unavailable_preview_never_blocks_the_decision(page: Page, inbox: Inbox, answer: dict[str, Any]) -> None:
+    run_id = inbox.start_run(("transfer", {"amount": 13}))
+    (approval,) = inbox.approvals(run_id, 1)
+    page.route("**/preview", lambda route: route.fulfill(**answer))
+    login(page, inbox)
+    open_approval(page, inbox, approval["id"])
+    expect(page.get_by_role("region", name="Preview")).to_contain_text("Preview unavailable")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("#outcome")).to_contain_text("approved by alice")
+
+
+def test_a_view_gone_stale_offline_is_refused_and_reloads(page: Page, inbox: Inbox) -> None:
+    run_id = inbox.start_run(("transfer", {"amount": 14}))
+    (approval,) = inbox.approvals(run_id, 1)
+    page.route("**/api/v1/events**", lambda route: route.abort())  # no live update: the view goes stale
+    login(page, inbox)
+    open_approval(page, inbox, approval["id"])
+    page.get_by_role("button", name="Edit").click()
+    body = {"decision": "edit", "arguments": {"amount": 15}}
+    assert inbox.api("POST", f"/approvals/{approval['id']}/decision", json=body).status_code == 200
+    page.get_by_label("amount").fill("16")
+    page.get_by_role("button", name="Send edit").click()  # If-Match names version 1: refused (412 or 409)
+    expect(page.locator(".action-message [role=alert]")).to_be_visible()
+    expect(page.locator("#outcome")).to_contain_text("edited by alice")
+    expect(page.locator(".tree").first).to_contain_text("amount: 15")
+
+
+def test_a_decision_made_elsewhere_closes_the_open_form(page: Page, inbox: Inbox) -> None:
+    run_id = inbox.start_run(("transfer", {"amount": 17}))
+    (approval,) = inbox.approvals(run_id, 1)
+    login(page, inbox)
+    open_approval(page, inbox, approval["id"])
+    page.get_by_role("button", name="Reject").click()
+    assert inbox.api("POST", f"/approvals/{approval['id']}/decision", json={"decision": "approve"}).status_code == 200
+    expect(page.locator("#outcome")).to_contain_text("approved by alice")
+    expect(page.get_by_label("Feedback for the model")).to_have_count(0)
+    expect(page.locator(".action-message")).to_contain_text("Changed elsewhere")

@@ -17,8 +17,8 @@ Routes (JSON under ``/api/v1``; every error a problem details object, see :mod:`
 ``GET /api/v1/openapi.json``                the OpenAPI document
 ==========================================  ==============================================================
 
-Every route but ``/healthz`` and the page's needs a principal (:func:`~handrail.server._auth.authenticated`): the API router
-carries it as a dependency, so a route added there cannot forget it.
+Every route but ``/healthz`` and the page's needs a principal (:func:`~handrail.server._auth.authenticated`): the
+API router carries it as a dependency, so a route added there cannot forget it.
 """
 
 from __future__ import annotations
