@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -58,8 +59,12 @@ async def test_the_list_filters_pages_and_counts(store: Any, client: httpx.Async
         ({"limit": 0}, 422, "limit"),
         ({"limit": 101}, 422, "limit"),
         ({"created_after": "yesterday"}, 422, "created_after"),
-        ({"created_after": "2026-01-02T03:04:05"}, 400, "created_after"),
+        ({"created_after": "2026-01-02T03:04:05"}, 422, "created_after"),
+        ({"created_before": "9999-12-31T23:59:59-14:00"}, 422, "created_before"),
+        ({"created_after": "0001-01-01T00:00:00+14:00"}, 422, "created_after"),
+        ({"expires_before": "9999-12-31T23:59:59-14:00"}, 422, "expires_before"),
         ({"cursor": "not-a-cursor"}, 400, None),
+        ({"cursor": base64.urlsafe_b64encode(b'[1000000000000000000000000000,"ap_x"]').decode()}, 400, None),
     ],
 )
 async def test_a_bad_filter_is_a_problem_naming_it(
@@ -168,7 +173,7 @@ async def test_an_identical_retry_is_200_with_one_audit_entry(
     assert [e["kind"] for e in trail] == ["created", "decided"]
 
 
-@pytest.mark.parametrize("if_match", ['"v7"', "v1", '"1"'])
+@pytest.mark.parametrize("if_match", ['"v7"', "v1", '"1"', 'W/"v1"'])
 async def test_a_stale_if_match_is_412_and_nothing_changes(
     store: Any, client: httpx.AsyncClient, tokens: dict[str, str], if_match: str
 ) -> None:
@@ -177,7 +182,7 @@ async def test_a_stale_if_match_is_412_and_nothing_changes(
     response = await _decide(client, tokens["approver"], item["id"], {"decision": "approve"}, **{"If-Match": if_match})
     assert response.status_code == 412 and response.headers["content-type"] == "application/problem+json"
     assert (await _only(client, tokens["viewer"]))["status"] == "pending"
-    fresh = await _decide(client, tokens["approver"], item["id"], {"decision": "approve"}, **{"If-Match": 'W/"v1"'})
+    fresh = await _decide(client, tokens["approver"], item["id"], {"decision": "approve"}, **{"If-Match": '"v1"'})
     assert fresh.status_code == 200 and fresh.headers["etag"] == '"v2"'
 
 
@@ -257,3 +262,64 @@ async def test_the_audit_export_of_a_full_run_shows_created_decided_executed(
         headers=bearer(tokens["admin"]),
     )
     assert later.text == ""
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"to": "9999-12-31T23:59:59-14:00"}, {"from": "0001-01-01T00:00:00+14:00"}, {"to": "2026-01-02T03:04:05"}],
+)
+async def test_an_export_time_utc_cannot_hold_is_422_before_the_stream_starts(
+    store: Any, client: httpx.AsyncClient, tokens: dict[str, str], params: dict[str, str]
+) -> None:
+    pause(store, [("c1", "transfer", {"amount": 5})])
+    response = await client.get("/api/v1/audit/export", params=params, headers=bearer(tokens["admin"]))
+    assert response.status_code == 422 and response.headers["content-type"] == "application/problem+json"
+    assert [(e["parameter"], e["in"]) for e in response.json()["errors"]] == [(*params, "query")]
+
+
+async def test_filter_times_at_the_ends_of_the_calendar_are_answered(
+    store: Any, client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
+    pause(store, [("c1", "transfer", {"amount": 5})])
+    for params in ({"created_before": "9999-12-31T23:59:59+14:00"}, {"created_after": "0001-01-01T00:00:00-14:00"}):
+        listed = await client.get(API, params=params, headers=bearer(tokens["viewer"]))
+        assert listed.status_code == 200 and len(listed.json()["items"]) == 1, listed.text
+    exported = await client.get("/api/v1/audit/export", params={"to": "9999-12-31T23:59:59+14:00"},
+                                headers=bearer(tokens["admin"]))  # fmt: skip
+    assert exported.status_code == 200 and [json.loads(line)["kind"] for line in exported.text.splitlines()] == [
+        "created"
+    ]
+
+
+async def test_a_quorum_s_approval_json_shows_quorum_votes_and_approvers(
+    store: Any, client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
+    pause(store, [("c1", "transfer", {"amount": 5})], quorum=2)
+    item = await _only(client, tokens["viewer"])
+    assert (item["quorum"], item["votes"], item["approvers"]) == (2, [], [])
+    vote = await _decide(client, tokens["approver"], item["id"], {"decision": "approve"}, **{"Idempotency-Key": "k-9"})
+    voted = vote.json()["approval"]
+    assert voted["status"] == "pending" and voted["approvers"] == ["ann"]
+    assert [(v["principal"], v["decision"]) for v in voted["votes"]] == [("ann", "approve")]
+    assert "k-9" not in vote.text  # a key stays with its decider
+    done = (await _decide(client, tokens["other"], item["id"], {"decision": "approve"})).json()["approval"]
+    assert done["status"] == "approved" and done["approvers"] == ["ann", "bob"]
+    detail = (await client.get(f"{API}/{item['id']}", headers=bearer(tokens["viewer"]))).json()["approval"]
+    assert detail["approvers"] == ["ann", "bob"]
+
+
+async def test_edited_text_with_a_lone_surrogate_is_422_at_the_field_never_a_500(
+    store: Any, client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
+    pause(store, [("c1", "transfer", {"amount": 5})])
+    item = await _only(client, tokens["approver"])
+    url, headers = f"{API}/{item['id']}/decision", {**bearer(tokens["approver"]), "Content-Type": "application/json"}
+    cases = (('{"amount": 5, "\\ud800": 1}', "/arguments/\\ud800"), ('{"amount": "\\udfff"}', "/arguments/amount"))
+    for raw, pointer in cases:  # JSON escapes: the body itself is ASCII
+        answer = await client.post(url, content='{"decision": "edit", "arguments": ' + raw + "}", headers=headers)
+        assert answer.status_code == 422, answer.text
+        assert pointer in [e["pointer"] for e in answer.json()["errors"]]
+    done = await _decide(client, tokens["approver"], item["id"], {"decision": "approve"})
+    assert done.status_code == 200
+    late = await client.post(url, content='{"decision": "edit", "arguments": {"\\ud800": 1}}', headers=headers)
+    assert late.status_code == 409, late.text

@@ -11,7 +11,7 @@ import pytest
 
 from handrail.server import create_app
 from tests.server._helpers import pause
-from tests.server._sse import event_stream, frames, next_event, served
+from tests.server._sse import WAIT, event_stream, frames, next_event, served
 from tests.server.conftest import bearer
 
 
@@ -116,3 +116,25 @@ async def test_closing_the_hub_ends_open_streams(live: tuple[Any, str], tokens: 
                 pass
 
         await asyncio.wait_for(drain(), 20)
+
+
+async def test_after_a_reset_for_an_id_above_the_newest_the_new_events_arrive(
+    store: Any, live: tuple[Any, str], tokens: dict[str, str]
+) -> None:
+    _, url = live
+    async with event_stream(url, {**bearer(tokens["viewer"]), "Last-Event-ID": str(10**9)}) as response:
+        stream = frames(response)
+        reset = await next_event(stream)
+        await asyncio.to_thread(pause, store, [("c1", "transfer", {"amount": 5})])
+        created = await next_event(stream, "approval.created")
+    assert reset.event == "reset" and int(created.id or 0) > reset.json["last_id"]
+
+
+@pytest.mark.parametrize("params", [{"status": "bogus"}, {"status": ""}, {"last_event_id": str(10**30)}])
+async def test_a_stream_parameter_out_of_range_is_422_naming_it(
+    client: httpx.AsyncClient, tokens: dict[str, str], params: dict[str, str]
+) -> None:
+    asked = client.get("/api/v1/events", params=params, headers=bearer(tokens["viewer"]))
+    response = await asyncio.wait_for(asked, WAIT)  # a stream accepted would never end
+    assert response.status_code == 422 and response.headers["content-type"] == "application/problem+json"
+    assert [(e["parameter"], e["in"]) for e in response.json()["errors"]] == [(*params, "query")]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -84,3 +86,17 @@ async def test_a_crash_is_a_500_problem_without_traceback_and_the_log_has_no_tok
     assert any("RuntimeError" in r.getMessage() for r in caplog.records)
     logged = "\n".join(r.getMessage() for r in caplog.records) + caplog.text
     assert tokens["viewer"] not in logged and tokens["viewer"].partition(".")[2] not in logged
+
+
+def test_the_http_api_page_lists_every_problem_type_the_server_answers() -> None:
+    from handrail.server import _problems
+
+    root = Path(__file__).resolve().parents[2]
+    sources = (root / "src" / "handrail" / "server").glob("*.py")
+    raised = {m for path in sources for m in re.findall(r'slug="([a-z-]+)"', path.read_text(encoding="utf-8"))}
+    mapped = {slug for _, _, slug in _problems._MAPPING} | {"approval-cancelled"}
+    page = (root / "docs" / "http-api.md").read_text(encoding="utf-8")
+    errors = page[page.index("## Errors") : page.index("## Authentication")]
+    listed = set(re.findall(r"^\| `([a-z-]+)`(?:, `([a-z-]+)`)? \|", errors, flags=re.MULTILINE))
+    documented = {slug for pair in listed for slug in pair if slug}
+    assert raised and mapped <= documented and raised <= documented, sorted((raised | mapped) - documented)

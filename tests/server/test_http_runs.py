@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -64,34 +66,82 @@ async def test_a_run_started_over_http_pauses_is_approved_over_http_and_finishes
     assert [e["kind"] for e in trail["entries"]] == ["created", "decided", "executed"]
 
 
-async def test_the_runs_are_listed_newest_first(app: Any, client: httpx.AsyncClient, tokens: dict[str, str]) -> None:
+async def test_the_runs_are_listed_newest_first_a_page_at_a_time(
+    app: Any, client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
     ids = []
-    for text in ("pay 1", "pay 2"):
+    for text in ("pay 1", "pay 2", "pay 3"):
         response = await client.post("/api/v1/runs", json={"agent_name": "payer", "messages": [text]},
                                      headers=bearer(tokens["admin"]))  # fmt: skip
         ids.append(response.json()["run"]["run_id"])
     assert app.state.handrail.runs.wait(60)
     listed = (await client.get("/api/v1/runs", params={"status": "paused"}, headers=bearer(tokens["viewer"]))).json()
-    assert [r["run_id"] for r in listed["items"]] == ids[::-1]
+    assert [r["run_id"] for r in listed["items"]] == ids[::-1] and listed["next_cursor"] is None
+    seen: list[str] = []
+    params: dict[str, Any] = {"limit": 2}
+    while True:
+        page = (await client.get("/api/v1/runs", params=params, headers=bearer(tokens["viewer"]))).json()
+        seen += [r["run_id"] for r in page["items"]]
+        if page["next_cursor"] is None:
+            break
+        params["cursor"] = page["next_cursor"]
+    assert seen == ids[::-1]
+
+
+@pytest.mark.parametrize("cursor", ["not-a-cursor", "WzEwMDAwMDAwMDAwMDAwMDAwMDAwMDAwLCJ4Il0"])
+async def test_a_runs_cursor_this_server_did_not_give_is_400(
+    client: httpx.AsyncClient, tokens: dict[str, str], cursor: str
+) -> None:
+    response = await client.get("/api/v1/runs", params={"cursor": cursor}, headers=bearer(tokens["viewer"]))
+    assert response.status_code == 400 and response.json()["type"].endswith("bad-request"), response.text
+
+
+_TOOL_RESULT = {"role": "tool", "content": []}
+_BAD_DICT = {"role": "user"}
 
 
 @pytest.mark.parametrize(
-    ("token", "body", "status", "slug"),
+    ("token", "body", "status", "slug", "pointers"),
     [
-        ("viewer", {"agent_name": "payer", "messages": ["pay 5"]}, 403, "permission-denied"),
-        ("approver", {"agent_name": "nobody", "messages": ["pay 5"]}, 404, "unknown-agent"),
-        ("approver", {"agent_name": "payer", "messages": []}, 422, "invalid-request"),
-        ("approver", {"agent_name": "payer", "messages": ["pay 5"], "initiator": "boss"}, 422, "invalid-request"),
-        ("approver", {"agent_name": "payer", "messages": [{"role": "tool", "content": []}]}, 400, "bad-request"),
+        ("viewer", {"agent_name": "payer", "messages": ["pay 5"]}, 403, "permission-denied", None),
+        ("approver", {"agent_name": "nobody", "messages": ["pay 5"]}, 404, "unknown-agent", None),
+        ("approver", {"agent_name": "payer", "messages": []}, 422, "invalid-request", ["/messages"]),
+        ("approver", {"agent_name": " ", "messages": ["pay 5"]}, 422, "invalid-request", ["/agent_name"]),
+        ("approver", {"agent_name": "payer", "messages": ["pay 5"], "initiator": "boss"}, 422, "invalid-request",
+         ["/initiator"]),
+        ("approver", {"agent_name": "payer", "messages": ["pay 5", _TOOL_RESULT, _BAD_DICT]}, 422, "invalid-request",
+         ["/messages/1", "/messages/2"]),
+        ("approver", {"agent_name": "payer", "messages": ["pay 5"], "state": {"step_count": 3}}, 422,
+         "invalid-request", ["/state/step_count"]),
+        ("approver", {"agent_name": "payer", "messages": ["pay 5"], "state": {"colour": "red"}}, 422,
+         "invalid-request", ["/state"]),
     ],
-)
+)  # fmt: skip
 async def test_a_run_refused_is_a_problem_and_nothing_starts(
     store: Any, client: httpx.AsyncClient, tokens: dict[str, str], token: str, body: dict[str, Any], status: int,
-    slug: str,
+    slug: str, pointers: list[str] | None,
 ) -> None:  # fmt: skip
     response = await client.post("/api/v1/runs", json=body, headers=bearer(tokens[token]))
     assert response.status_code == status, response.text
     assert response.json()["type"].endswith(slug) and "Traceback" not in response.text
+    if pointers is not None:
+        assert [e["pointer"] for e in response.json()["errors"]] == pointers, response.text
+    assert store.list_runs() == []
+
+
+async def test_a_broken_agent_file_is_a_500_naming_the_agent_not_the_file(
+    store: Any, tokens: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "agents"
+    folder.mkdir()
+    (folder / "broken.yaml").write_text("generator: {type: handrail.testing.NoSuchModel}\ntools: [\n")
+    async with client_for(create_app(store, agents_dir=folder)) as client:
+        with caplog.at_level(logging.ERROR, logger="handrail.server"):
+            response = await client.post("/api/v1/runs", json={"agent_name": "broken", "messages": ["hi"]},
+                                         headers=bearer(tokens["approver"]))  # fmt: skip
+    assert response.status_code == 500 and response.json()["type"].endswith("agent-broken"), response.text
+    assert "'broken'" in response.json()["detail"] and str(folder) not in response.text
+    assert any(str(folder) in r.getMessage() for r in caplog.records)  # the server's log says which file, and why
     assert store.list_runs() == []
 
 

@@ -94,7 +94,10 @@ class Checker:
             self.fail(field, f"must be {expected}, got {type(value).__name__} ({value!r:.80})", wrong_type=True)
         if value.tzinfo is None or value.utcoffset() is None:
             self.fail(field, f"must be timezone-aware (UTC), got the naive time {value.isoformat()}")
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # 9999-12-31T23:00-14:00 is in the year 10000 in UTC
+            self.fail(field, f"is {value.isoformat()}, which is outside the years 1 to 9999 in UTC")
 
     def json_data(self, field: str, value: object, *, kind: type = dict) -> Any:
         """A copy of JSON data (a dict by default), as canonical JSON reads it back."""

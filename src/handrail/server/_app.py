@@ -13,6 +13,7 @@ Routes (JSON under ``/api/v1``; every error a problem details object, see :mod:`
 ``GET /api/v1/approvals/{id}/audit``        its audit trail
 ``GET /api/v1/audit/export``                JSON Lines of a time range (admin)
 ``POST /api/v1/runs``, ``GET .../{id}``     start a run, read it
+``GET /api/v1/runs``                        list (status, cursor)
 ``GET /api/v1/events``                      Server-Sent Events
 ``GET /api/v1/openapi.json``                the OpenAPI document
 ==========================================  ==============================================================

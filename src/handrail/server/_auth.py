@@ -43,6 +43,7 @@ __all__ = [
     "authenticated",
     "bearer_token",
     "check_origin",
+    "credentials_check",
     "host_allowlist",
 ]
 
@@ -190,6 +191,31 @@ def authenticated(request: Request) -> Principal:
         request.state.via = "cookie"
     request.state.principal = principal
     return principal
+
+
+def credentials_check(request: Request) -> Callable[[], bool]:
+    """For a request :func:`authenticated` let in: a function telling whether its credentials are still valid.
+
+    It asks the store again each time it is called (blocking: call it in a thread): False once the bearer token
+    is revoked, or once the session cookie expired or its token was revoked. An open event stream calls it
+    before each batch of events and at each keep-alive.
+    """
+    context = request.app.state.handrail
+    token = bearer_token(request)
+    if token is not None:
+        store = context.store
+        return lambda: store.authenticate(token) is not None
+    cookie = request.cookies.get(COOKIE, "")
+    sessions: Sessions = context.sessions
+
+    def cookie_valid() -> bool:
+        try:
+            sessions.verify(cookie)
+        except ApiProblem:
+            return False
+        return True
+
+    return cookie_valid
 
 
 def host_allowlist(extra: Iterable[str]) -> frozenset[str]:

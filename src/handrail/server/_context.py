@@ -113,8 +113,14 @@ def iso(moment: datetime | None) -> str | None:
 
 
 def approval_json(approval: Any) -> dict[str, Any]:
-    """An approval as the API shows it: its record's fields (the idempotency key stays with the decider)."""
+    """An approval as the API shows it: its record's fields, and ``approvers``.
+
+    ``approvers`` are the distinct principals whose votes approve its current arguments (toward ``quorum``).
+    Idempotency keys stay with their deciders: neither the record's nor a vote's is shown.
+    """
     data: dict[str, Any] = approval.to_dict()
     data.pop("schema_version", None)
     data.pop("idempotency_key", None)
+    data["votes"] = [{k: v for k, v in vote.items() if k != "idempotency_key"} for vote in data.get("votes", ())]
+    data["approvers"] = list(approval.approvers)
     return data

@@ -9,18 +9,22 @@ arrive, since they are read from the store.
 A stream sends each event as ``id: <event id>`` / ``event: <kind>`` / ``data: <JSON>``. A client that reconnects
 with ``Last-Event-ID`` (or ``?last_event_id=``) gets the events it missed first, from the store; when the log
 no longer holds them (it is bounded) it gets ``event: reset`` and should list again. A comment line is sent
-after every ``keepalive`` seconds of silence. Closing the hub (server shutdown) ends every stream at once, so a
-shutdown never waits for them.
+after every ``keepalive`` seconds of silence. Before it sends each chunk (a batch of events, a page of missed ones,
+a ``reset``, a keep-alive) a stream asks the store whether its credentials still hold
+(:func:`~handrail.server._auth.credentials_check`): once the token is revoked, or the session cookie expired, it
+ends without sending anything more. Closing the hub (server shutdown) ends every stream at once, so a shutdown
+never waits for them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -29,8 +33,9 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.types import Send
 
-from handrail.dataclasses.service import Principal, ServiceEvent
-from handrail.server._auth import authenticated
+from handrail.dataclasses.approval import STATUSES
+from handrail.dataclasses.service import RUN_STATUSES, Principal, ServiceEvent
+from handrail.server._auth import authenticated, credentials_check
 from handrail.server._context import context_of
 from handrail.server._problems import ApiProblem
 
@@ -40,6 +45,9 @@ router = APIRouter(tags=["events"])
 _LOG = logging.getLogger("handrail.server")
 _CLOSE: Any = object()
 _RESET: Any = object()
+_KEEPALIVE: Any = object()
+_ENDED = ": the credentials were revoked or expired; the stream ends\n\n"
+_EVENT_STATUSES = frozenset(STATUSES) | frozenset(RUN_STATUSES)
 _QUEUE_BATCHES = 1000
 _PAGE = 500
 _WAIT = 1.0
@@ -189,15 +197,19 @@ class _Filters:
 
 
 async def _replay(store: Any, since: int, filters: _Filters) -> AsyncIterator[tuple[str, int]]:
-    """The stored events after ``since`` as ``(frame, id)``; a ``reset`` frame when the log lost some."""
+    """The stored events after ``since``, a page at a time: ``(frames, the id the stream has covered)``.
+
+    A ``reset`` frame, covering up to the log's newest id, when the log lost some of them or never gave ``since``
+    (an id above its newest: another store's).
+    """
     after = since
     while True:
         page = await anyio.to_thread.run_sync(functools.partial(store.events_after, after, limit=_PAGE))
-        if page.gap or page.last_id < since:  # lost, or an id this log never gave (another store's)
+        if page.gap or page.last_id < since:
             yield _reset(page.last_id), page.last_id
             return
-        for event in page.events:
-            yield (_frame(event) if filters.matches(event) else ""), event.id
+        if page.events:
+            yield "".join(_frame(e) for e in page.events if filters.matches(e)), page.events[-1].id
         if len(page.events) < _PAGE:
             return
         after = page.events[-1].id
@@ -210,14 +222,15 @@ class _EventStreamResponse(StreamingResponse):
     would send the headers first and only then start the generator.
     """
 
-    def __init__(self, hub: EventHub, since: int | None, filters: _Filters, headers: dict[str, str]) -> None:
+    def __init__(self, hub: EventHub, since: int | None, filters: _Filters, valid: Callable[[], bool],
+                 headers: dict[str, str]) -> None:  # fmt: skip
         super().__init__(_nothing(), media_type="text/event-stream", headers=headers)
-        self.hub, self.since, self.filters = hub, since, filters
+        self.hub, self.since, self.filters, self.valid = hub, since, filters, valid
 
     async def stream_response(self, send: Send) -> None:
         subscriber, last = await anyio.to_thread.run_sync(self.hub.subscribe, asyncio.get_running_loop())
         try:
-            self.body_iterator = _stream(self.hub, subscriber, last, self.since, self.filters)
+            self.body_iterator = _stream(self.hub, subscriber, last, self.since, self.filters, self.valid)
             await super().stream_response(send)
         finally:
             self.hub.unsubscribe(subscriber)
@@ -228,35 +241,51 @@ async def _nothing() -> AsyncIterator[str]:
     yield  # pragma: no cover - makes this an async generator
 
 
-async def _stream(hub: EventHub, subscriber: _Subscriber, last: int, since: int | None,
-                  filters: _Filters) -> AsyncIterator[str]:  # fmt: skip
-    """The frames of one stream: the missed events (``since``), then the hub's, keep-alive comments between."""
+async def _stream(hub: EventHub, subscriber: _Subscriber, last: int, since: int | None, filters: _Filters,
+                  valid: Callable[[], bool]) -> AsyncIterator[str]:  # fmt: skip
+    """The text of one stream: ``retry``, then its chunks while its credentials are valid (asked before each one)."""
     yield "retry: 2000\n\n"
+    async with contextlib.aclosing(_chunks(hub, subscriber, last, since, filters)) as chunks:
+        async for chunk in chunks:
+            if not await anyio.to_thread.run_sync(valid):
+                yield _ENDED
+                return
+            yield chunk
+
+
+async def _chunks(hub: EventHub, subscriber: _Subscriber, last: int, since: int | None,
+                  filters: _Filters) -> AsyncGenerator[str, None]:  # fmt: skip
+    """What one stream sends, a chunk at a time.
+
+    The missed events (``since``) a page at a time, then the frames of each batch the hub hands out, a ``reset``,
+    or a keep-alive comment after ``keepalive`` seconds without a chunk.
+    """
     sent = last if since is None else since
     if since is not None:
-        async for frame, event_id in _replay(hub.store, since, filters):
-            sent = max(sent, event_id)
-            if frame:
-                yield frame
+        async for chunk, covered in _replay(hub.store, since, filters):
+            sent = covered
+            if chunk:
+                yield chunk
+    loop = asyncio.get_running_loop()
+    quiet_until = loop.time() + hub.keepalive
     while True:
         try:
-            item = await asyncio.wait_for(subscriber.queue.get(), timeout=hub.keepalive)
+            item = await asyncio.wait_for(subscriber.queue.get(), timeout=max(0.0, quiet_until - loop.time()))
         except TimeoutError:
-            yield ": keep-alive\n\n"
-            continue
+            item = _KEEPALIVE
         if item is _CLOSE:
             return
-        if item is _RESET:
+        if item is _KEEPALIVE:
+            chunk = ": keep-alive\n\n"
+        elif item is _RESET:
             sent = hub.last_id
-            yield _reset(sent)
-            continue
-        for frame in _new_frames(item, sent, filters):
-            yield frame
-        sent = max(sent, item[-1].id)
-
-
-def _new_frames(batch: Sequence[ServiceEvent], sent: int, filters: _Filters) -> list[str]:
-    return [_frame(e) for e in batch if e.id > sent and filters.matches(e)]
+            chunk = _reset(sent)
+        else:
+            chunk = "".join(_frame(e) for e in item if e.id > sent and filters.matches(e))
+            sent = max(sent, item[-1].id)
+        if chunk:
+            yield chunk
+            quiet_until = loop.time() + hub.keepalive
 
 
 def _since(header: str | None, query: int | None) -> int | None:
@@ -268,6 +297,15 @@ def _since(header: str | None, query: int | None) -> int | None:
     return query
 
 
+def _status(status: str | None) -> str | None:
+    if status is not None and status not in _EVENT_STATUSES:
+        known = ", ".join(sorted(_EVENT_STATUSES))
+        error = {"parameter": "status", "in": "query", "detail": f"an approval or run status: {known}"}
+        raise ApiProblem(422, f"status matches no event; it is one of {known}.", slug="invalid-request",
+                         extra={"errors": [error]})  # fmt: skip
+    return status
+
+
 @router.get(
     "/events",
     summary="Server-Sent Events: approvals and runs as they change",
@@ -277,19 +315,21 @@ def _since(header: str | None, query: int | None) -> int | None:
 async def events(
     request: Request,
     principal: Annotated[Principal, Depends(authenticated)],
-    run_id: Annotated[str | None, Query(max_length=500)] = None,
-    status: Annotated[str | None, Query(max_length=50)] = None,
-    tool_name: Annotated[str | None, Query(max_length=200)] = None,
-    last_event_id: Annotated[int | None, Query(ge=0, description="As the Last-Event-ID header")] = None,
+    run_id: Annotated[str | None, Query(min_length=1, max_length=500)] = None,
+    status: Annotated[str | None, Query(min_length=1, max_length=50, description="An approval or run status")] = None,
+    tool_name: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    last_event_id: Annotated[int | None, Query(ge=0, lt=10**18, description="As the Last-Event-ID header")] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """The store's events as ``text/event-stream``.
 
-    ``approval.created`` / ``decided`` / ``expired`` / ``cancelled`` and ``run.*`` events (``id`` increasing,
-    ``data`` JSON), the missed ones first after a reconnect, ``reset`` when they are gone, a keep-alive comment
-    in silences.
+    ``approval.created`` / ``voted`` / ``decided`` / ``expired`` / ``cancelled`` and ``run.*`` events (``id``
+    increasing, ``data`` JSON), the missed ones first after a reconnect, ``reset`` when they are gone, a
+    keep-alive comment in silences. The credentials are checked again before each batch and at each keep-alive:
+    once the token is revoked (or the session cookie expired) the stream ends, sending no further event.
     """
     hub: EventHub = context_of(request).events
     since = _since(last_event_id_header, last_event_id)
+    filters = _Filters(run_id, _status(status), tool_name)
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return _EventStreamResponse(hub, since, _Filters(run_id, status, tool_name), headers)
+    return _EventStreamResponse(hub, since, filters, credentials_check(request), headers)

@@ -12,6 +12,7 @@ any unexpected exception (500 with a generic detail; the exception is logged ser
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
@@ -102,6 +103,13 @@ class ApiProblem(Exception):
         self.extra = dict(extra or {})
 
 
+class _ProblemResponse(JSONResponse):
+    """A problem's JSON, ASCII-escaped: a detail quoting a client's text with a lone surrogate still encodes."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def problem(
     status: int,
     detail: str,
@@ -121,7 +129,7 @@ def problem(
     if instance is not None:
         body["instance"] = instance
     body.update(extra or {})
-    return JSONResponse(body, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_JSON)
+    return _ProblemResponse(body, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_JSON)
 
 
 def problem_schema() -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -27,7 +27,8 @@ from handrail.stores.approvals import MAX_PAGE, ApprovalFilter
 __all__ = ["DecisionBody", "router"]
 
 router = APIRouter(tags=["approvals"])
-_ETAG = re.compile(r'^\s*(?:W/)?"v(\d{1,18})"\s*$')
+_ETAG = re.compile(r'^\s*"v(\d{1,18})"\s*$')
+"""The one strong entity-tag ``If-Match`` takes: RFC 9110 compares If-Match strongly, so ``W/"v1"`` never matches."""
 _MAX_TEXT = 10_000
 _AGENT_LIMIT = 200
 Authenticated = Annotated[Principal, Depends(authenticated)]
@@ -48,6 +49,22 @@ class DecisionBody(BaseModel):
     """The tool an edit names, if the client sends one; another than the approval's is refused (422)."""
 
 
+def _query_time(name: str, moment: datetime | None) -> datetime | None:
+    """A time from the query, refused (422 naming it) when naive or beyond what UTC holds (years 1 to 9999)."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        problem = "must carry a time zone (e.g. 2026-12-02T10:00:00Z)"
+    else:
+        try:
+            moment.astimezone(UTC)
+            return moment
+        except OverflowError:
+            problem = "is outside the years 1 to 9999 in UTC"
+    error = {"parameter": name, "in": "query", "detail": problem}
+    raise ApiProblem(422, f"{name} {problem}.", slug="bad-filter", extra={"errors": [error]})
+
+
 def _filters(
     status: ApprovalStatus | None,
     tool_name: str | None,
@@ -59,16 +76,11 @@ def _filters(
     expires_before: datetime | None,
     decided_by: str | None,
 ) -> ApprovalFilter:
-    for name, moment in (("created_after", created_after), ("created_before", created_before),
-                         ("expires_before", expires_before)):  # fmt: skip
-        if moment is not None and moment.tzinfo is None:
-            error = {"parameter": name, "in": "query", "detail": "no time zone"}
-            raise ApiProblem(400, f"{name} must carry a time zone (e.g. 2026-12-02T10:00:00Z).", slug="bad-filter",
-                             extra={"errors": [error]})  # fmt: skip
     return ApprovalFilter(
         status=status, tool_name=tool_name, agent_name=agent_name, run_id=run_id, label=label,
-        created_after=created_after, created_before=created_before, expires_before=expires_before,
-        decided_by=decided_by,
+        created_after=_query_time("created_after", created_after),
+        created_before=_query_time("created_before", created_before),
+        expires_before=_query_time("expires_before", expires_before), decided_by=decided_by,
     )  # fmt: skip
 
 
@@ -120,13 +132,14 @@ def get_approval(
 
 
 def _expected_version(if_match: str | None) -> int | None:
-    """The version an ``If-Match`` names (None: none given, or ``*``)."""
+    """The version an ``If-Match`` names (None: none given, or ``*``); a weak tag matches nothing (412)."""
     if if_match is None or if_match.strip() == "*":
         return None
     found = _ETAG.match(if_match)
     if found is None:
         raise ApiProblem(412, f"If-Match {if_match[:60]!r} names no version of this approval; send the ETag of "
-                              'GET /api/v1/approvals/{id} (e.g. "v1").', slug="approval-changed")  # fmt: skip
+                              'GET /api/v1/approvals/{id} as it is (e.g. "v1"; a weak W/ tag never matches).',
+                         slug="approval-changed")  # fmt: skip
     return int(found.group(1))
 
 
@@ -174,9 +187,9 @@ def audit_trail(request: Request, approval_id: str, principal: Authenticated) ->
     return {"approval_id": approval_id, "entries": [e.to_dict() for e in entries]}
 
 
-def _export_lines(service: Any, start: datetime | None, end: datetime | None) -> Iterator[bytes]:
+def _export_lines(service: Any, filters: ApprovalFilter, start: datetime | None,
+                  end: datetime | None) -> Iterator[bytes]:  # fmt: skip
     cursor = None
-    filters = ApprovalFilter(created_before=end)
     while True:
         page = service.list(filters, cursor=cursor, limit=MAX_PAGE)
         for approval in page.items:
@@ -207,8 +220,7 @@ def audit_export(
     if not principal.is_admin:
         raise PermissionDeniedError(f"{principal.name} ({principal.role}) may not export the audit log; an admin "
                                     "may.", principal=principal.name)  # fmt: skip
-    for name, moment in (("from", start), ("to", end)):
-        if moment is not None and moment.tzinfo is None:
-            raise ApiProblem(400, f"{name} must carry a time zone (e.g. 2026-12-02T10:00:00Z).", slug="bad-filter")
-    service = context_of(request).service
-    return StreamingResponse(_export_lines(service, start, end), media_type="application/jsonl")
+    start, end = _query_time("from", start), _query_time("to", end)  # checked before the response starts
+    filters = ApprovalFilter(created_before=end)
+    lines = _export_lines(context_of(request).service, filters, start, end)
+    return StreamingResponse(lines, media_type="application/jsonl")

@@ -7,22 +7,31 @@ is resumed by whichever server or worker process finds its calls decided.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
-from datetime import datetime
+import json
+import logging
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from handrail.dataclasses.service import Principal, RunStatus
-from handrail.errors import PermissionDeniedError
+from handrail.dataclasses.service import Principal, RunRecord, RunStatus
+from handrail.errors import ConfigurationError, ConfigurationTypeError, PermissionDeniedError, UnknownAgentError
 from handrail.server._auth import authenticated
 from handrail.server._context import approval_json, context_of
 from handrail.server._problems import ApiProblem
+from handrail.server._runs import _message as check_message
+from handrail.server._runs import _state as check_state
+from handrail.stores.approvals import micros
 
 __all__ = ["RunBody", "router", "run_json"]
 
 router = APIRouter(tags=["runs"])
+_LOG = logging.getLogger("handrail.server")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Authenticated = Annotated[Principal, Depends(authenticated)]
 
 
@@ -38,6 +47,13 @@ class RunBody(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     """State inputs: keys of the agent's state schema, JSON values."""
 
+    @field_validator("agent_name")
+    @classmethod
+    def _printable(cls, name: str) -> str:
+        if not name.strip() or not name.isprintable():
+            raise ValueError("an agent name is printable characters, not only blanks")
+        return name
+
 
 def run_json(record: Any) -> dict[str, Any]:
     """A run record as JSON (times in ISO 8601)."""
@@ -52,16 +68,66 @@ def _launcher(request: Request) -> Any:
     return runs
 
 
+def _invalid(errors: list[dict[str, str]]) -> ApiProblem:
+    where = ", ".join(e["pointer"] for e in errors)
+    return ApiProblem(422, f"The request is invalid: {where}.", slug="invalid-request", extra={"errors": errors})
+
+
+def _check_input(body: RunBody) -> None:
+    """Refuse bad messages and state inputs by JSON Pointer (422), with the checks the launcher applies."""
+    errors: list[dict[str, str]] = []
+    for index, item in enumerate(body.messages):
+        try:
+            check_message(index, item)
+        except (ConfigurationError, ConfigurationTypeError) as exc:
+            errors.append({"pointer": f"/messages/{index}", "detail": str(exc)})
+    for key, value in body.state.items():
+        try:
+            check_state({key: value})
+        except (ConfigurationError, ConfigurationTypeError) as exc:
+            errors.append({"pointer": "/state/" + key.replace("~", "~0").replace("/", "~1"), "detail": str(exc)})
+    if errors:
+        raise _invalid(errors)
+
+
+def _agent(launcher: Any, name: str) -> None:
+    """Build the agent (the launcher keeps it): a file that cannot be built is the server's fault, not the client's.
+
+    Raises:
+        UnknownAgentError: No agent of that name (404). ApiProblem: 500 ``agent-broken``, naming the agent only
+            (the file's path and the reason go to the server's log).
+    """
+    try:
+        launcher.registry.agent_named(name)
+    except UnknownAgentError:
+        raise
+    except (ConfigurationError, ConfigurationTypeError) as exc:
+        _LOG.error("The agent %r cannot be built: %s", name, exc)
+        detail = (f"The agent {name!r} cannot be built on this server (its definition is broken); an administrator "
+                  "must fix it (the server's log says why).")  # fmt: skip
+        raise ApiProblem(500, detail, slug="agent-broken") from None
+
+
 @router.post("/runs", summary="Start a run of a named agent", status_code=201)
 def start_run(request: Request, response: Response, body: RunBody, principal: Authenticated) -> dict[str, Any]:
     """``{run}``: the run's record (``queued``); its ``run_id`` is the id its approvals carry.
 
     The run is in the store before the answer. The initiator recorded is the caller; a viewer may not start runs.
+    Bad input is a 422 pointing at it (``/messages/1``, ``/state/key``; ``/state`` for a key the agent does not
+    take); an agent whose file cannot be built is a 500 ``agent-broken``.
     """
     if principal.role == "viewer":
         raise PermissionDeniedError(f"{principal.name} (viewer) may not start runs; an approver or admin may.",
                                     principal=principal.name)  # fmt: skip
-    record = _launcher(request).start_run(body.agent_name, body.messages, state=body.state, initiator=principal)
+    launcher = _launcher(request)
+    _check_input(body)
+    _agent(launcher, body.agent_name)
+    try:
+        record = launcher.start_run(body.agent_name, body.messages, state=body.state, initiator=principal)
+    except UnknownAgentError:
+        raise
+    except (ConfigurationError, ConfigurationTypeError) as exc:  # what is left: the agent refused the state inputs
+        raise _invalid([{"pointer": "/state", "detail": str(exc)}]) from None
     response.headers["Location"] = f"{request.url.path}/{record.run_id}"
     return {"run": run_json(record)}
 
@@ -73,13 +139,43 @@ def get_run(request: Request, run_id: str, principal: Authenticated) -> dict[str
     return {"run": run_json(view.record), "pending": [approval_json(a) for a in view.pending]}
 
 
+def _cursor_of(record: RunRecord) -> str:
+    """The opaque cursor after ``record``: URL-safe base64 of ``[created_at µs, run_id]``."""
+    raw = json.dumps([micros(record.created_at), record.run_id], separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _before(cursor: str | None) -> tuple[datetime, str] | None:
+    """The ``(created_at, run_id)`` key a cursor of :func:`_cursor_of` names (400 for another string)."""
+    if cursor is None:
+        return None
+    try:
+        created, run_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if type(created) is not int or not isinstance(run_id, str):
+            raise ValueError(cursor)
+        return _EPOCH + timedelta(microseconds=created), run_id
+    except (binascii.Error, ValueError, TypeError, OverflowError, UnicodeDecodeError):
+        raise ApiProblem(400, f"cursor {cursor[:80]!r} is not a cursor this server gave out; pass a next_cursor "
+                              "of GET /api/v1/runs.", slug="bad-request") from None  # fmt: skip
+
+
 @router.get("/runs", summary="The service's runs, newest first")
 def list_runs(
     request: Request,
     principal: Authenticated,
     status: RunStatus | None = None,
+    cursor: Annotated[str | None, Query(max_length=500)] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
 ) -> dict[str, Any]:
-    """``{items}``: run records, newest first (``status`` filters)."""
-    records = context_of(request).store.list_runs(status=status, limit=limit)
-    return {"items": [run_json(r) for r in records]}
+    """``{items, next_cursor}``: a page of run records, newest first (``status`` filters).
+
+    Pass ``next_cursor`` as ``cursor`` for the next page (every run exactly once, even while runs start); None on
+    the last page.
+    """
+    store = context_of(request).store
+    records: list[RunRecord] = store.list_runs(status=status, limit=limit + 1, before=_before(cursor))
+    more = len(records) > limit
+    return {
+        "items": [run_json(r) for r in records[:limit]],
+        "next_cursor": _cursor_of(records[limit - 1]) if more else None,
+    }

@@ -135,8 +135,11 @@ class ServiceStoreBase(EventLog):
         """Replace the record where it is at ``expected_version``: None when written, else the record as it is."""
 
     @abstractmethod
-    def _run_list(self, status: RunStatus | None, limit: int) -> list[RunRecord]:
-        """Readable run records, newest first (``created_at``, then id, descending); damaged ones skipped."""
+    def _run_list(self, status: RunStatus | None, limit: int, before: tuple[datetime, str] | None) -> list[RunRecord]:
+        """Readable run records, newest first (``created_at``, then id, descending); damaged ones skipped.
+
+        With ``before``, only those whose ``(created_at, run_id)`` is below it.
+        """
 
     @abstractmethod
     def _run_claim(self, run_id: str) -> Release | None:
@@ -348,12 +351,24 @@ class ServiceStoreBase(EventLog):
             current = now
         raise self._run_refusal(current, expected_version)
 
-    def list_runs(self, *, status: RunStatus | None = None, limit: int = 100) -> list[RunRecord]:
-        """Run records, newest first (``created_at``, then id), at most ``limit`` (1 to 1000); damaged ones skipped."""
-        Checker("list_runs", reading=False).choice("status", status, RUN_STATUSES, optional=True)
+    def list_runs(
+        self, *, status: RunStatus | None = None, limit: int = 100, before: tuple[datetime, str] | None = None
+    ) -> list[RunRecord]:
+        """Run records, newest first (``created_at``, then id), at most ``limit`` (1 to 1000); damaged ones skipped.
+
+        ``before`` is the ``(created_at, run_id)`` of the last run of the previous page: only the runs listed after
+        it come (keyset paging: every run once, even while runs are added).
+        """
+        checker = Checker("list_runs", reading=False)
+        checker.choice("status", status, RUN_STATUSES, optional=True)
         if type(limit) is not int or not 1 <= limit <= MAX_RUNS:
             raise ConfigurationError(f"limit must be an int from 1 to {MAX_RUNS}, got {limit!r:.40}.")
-        return self._run_list(status, limit)
+        if before is not None:
+            if not isinstance(before, tuple) or len(before) != 2:
+                raise ConfigurationTypeError(f"before must be a (created_at, run_id) tuple, got {before!r:.80}.")
+            checker.text("before[1]", before[1])
+            before = (_moment("before[0]", before[0]), before[1])
+        return self._run_list(status, limit, before)
 
     def claim_run(self, run_id: str) -> RunLease | None:
         """The run's claim, without waiting; None when another holder (any process, or this one) has it.

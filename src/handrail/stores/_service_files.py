@@ -325,7 +325,7 @@ class FileServiceRecords(ServiceStoreBase):
             self._run_write(updated)
         return None
 
-    def _run_list(self, status: RunStatus | None, limit: int) -> list[RunRecord]:
+    def _run_list(self, status: RunStatus | None, limit: int, before: tuple[datetime, str] | None) -> list[RunRecord]:
         folder = self.service_directory / "runs"
         if not folder.is_dir():
             return []
@@ -335,7 +335,9 @@ class FileServiceRecords(ServiceStoreBase):
                 continue
             with contextlib.suppress(CorruptRecordError):  # refused by name when read on its own
                 record = self._run_file(path)
-                if record is not None and (status is None or record.status == status):
+                if record is None or (status is not None and record.status != status):
+                    continue
+                if before is None or (record.created_at, record.run_id) < before:
                     found.append(record)
         found.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
         return found[:limit]

@@ -285,8 +285,16 @@ class SQLServiceRecords(ServiceStoreBase):
         assert current is not None  # run records are never deleted
         return current
 
-    def _run_list(self, status: RunStatus | None, limit: int) -> list[RunRecord]:
-        where, params = ("WHERE status = ? ", (status,)) if status is not None else ("", ())
+    def _run_list(self, status: RunStatus | None, limit: int, before: tuple[datetime, str] | None) -> list[RunRecord]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if status is not None:
+            clauses.append("status = ?")
+            params.append(status)
+        if before is not None:
+            clauses.append("(created_us < ? OR (created_us = ? AND run_id < ?))")
+            params += [micros(before[0]), micros(before[0]), before[1]]
+        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
         rows = self._rows(
             f"SELECT run_id, status, version, data FROM handrail_runs {where}ORDER BY created_us DESC, run_id DESC "
             "LIMIT ?",

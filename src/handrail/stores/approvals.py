@@ -51,6 +51,9 @@ def micros(moment: datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+_FIRST_MICROS, _LAST_MICROS = micros(datetime.min.replace(tzinfo=UTC)), micros(datetime.max.replace(tzinfo=UTC))
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalFilter:
     """Which approvals to list or count; every field given must match (None: any).
@@ -130,7 +133,7 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
         created, approval_id = json.loads(raw)
     except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
         raise ConfigurationError(f"cursor {cursor!r:.80} is not a cursor this store gave out.") from None
-    if type(created) is not int or not isinstance(approval_id, str):
+    if type(created) is not int or not _FIRST_MICROS <= created <= _LAST_MICROS or not isinstance(approval_id, str):
         raise ConfigurationError(f"cursor {cursor!r:.80} is not a cursor this store gave out.")
     return created, approval_id
 

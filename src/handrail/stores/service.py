@@ -100,8 +100,10 @@ class ServiceStore(Protocol):
         """Change fields of a run record (status, snapshot_id, result, error) as a compare-and-set on its version."""
         ...
 
-    def list_runs(self, *, status: RunStatus | None = None, limit: int = 100) -> list[RunRecord]:
-        """Run records, newest first."""
+    def list_runs(
+        self, *, status: RunStatus | None = None, limit: int = 100, before: tuple[datetime, str] | None = None
+    ) -> list[RunRecord]:
+        """Run records, newest first; with ``before``, those after the run of that ``(created_at, run_id)`` key."""
         ...
 
     def claim_run(self, run_id: str) -> Lease | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import json
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -357,9 +359,26 @@ class ApprovalStoreSuite:
         for limit in (0, 101, "5"):
             with pytest.raises(ConfigurationError, match="limit"):
                 approvals.list_approvals(limit=limit)  # type: ignore[arg-type]
-        with pytest.raises(ConfigurationError, match="cursor"):
-            approvals.list_approvals(cursor="not-a-cursor")
+        forged = base64.urlsafe_b64encode(json.dumps([10**30, "ap_x"]).encode()).decode()  # beyond the calendar
+        for cursor in ("not-a-cursor", forged):
+            with pytest.raises(ConfigurationError, match="cursor"):
+                approvals.list_approvals(cursor=cursor)
         assert approvals.list_approvals(limit=100).items == ()
+
+    def test_filter_times_at_the_ends_of_the_calendar(self, approvals: ApprovalStore) -> None:
+        """A filter time UTC can hold works to the calendar's ends; one it cannot is refused, naming the field."""
+        approval = approvals.create_approval(make_approval(expires_at=T0 + dt.timedelta(hours=1)))
+        east, west = dt.timezone(dt.timedelta(hours=14)), dt.timezone(dt.timedelta(hours=-14))
+        last, first = dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=east), dt.datetime(1, 1, 1, tzinfo=west)
+        for fits in (ApprovalFilter(created_before=last), ApprovalFilter(expires_before=last),
+                     ApprovalFilter(created_after=first)):  # fmt: skip
+            assert [a.id for a in approvals.list_approvals(fits).items] == [approval.id]
+        beyond: dict[str, dt.datetime] = {"created_before": last.replace(tzinfo=west),
+                                          "expires_before": last.replace(tzinfo=west),
+                                          "created_after": first.replace(tzinfo=east)}  # fmt: skip
+        for name, moment in beyond.items():
+            with pytest.raises(ConfigurationError, match=f"ApprovalFilter.{name} .*UTC"):
+                ApprovalFilter(**{name: moment})  # type: ignore[arg-type]
 
     # -- audit --------------------------------------------------------------------------------------
 

@@ -359,6 +359,23 @@ class ServiceStoreSuite:
         with pytest.raises(ConfigurationError):
             service.list_runs(limit=0)
 
+    def test_runs_are_paged_by_the_key_of_the_last_one_listed(self, service: ServiceStore) -> None:
+        """list_runs(before=(created_at, run_id)) lists what comes after that run, each run once, as runs are added."""
+        for index, run_id in enumerate(["a", "b", "c", "d", "e"]):
+            service.create_run(make_run(run_id, minutes=index % 2))  # b, d share a time with each other; a, c, e too
+        seen: list[str] = []
+        page = service.list_runs(limit=2)
+        while page:
+            seen += [r.run_id for r in page]
+            service.create_run(make_run(f"new{len(seen)}", minutes=10))  # newer than every page: never listed here
+            page = service.list_runs(limit=2, before=(page[-1].created_at, page[-1].run_id))
+        assert seen == ["d", "b", "e", "c", "a"]
+        last = service.list_runs(status="queued", limit=1, before=(T0 + dt.timedelta(minutes=1), "b"))
+        assert [r.run_id for r in last] == ["e"]
+        for bad in ((T0, 5), (T0.replace(tzinfo=None), "a"), (T0,), "a"):
+            with pytest.raises((ConfigurationError, ConfigurationTypeError), match="before"):
+                service.list_runs(before=bad)  # type: ignore[arg-type]
+
     def test_a_run_claim_excludes_other_claims_until_released(self, service: ServiceStore) -> None:
         """claim_run returns None while held (this handle or another), and a lease again once released."""
         service.create_run(make_run())
