@@ -73,7 +73,10 @@ function signedIn(me) {
   state.stopEvents = connect({
     onEvent: (kind, data) => state.view?.onEvent?.(kind, data),
     onReset: () => state.view?.onReset?.(),
-    onState: (s) => setLive(s === "live" ? "live" : "reconnecting…"),
+    onState: (s) => {
+      setLive(s === "live" ? "live" : "reconnecting…");
+      if (s !== "live") getMe().catch(fail); // a session that ended (token revoked) logs the page out
+    },
   });
   route();
 }
