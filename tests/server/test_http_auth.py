@@ -15,7 +15,14 @@ from handrail.server import create_app
 from tests.server._helpers import pause
 from tests.server.conftest import BASE, bearer, client_for
 
-OPEN_ROUTES = {("GET", "/healthz")}
+OPEN_ROUTES = {
+    ("GET", "/healthz"): "/healthz",
+    ("GET", "/"): "/",
+    ("HEAD", "/"): "/",
+    ("GET", "/static/{name}"): "/static/app.js",
+    ("HEAD", "/static/{name}"): "/static/app.js",
+}
+"""The routes that need no principal (the inbox page holds no data), each with a path that answers 200."""
 
 
 def _routes(app: Any) -> list[tuple[str, str]]:
@@ -34,15 +41,19 @@ def _concrete(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "ap_" + "0" * 32, path)
 
 
-async def test_every_route_but_healthz_answers_401_without_credentials(app: Any, client: httpx.AsyncClient) -> None:
+async def test_every_route_but_healthz_and_the_page_answers_401_without_credentials(
+    app: Any, client: httpx.AsyncClient
+) -> None:
     routes = _routes(app)
+    assert set(OPEN_ROUTES) <= set(routes)
     assert ("POST", "/api/v1/approvals/{approval_id}/decision") in routes and ("GET", "/api/v1/events") in routes
     assert ("GET", "/api/v1/openapi.json") in routes
     for method, path in routes:
-        response = await client.request(method, _concrete(path))
         if (method, path) in OPEN_ROUTES:
+            response = await client.request(method, OPEN_ROUTES[method, path])
             assert response.status_code == 200, path
             continue
+        response = await client.request(method, _concrete(path))
         assert response.status_code == 401, (method, path, response.text)
         assert response.headers["content-type"] == "application/problem+json"
         assert response.headers["www-authenticate"].startswith("Bearer")

@@ -4,6 +4,7 @@ Routes (JSON under ``/api/v1``; every error a problem details object, see :mod:`
 
 ==========================================  ==============================================================
 ``GET /healthz``                            liveness, no authentication
+``GET /``, ``GET /static/{name}``            the inbox page and its files, no authentication (no data)
 ``POST /api/v1/login`` / ``logout``         the page's session cookie
 ``GET /api/v1/me``                          who the credentials belong to
 ``GET /api/v1/approvals``                   list (filters, cursor, counts)
@@ -18,8 +19,8 @@ Routes (JSON under ``/api/v1``; every error a problem details object, see :mod:`
 ``GET /api/v1/openapi.json``                the OpenAPI document
 ==========================================  ==============================================================
 
-Every route but ``/healthz`` needs a principal (:func:`~handrail.server._auth.authenticated`): the API router
-carries it as a dependency, so a route added there cannot forget it.
+Every route but ``/healthz`` and the page's needs a principal (:func:`~handrail.server._auth.authenticated`): the
+API router carries it as a dependency, so a route added there cannot forget it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from handrail import __version__
 from handrail.dataclasses.service import Principal
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.human_in_the_loop.service import ApprovalService
-from handrail.server import _routes_approvals, _routes_preview, _routes_runs, _routes_session
+from handrail.server import _routes_approvals, _routes_page, _routes_preview, _routes_runs, _routes_session
 from handrail.server._auth import HostCheckMiddleware, Sessions, authenticated, host_allowlist
 from handrail.server._context import ServiceContext, Waker
 from handrail.server._events_stream import EventHub
@@ -203,6 +204,7 @@ def create_app(
     )  # fmt: skip
     install(app)
     app.include_router(_routes_session.health_router)
+    app.include_router(_routes_page.router)
     app.include_router(_routes_session.session_router, prefix=API_PREFIX)
     app.include_router(_api_router(app), prefix=API_PREFIX)
     app.add_middleware(HostCheckMiddleware, hosts=hosts)
