@@ -192,7 +192,7 @@ export function mountDetail(main, id, ctx) {
     const editor = schemaForm(approval.arguments_schema, approval.arguments, "edit");
     const feedback = h("input", { id: "edit-feedback", type: "text", autocomplete: "off" });
     const form = h("form", { class: "panel", "aria-label": "Edit the arguments", novalidate: true },
-      h("h3", {}, "Edit the arguments"), editor.node,
+      h("h2", { class: "panel-title" }, "Edit the arguments"), editor.node,
       h("label", { for: "edit-feedback" }, "Note for the model (optional)"), feedback,
       h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Send edit"),
         h("button", { type: "button", "data-cancel": "" }, "Cancel")));
