@@ -76,7 +76,7 @@ def transfer(iban: str, payee: str, amount_eur: float, reference: str) -> str:
 
 def email_preview(arguments: dict[str, Any]) -> Preview:
     """The email as its reader would see it."""
-    head = f"**To:** {arguments.get('to', '?')}  \n**Subject:** {arguments.get('subject', '')}"
+    head = f"**To:** {arguments.get('to', '?')}\n\n**Subject:** {arguments.get('subject', '')}"
     return Preview("markdown", f"{head}\n\n{arguments.get('body', '')}", title="Email")
 
 

@@ -3,7 +3,7 @@
 axe-core comes from npm (``npm ci --prefix tests/browser``, pinned by package-lock.json). The page's CSP allows no
 inline script, so these tests alone use a browser context with ``bypass_csp=True`` to inject it. The data is a
 believable accounts-payable agent's (tests/browser/_showcase.py) on a server of its own: three pending approvals
-and one decided. With HANDRAIL_SCREENSHOTS set, the list and detail views are written to docs/images/.
+and one decided. With HANDRAIL_SCREENSHOTS set, the views of SHOTS are written to docs/images/ as PNG files.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 IMAGES = Path(__file__).parents[2] / "docs" / "images"
 BLOCKING = ("serious", "critical")
 VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 360, "height": 740}}
+SHOTS = ("list-desktop", "list-phone", "detail-desktop", "detail-phone", "detail-email-desktop")
 RUN_AXE = """async () => (await axe.run(document, {resultTypes: ["violations"]})).violations.map((v) => ({
   id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(" "))}))"""
 
@@ -138,7 +139,7 @@ def test_axe_finds_nothing_serious_on_any_view(browser: Browser, showcase: tuple
         login(page, inbox)
         for name, open_view in views(page, inbox, ids):
             open_view()
-            if name in ("list", "detail") and os.environ.get("HANDRAIL_SCREENSHOTS"):
+            if f"{name}-{width}" in SHOTS and os.environ.get("HANDRAIL_SCREENSHOTS"):
                 IMAGES.mkdir(exist_ok=True)
                 page.screenshot(path=str(IMAGES / f"inbox-{name}-{width}.png"), full_page=True)
             found[name] = blocking(axe(page))
