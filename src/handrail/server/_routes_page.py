@@ -45,6 +45,7 @@ STATIC_FILES = {
     "markdown.js": _JS,
     "run.js": _JS,
     "schemaform.js": _JS,
+    "validate.js": _JS,
 }
 """The files under ``/static/`` and their content types (any other name is a 404)."""
 

@@ -1,9 +1,11 @@
 // An edit form from a tool's JSON Schema: one labelled field per property for simple types (string, number,
 // integer, boolean, enum) with required, minimum/maximum, minLength/maxLength and pattern checked before
-// anything is sent, errors shown next to their field; a JSON editor (a textarea and a parse check) otherwise.
+// anything is sent, errors shown next to their field; a JSON editor otherwise (its value parsed and checked
+// against the schema by validate.js before anything is sent, the errors listed with their JSON pointers).
 // showErrors() puts the server's 422 errors (JSON pointers such as /arguments/amount) next to the same fields.
 
 import { h } from "./dom.js";
+import { validate } from "./validate.js";
 
 const SIMPLE = new Set(["string", "number", "integer", "boolean"]);
 
@@ -95,7 +97,7 @@ function setError(slot, input, messages) {
 
 /** A form-like editor for args under schema. Returns {node, read(), showErrors(errors), focus()}. */
 export function schemaForm(schema, args, idPrefix = "edit") {
-  return fitsForm(schema, args) ? fieldsEditor(schema, args, idPrefix) : jsonEditor(args, idPrefix);
+  return fitsForm(schema, args) ? fieldsEditor(schema, args, idPrefix) : jsonEditor(schema, args, idPrefix);
 }
 
 function fieldsEditor(schema, args, idPrefix) {
@@ -155,7 +157,7 @@ export function decodePointer(pointer) {
   return match ? match[1].replace(/~1/g, "/").replace(/~0/g, "~") : null;
 }
 
-function jsonEditor(args, idPrefix) {
+function jsonEditor(schema, args, idPrefix) {
   const id = `${idPrefix}-json`;
   const area = h("textarea", { id, class: "json-editor", rows: 10, spellcheck: "false", "aria-describedby": `${id}-error` });
   area.value = JSON.stringify(args ?? {}, null, 2);
@@ -175,7 +177,9 @@ function jsonEditor(args, idPrefix) {
         setError(slot, area, ["The arguments must be a JSON object."]);
         return null;
       }
-      setError(slot, area, []);
+      const problems = validate(schema, value);
+      setError(slot, area, problems.map((p) => `${p.pointer}: ${p.detail}`));
+      if (problems.length) return null;
       return value;
     },
     showErrors(errors) {
