@@ -41,8 +41,24 @@ const ctx = { notify, fail, problemNode, get me() { return state.me; }, get last
 function parseHash() {
   const raw = location.hash.replace(/^#/, "") || "/";
   const [path, search = ""] = raw.split("?");
-  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const parts = path.split("/").filter(Boolean).map((p) => {
+    try {
+      return decodeURIComponent(p);
+    } catch {
+      return p;
+    }
+  });
   return { parts, params: new URLSearchParams(search) };
+}
+
+// What ids look like (the API's formats): a route holding anything else fetches nothing.
+const APPROVAL_ID = /^ap_[0-9a-f]{32}$/;
+const RUN_ID = /^(?!\.\.?$)[^\u0000-\u001f\u007f/\\]{1,500}$/; // any text but . and .. (it is encoded)
+
+function badRoute(text) {
+  replace(main, h("p", { class: "back" }, h("a", { href: state.lastList }, "← Approvals")),
+    h("div", { class: "error", role: "alert" }, h("strong", {}, text)));
+  main.focus();
 }
 
 function route() {
@@ -50,9 +66,15 @@ function route() {
   state.view?.dispose?.();
   state.view = null;
   const { parts, params } = parseHash();
-  if (parts[0] === "approvals" && parts[1]) state.view = mountDetail(main, parts[1], ctx);
-  else if (parts[0] === "runs" && parts[1]) state.view = mountRun(main, parts[1], ctx);
-  else {
+  if (parts[0] === "approvals" && parts.length > 1) {
+    if (parts.length === 2 && APPROVAL_ID.test(parts[1])) state.view = mountDetail(main, parts[1], ctx);
+    else badRoute("This address does not name an approval: not an approval id.");
+  } else if (parts[0] === "runs" && parts.length > 1) {
+    if (parts.length === 2 && RUN_ID.test(parts[1])) state.view = mountRun(main, parts[1], ctx);
+    else badRoute("This address does not name a run: not a run id.");
+  } else if (parts.length) {
+    badRoute("There is no such page here.");
+  } else {
     state.lastList = location.hash || "#/";
     state.view = mountList(main, params, ctx);
   }
@@ -70,12 +92,15 @@ function signedIn(me) {
   who.hidden = false;
   document.getElementById("logout").hidden = false;
   state.stopEvents?.();
+  let wasDown = false;
   state.stopEvents = connect({
     onEvent: (kind, data) => state.view?.onEvent?.(kind, data),
     onReset: () => state.view?.onReset?.(),
     onState: (s) => {
       setLive(s === "live" ? "live" : "reconnecting…");
       if (s !== "live") getMe().catch(fail); // a session that ended (token revoked) logs the page out
+      else if (wasDown) state.view?.onReset?.(); // back after an outage: reload the view (its errors go)
+      wasDown = s !== "live";
     },
   });
   route();
@@ -102,7 +127,8 @@ function showLogin(message) {
     message ? h("p", { class: "state" }, message) : null,
     h("label", { for: "token" }, "Token"),
     input,
-    h("p", { class: "help", id: "token-help" }, "A token from `handrail tokens add`. It is sent once to start a session and not stored by this page."),
+    h("p", { class: "help", id: "token-help" }, "A token from ", h("code", {}, "handrail tokens add"),
+      ". It is sent once to start a session and not stored by this page."),
     h("button", { type: "submit", class: "primary" }, "Log in"),
     error);
   form.addEventListener("submit", async (event) => {
