@@ -4,7 +4,7 @@
 // (from another tab, the CLI, the API) reload it in place: a decided one shows who decided and its buttons go.
 
 import { decide, getApproval, getAudit, getPreview } from "./api.js";
-import { badge, h, jsonTree, randomKey, relative, replace, timeNode } from "./dom.js";
+import { badge, escaped, h, hasHidden, hiddenWarning, jsonTree, randomKey, relative, replace, timeNode, untrusted } from "./dom.js";
 import { outcomeText } from "./list.js";
 import { renderMarkdown } from "./markdown.js";
 import { schemaForm } from "./schemaform.js";
@@ -36,18 +36,18 @@ export function refusal(a, me, decision) {
 }
 
 function partNode(part) {
-  if (typeof part.text === "string") return h("p", { class: "msg-text" }, part.text);
+  if (typeof part.text === "string") return untrusted(part.text, { tag: "p", cls: "msg-text" });
   if (part.tool_call) {
     const call = part.tool_call;
-    return h("div", { class: "msg-call" }, h("span", { class: "label" }, `calls ${call.tool_name}`), jsonTree(call.arguments));
+    return h("div", { class: "msg-call" }, h("span", { class: "label" }, "calls ", untrusted(call.tool_name, { max: 200 })), jsonTree(call.arguments));
   }
   if (part.tool_call_result) {
     const r = part.tool_call_result;
-    const name = r.origin?.tool_name ? ` of ${r.origin.tool_name}` : "";
-    return h("div", { class: "msg-result" }, h("span", { class: "label" }, `result${name}${r.error ? " (error)" : ""}`),
-      h("p", { class: "msg-text" }, typeof r.result === "string" ? r.result : JSON.stringify(r.result)));
+    const name = r.origin?.tool_name ? [" of ", untrusted(r.origin.tool_name, { max: 200 })] : null;
+    return h("div", { class: "msg-result" }, h("span", { class: "label" }, "result", name, r.error ? " (error)" : ""),
+      untrusted(typeof r.result === "string" ? r.result : JSON.stringify(r.result), { tag: "p", cls: "msg-text" }));
   }
-  return h("pre", { class: "msg-text" }, JSON.stringify(part, null, 2));
+  return untrusted(JSON.stringify(part, null, 2), { tag: "pre", cls: "msg-text" });
 }
 
 function messagesNode(messages) {
@@ -56,14 +56,22 @@ function messagesNode(messages) {
     h("li", { class: `msg r-${m.role}` }, h("span", { class: "role" }, m.role), (m.content || []).map(partNode))));
 }
 
+function changeNode(c) {
+  const value = (v) => untrusted(JSON.stringify(v), { cls: "change-value", max: 200 });
+  return h("li", {}, h("code", { class: "change-path" }, untrusted(c.path || "/", { max: 200 })), " ",
+    c.op === "add" ? ["added: ", value(c.new)] : c.op === "remove" ? ["removed (was ", value(c.old), ")"]
+      : [value(c.old), " → ", value(c.new)]);
+}
+
 function auditNode(entries) {
   if (!entries.length) return h("p", { class: "state" }, "No entries.");
   return h("ol", { class: "audit" }, entries.map((e) => h("li", {},
     h("span", { class: "audit-kind" }, e.kind), " ", timeNode(e.at),
-    e.principal ? [" by ", h("strong", {}, e.principal)] : null,
+    e.principal ? [" by ", h("strong", {}, untrusted(e.principal, { max: 200 }))] : null,
     e.decision ? ` (${e.decision})` : null,
     e.outcome ? ` → ${e.outcome}` : null,
-    e.feedback ? h("p", { class: "feedback" }, e.feedback) : null)));
+    e.changes?.length ? h("ul", { class: "changes", "aria-label": "Changed arguments" }, e.changes.map(changeNode)) : null,
+    e.feedback ? untrusted(e.feedback, { tag: "p", cls: "feedback" }) : null)));
 }
 
 function diffNode(content) {
@@ -73,13 +81,13 @@ function diffNode(content) {
     else if (line.startsWith("+")) kind = "add";
     else if (line.startsWith("-")) kind = "del";
     else if (line.startsWith("@@")) kind = "hunk";
-    return h("span", { class: `d-${kind}` }, `${line}\n`);
+    return h("span", { class: `d-${kind} untrusted` }, escaped(`${line}\n`));
   }));
 }
 
 /** A preview ({kind, content, title}) as nodes. */
 export function previewNode(preview) {
-  const content = String(preview.content ?? "");
+  const content = String(preview.content ?? "").slice(0, 200000);
   let body;
   if (preview.kind === "markdown") body = renderMarkdown(content);
   else if (preview.kind === "diff") body = diffNode(content);
@@ -87,10 +95,21 @@ export function previewNode(preview) {
     try {
       body = h("div", { class: "tree" }, jsonTree(JSON.parse(content)));
     } catch {
-      body = h("pre", {}, content);
+      body = untrusted(content, { tag: "pre", max: 20000 });
     }
-  } else body = h("pre", { class: "preview-text" }, content);
-  return [preview.title ? h("h3", {}, preview.title) : null, body];
+  } else body = untrusted(content, { tag: "pre", cls: "preview-text", max: 20000 });
+  const title = preview.title ? h("h3", { class: "preview-title" }, untrusted(preview.title, { max: 200 })) : null;
+  return h("div", { class: `preview-frame k-${preview.kind}` },
+    h("p", { class: "preview-label" }, "The tool's preview (written by the tool, not by this page)"),
+    hasHidden(content) ? h("p", {}, hiddenWarning()) : null, title, h("div", { class: "preview-body" }, body));
+}
+
+/** The server's sentence on why there is no preview, once ("Preview unavailable: ..."). */
+function unavailableText(why) {
+  if (!why) return "Preview unavailable.";
+  const text = String(why).slice(0, 500);
+  if (/^preview unavailable/i.test(text)) return text.charAt(0).toUpperCase() + text.slice(1);
+  return `Preview unavailable: ${text}`;
 }
 
 function section(title, id, ...children) {
@@ -126,7 +145,7 @@ export function mountDetail(main, id, ctx) {
       const { data } = await getPreview(id);
       if (disposed) return;
       if (data?.preview) replace(previewBox, previewNode(data.preview));
-      else replace(previewBox, h("p", { class: "state" }, `Preview unavailable${data?.unavailable ? `: ${data.unavailable}` : "."}`));
+      else replace(previewBox, h("p", { class: "state" }, unavailableText(data?.unavailable)));
     } catch {
       if (!disposed) replace(previewBox, h("p", { class: "state" }, "Preview unavailable."));
     }
@@ -218,10 +237,11 @@ export function mountDetail(main, id, ctx) {
   const setBusy = (flag) => {
     busy = flag;
     for (const b of main.querySelectorAll(".panel button")) b.disabled = flag;
-    if (approval) updateButtons();
+    if (approval && !disposed) updateButtons();
   };
 
   const updateButtons = () => {
+    if (disposed || !ctx.me) return; // signed out meanwhile: the view is gone
     for (const button of actions.querySelectorAll("button[data-decision]")) {
       button.disabled = busy || refusal(approval, ctx.me, button.dataset.decision) !== null;
     }
@@ -252,23 +272,23 @@ export function mountDetail(main, id, ctx) {
     const a = approval;
     const outcome = h("p", { class: `outcome-line s-${a.status}`, id: "outcome" }, badge(a.status), " ", outcomeText(a),
       a.decided_at ? [" · ", timeNode(a.decided_at)] : null);
-    const feedback = a.feedback ? h("p", { class: "feedback" }, h("span", { class: "label" }, "Feedback: "), a.feedback) : null;
+    const feedback = a.feedback ? h("p", { class: "feedback" }, h("span", { class: "label" }, "Feedback: "), untrusted(a.feedback)) : null;
     const meta = h("dl", { class: "meta" },
-      h("dt", {}, "Agent"), h("dd", {}, a.agent_name),
+      h("dt", {}, "Agent"), h("dd", {}, untrusted(a.agent_name, { max: 200 })),
       h("dt", {}, "Run"), h("dd", {}, h("a", { href: `#/runs/${encodeURIComponent(a.run_id)}` }, a.run_id)),
       h("dt", {}, "Created"), h("dd", {}, timeNode(a.created_at), " (", relative("age", a.created_at), ")"),
       h("dt", {}, "Expires"), h("dd", {}, a.expires_at ? [timeNode(a.expires_at), a.status === "pending" ? [" (", relative("left", a.expires_at), ")"] : null, ` · on expiry: ${a.on_expiry}`] : "never"),
-      a.initiator ? [h("dt", {}, "Started by"), h("dd", {}, a.initiator)] : null);
+      a.initiator ? [h("dt", {}, "Started by"), h("dd", {}, untrusted(a.initiator, { max: 200 }))] : null);
     const args = h("div", { class: "tree" }, jsonTree(a.arguments));
     if (messages) replace(messagesBox, messagesNode(messages));
     replace(main,
       h("p", { class: "back" }, h("a", { href: ctx.lastList }, "← Approvals")),
-      h("h1", {}, h("span", { class: "tool" }, a.tool_name)),
+      h("h1", {}, untrusted(a.tool_name, { cls: "tool", max: 200 })),
       outcome, feedback, actions, message,
       a.description ? section("Why it asks", "h-policy", renderMarkdown(a.description)) : null,
       section("Arguments", "h-args", args),
       section("Preview", "h-preview", previewBox),
-      section("Details", "h-meta", meta, h("p", { class: "tool-description" }, h("span", { class: "label" }, "Tool: "), a.tool_description || "(no description)")),
+      section("Details", "h-meta", meta, h("p", { class: "tool-description" }, h("span", { class: "label" }, "Tool: "), untrusted(a.tool_description || "(no description)"))),
       section("Conversation", "h-messages", messagesBox),
       section("Audit trail", "h-audit", auditBox));
     renderActions();
@@ -282,6 +302,7 @@ export function mountDetail(main, id, ctx) {
       approval = data.approval;
       etag = response.headers.get("ETag");
       panel = null;
+      replace(message);
       render(data.messages);
       loadAudit();
     } catch (error) {

@@ -3,7 +3,7 @@
 // Rows appear and change in place as events arrive.
 
 import { getApproval, listApprovals, query } from "./api.js";
-import { badge, h, relative, replace, summary } from "./dom.js";
+import { badge, h, relative, replace, summary, untrusted } from "./dom.js";
 
 export const STATUSES = ["pending", "approved", "edited", "rejected", "expired", "cancelled"];
 const FILTERS = ["tool_name", "agent_name", "run_id"];
@@ -24,15 +24,21 @@ export function outcomeText(a) {
 export function approvalRow(a) {
   return h("li", { class: `row s-${a.status}`, dataset: { id: a.id } },
     h("a", { href: `#/approvals/${encodeURIComponent(a.id)}`, class: "row-link" },
-      h("span", { class: "row-head" }, h("strong", { class: "tool" }, a.tool_name), " ", badge(a.status),
+      h("span", { class: "row-head" }, h("strong", { class: "tool" }, untrusted(a.tool_name, { max: 200, button: false })), " ", badge(a.status),
         a.status !== "pending" ? h("span", { class: "outcome" }, outcomeText(a)) : null),
-      h("span", { class: "row-meta" }, h("span", { class: "agent" }, a.agent_name), " · ", relative("age", a.created_at),
+      h("span", { class: "row-meta" }, h("span", { class: "agent" }, untrusted(a.agent_name, { max: 200, button: false })), " · ", relative("age", a.created_at),
         a.status === "pending" ? [" · ", relative("left", a.expires_at)] : null),
-      h("span", { class: "summary" }, summary(a.arguments) || "(no arguments)")));
+      untrusted(summary(a.arguments) || "(no arguments)", { cls: "summary", max: 200, button: false })));
 }
 
 function filtersOf(params) {
-  const filters = { status: params.get("status") || "pending" };
+  const asked = params.get("status");
+  const filters = { status: asked || "pending" };
+  if (asked && ![...STATUSES, "all"].includes(asked)) {
+    filters.status = "pending";
+    // not enumerable: shown as a note, never sent nor put in the counts' links
+    Object.defineProperty(filters, "ignored", { value: asked });
+  }
   for (const key of FILTERS) filters[key] = params.get(key) || "";
   return filters;
 }
@@ -95,7 +101,10 @@ export function mountList(main, params, ctx) {
   let countTimer = null;
   const byId = new Map();
 
-  replace(main, h("h1", {}, "Approvals"), counts, filterForm(filters), stateLine, rows, more);
+  const note = filters.ignored === undefined ? null
+    : h("p", { class: "note", role: "note" }, "Unknown status ", untrusted(JSON.stringify(filters.ignored), { max: 100, button: false }),
+      ` ignored: showing pending (the statuses are ${[...STATUSES, "all"].join(", ")}).`);
+  replace(main, h("h1", {}, "Approvals"), counts, note, filterForm(filters), stateLine, rows, more);
 
   const showEmpty = () => {
     stateLine.replaceChildren(byId.size ? "" : (filters.status === "pending" ? "Nothing is waiting for a decision." : "No approvals match."));

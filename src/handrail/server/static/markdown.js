@@ -2,7 +2,7 @@
 // links. It builds DOM nodes with text only (never innerHTML): raw HTML in the source stays visible text, and a
 // link becomes an <a> only for http:, https: and mailto: URLs (any other, e.g. javascript:, stays text).
 
-import { h } from "./dom.js";
+import { escaped, h } from "./dom.js";
 
 const SAFE_SCHEMES = new Set(["http:", "https:", "mailto:"]);
 const INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\*[^*\s][^*\n]*\*|(?<!\w)_[^_\s][^_\n]*_(?!\w))|(\[[^\]\n]*\]\([^()\s]*\))/;
@@ -22,7 +22,7 @@ function link(source) {
   const close = source.indexOf("](");
   const label = source.slice(1, close);
   const href = safeUrl(source.slice(close + 2, -1));
-  if (href === null) return document.createTextNode(source);
+  if (href === null) return escaped(source);
   return h("a", { href, rel: "noopener noreferrer", target: "_blank" }, ...inline(label));
 }
 
@@ -33,15 +33,15 @@ export function inline(text) {
   while (rest) {
     const found = INLINE.exec(rest);
     if (!found) {
-      nodes.push(document.createTextNode(rest));
+      nodes.push(...escaped(rest));
       break;
     }
-    if (found.index > 0) nodes.push(document.createTextNode(rest.slice(0, found.index)));
+    if (found.index > 0) nodes.push(...escaped(rest.slice(0, found.index)));
     const [token] = found;
-    if (found[1]) nodes.push(h("code", {}, token.slice(1, -1)));
+    if (found[1]) nodes.push(h("code", {}, escaped(token.slice(1, -1))));
     else if (found[2]) nodes.push(h("strong", {}, ...inline(token.slice(2, -2))));
     else if (found[3]) nodes.push(h("em", {}, ...inline(token.slice(1, -1))));
-    else nodes.push(link(token));
+    else nodes.push(...[link(token)].flat());
     rest = rest.slice(found.index + token.length);
   }
   return nodes;
@@ -59,7 +59,7 @@ function block(lines) {
   const heading = /^(#{1,6})\s+(.*)$/.exec(first);
   if (heading && lines.length === 1) {
     const level = Math.min(heading[1].length + 2, 6); // inside a page section: h3 and below
-    return h(`h${level}`, {}, ...inline(heading[2]));
+    return h(`h${level}`, { class: "md-h" }, ...inline(heading[2])); // styled as body text (app.css)
   }
   if (lines.every((l) => BULLET.test(l))) return h("ul", {}, listItems(lines, BULLET));
   if (lines.every((l) => NUMBER.test(l))) return h("ol", {}, listItems(lines, NUMBER));
@@ -82,7 +82,7 @@ export function renderMarkdown(source) {
       flush();
       const code = [];
       for (i += 1; i < lines.length && !/^```/.test(lines[i]); i += 1) code.push(lines[i]);
-      root.append(h("pre", {}, h("code", {}, code.join("\n"))));
+      root.append(h("pre", {}, h("code", {}, escaped(code.join("\n")))));
     } else if (/^#{1,6}\s/.test(line)) {
       flush();
       para = [line];
