@@ -127,7 +127,7 @@ function showLogin(message) {
     message ? h("p", { class: "state" }, message) : null,
     h("label", { for: "token" }, "Token"),
     input,
-    h("p", { class: "help", id: "token-help" }, "A token from ", h("code", {}, "handrail tokens add"),
+    h("p", { class: "help", id: "token-help" }, "A token made by ", h("code", {}, "handrail tokens add"),
       ". It is sent once to start a session and not stored by this page."),
     h("button", { type: "submit", class: "primary" }, "Log in"),
     error);
