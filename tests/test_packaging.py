@@ -99,7 +99,7 @@ def test_the_opaque_model_package_names_are_explained_beside_them() -> None:
 def test_the_browser_test_extra_is_the_test_extra_and_exact_playwright_pins() -> None:
     browser = EXTRAS["browser-test"]
     assert "handrail[test]" in browser
-    assert {r for r in browser if not r.startswith("handrail[")} == {"playwright==1.65.2", "pytest-playwright==0.10.0"}
+    assert {r for r in browser if not r.startswith("handrail[")} == {"playwright==1.65.2"}
     assert not {_name(r) for r in EXTRAS["test"]} & {"playwright", "pytest-playwright"}  # no browser by default
 
 

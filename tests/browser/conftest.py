@@ -15,10 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Page
 
 CHROMIUM = "/usr/bin/chromium"
 _NEEDS = {
@@ -31,21 +34,38 @@ if _MISSING and os.environ.get("HANDRAIL_REQUIRE_BROWSER") == "1":
 collect_ignore_glob = ["test_*.py"] if _MISSING else []
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Launch Debian's chromium, sandbox off (root), no calls out of the closed network."""
-    return {
-        **browser_type_launch_args,
-        "executable_path": CHROMIUM,
-        "args": ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    }  # fmt: skip
+_LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+"""Root needs no sandbox; the networking flags keep chromium from calling out of the closed network."""
 
 
-@pytest.fixture(scope="session")
-def base_url() -> None:
-    """No base URL (tests use the server's): replaces pytest-playwright's, which warns under pytest 9."""
-    return None
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    """Debian's chromium, launched once for these tests and closed after them.
+
+    Package-scoped, not session-scoped: Playwright's sync API runs an event loop in this thread while it is
+    started, and the tests that run after these (asyncio.run in the docs examples) need none running.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=_LAUNCH_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh browser context (its own cookies: a new visitor) for one test."""
+    made = browser.new_context()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def page(context: BrowserContext) -> Page:
+    """A tab in the test's context."""
+    return context.new_page()
 
 
 @dataclass
