@@ -73,14 +73,7 @@ def list_approvals(out: Any, service: Any, as_json: bool) -> dict[str, Any] | No
 
     now = datetime.now(UTC)
     counts = service.counts()
-    pending: list[Any] = []
-    cursor = None
-    while True:
-        page = service.list(ApprovalFilter(status="pending"), cursor=cursor, limit=100)
-        pending.extend(page.items)
-        cursor = page.next_cursor
-        if cursor is None:
-            break
+    pending: list[Any] = list(service.every(ApprovalFilter(status="pending")))
     if as_json:
         return {"counts": counts, "approvals": [approval_json(a) for a in pending]}
     shown = ", ".join(f"{status} {count}" for status, count in counts.items() if count or status == "pending")

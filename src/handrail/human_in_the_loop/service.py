@@ -30,7 +30,7 @@ Examples:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -107,6 +107,16 @@ class ApprovalService:
             raise ConfigurationError(f"limit must be an int from 1 to {MAX_PAGE}, got {limit!r:.80}.")
         page: ApprovalPage = self.store.list_approvals(filters, limit=limit, cursor=cursor)
         return page
+
+    def every(self, filters: ApprovalFilter | None = None) -> Iterator[Approval]:
+        """Every approval matching ``filters``, newest first, read a page of 100 at a time (each exactly once)."""
+        cursor = None
+        while True:
+            page = self.list(filters, cursor=cursor, limit=MAX_PAGE)
+            yield from page.items
+            cursor = page.next_cursor
+            if cursor is None:
+                return
 
     def counts(self, filters: ApprovalFilter | None = None) -> dict[str, int]:
         """How many approvals match ``filters`` (its status ignored), per status (every status a key).

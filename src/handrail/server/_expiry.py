@@ -38,14 +38,8 @@ class ExpiryWatch:
 
     def rebuild(self) -> None:
         """Read the expiry time of every pending approval that has one (after a start, or missed events)."""
-        found: list[tuple[datetime, str]] = []
-        cursor = None
-        while True:
-            page = self.service.list(ApprovalFilter(status="pending", expires_before=_FAR), cursor=cursor, limit=100)
-            found.extend((a.expires_at, a.id) for a in page.items if a.expires_at is not None)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
+        due = self.service.every(ApprovalFilter(status="pending", expires_before=_FAR))
+        found = [(a.expires_at, a.id) for a in due if a.expires_at is not None]
         heapq.heapify(found)
         with self._lock:
             self._heap = found

@@ -33,14 +33,7 @@ def rescan(store: Any, service: Any, waiting: WaitingApprovals) -> dict[str, str
     is not paused any more (resumed from Python, without the service): its driver makes the record say where the
     run went.
     """
-    listed: list[Approval] = []
-    cursor = None
-    while True:
-        page = service.list(ApprovalFilter(status="pending"), cursor=cursor, limit=100)
-        listed.extend(page.items)
-        cursor = page.next_cursor
-        if cursor is None:
-            break
+    listed: list[Approval] = list(service.every(ApprovalFilter(status="pending")))
     waiting.rebuild(listed)
     pending = {a.snapshot_id for a in listed}
     found: dict[str, str | None] = {}

@@ -189,16 +189,10 @@ def audit_trail(request: Request, approval_id: str, principal: Authenticated) ->
 
 def _export_lines(service: Any, filters: ApprovalFilter, start: datetime | None,
                   end: datetime | None) -> Iterator[bytes]:  # fmt: skip
-    cursor = None
-    while True:
-        page = service.list(filters, cursor=cursor, limit=MAX_PAGE)
-        for approval in page.items:
-            for entry in service.audit_trail(approval.id):
-                if (start is None or entry.at >= start) and (end is None or entry.at < end):
-                    yield (json.dumps(entry.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        cursor = page.next_cursor
-        if cursor is None:
-            return
+    for approval in service.every(filters):
+        for entry in service.audit_trail(approval.id):
+            if (start is None or entry.at >= start) and (end is None or entry.at < end):
+                yield (json.dumps(entry.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 @router.get(
