@@ -52,7 +52,7 @@ from handrail.stores._approval_request import (
     replayed,
     requorum,
 )
-from handrail.stores._snapshot_common import awaiting_decision, recorded_decision
+from handrail.stores._snapshot_common import awaiting_decision, recorded_decision, waits_for_decision
 
 __all__ = [
     "INJECTED_KEY",
@@ -254,10 +254,9 @@ def _sync_in_scope(store: Any, handle: Any, approval: Approval) -> bool:
         return True  # as sync_snapshot: no snapshot to write
     if snapshot.status == "resumed" and snapshot.continued_in:
         return False
-    if snapshot.status != "paused" or all(c.id != approval.tool_call_id for c in awaiting_decision(snapshot)):
-        return True  # finished, or being resumed (the resumed run pauses again, and syncs then)
-    if recorded_decision(snapshot, approval.tool_call_id) is None:
-        store._decide_in_scope(handle, snapshot, snapshot_decision(approval), decided_by=approval.decided_by)
+    if waits_for_decision(snapshot, approval.tool_call_id):  # else finished, or the decision is there already
+        store._decide_in_scope(handle, approval.snapshot_id, snapshot, snapshot_decision(approval),
+                               decided_by=approval.decided_by)  # fmt: skip
     return True
 
 
@@ -332,12 +331,8 @@ def sync_snapshot(store: Any, approval: Approval) -> None:
         return
     for _ in range(3):  # the run may go on to its next snapshot between the read and the claim
         snapshot = current_snapshot(store, approval.snapshot_id)
-        if snapshot is None or snapshot.status != "paused" or snapshot.snapshot_id is None:
-            return  # finished, or being resumed (the resumed run pauses again, and syncs then)
-        if all(c.id != approval.tool_call_id for c in awaiting_decision(snapshot)):
-            return
-        if recorded_decision(snapshot, approval.tool_call_id) is not None:
-            return
+        if snapshot is None or snapshot.snapshot_id is None or not waits_for_decision(snapshot, approval.tool_call_id):
+            return  # finished, being resumed (the resumed run pauses again, and syncs then), or decided there
         now, _ = store._decide_in_snapshot(
             snapshot.snapshot_id, snapshot_decision(approval), decided_by=approval.decided_by, if_waiting=True
         )

@@ -20,13 +20,12 @@ from handrail.errors import (
     SnapshotUnavailableError,
 )
 from handrail.stores._snapshot_common import (
-    awaiting_decision,
     check_snapshot,
     id_from_name,
     new_snapshot_id,
     pending_approvals,
-    recorded_decision,
     unavailable_error,
+    waits_for_decision,
     with_decision,
 )
 from handrail.stores._snapshot_records import OnSnapshotError, Release, SnapshotLease, SnapshotRecords
@@ -221,25 +220,33 @@ class SnapshotStoreBase(SnapshotRecords):
         check_decided_by(decided_by, "decided_by")  # before the record is claimed: nothing is written
         with self._guarded(snapshot_id, "decide") as handle:
             snapshot = self._read_snapshot(handle, snapshot_id)
-            if if_waiting and not _waits_for(snapshot, decision.tool_call_id):
+            if if_waiting and not waits_for_decision(snapshot, decision.tool_call_id):
                 return snapshot, False
             # the scope waited for the claim: a snapshot that says 'running' now is held by nobody (interrupted)
             interrupted = unavailable_error(snapshot, held=False) if snapshot.status == "running" else None
             if interrupted is not None:
                 raise interrupted
-            updated = with_decision(snapshot, decision, decided_by=decided_by)
-            if updated is not snapshot:
-                self._update(handle, snapshot_id, updated, encode_snapshot(updated))
+            updated = self._decide_in_scope(handle, snapshot_id, snapshot, decision, decided_by=decided_by)
         return updated, updated is not snapshot
 
     def _decide_in_scope(
-        self, handle: Any, snapshot: AgentSnapshot, decision: ToolExecutionDecision, *, decided_by: str | None
-    ) -> None:
-        """Record ``decision`` in ``snapshot`` (read just now in ``handle``'s scope, which holds its claim)."""
-        assert snapshot.snapshot_id is not None
+        self,
+        handle: Any,
+        snapshot_id: str,
+        snapshot: AgentSnapshot,
+        decision: ToolExecutionDecision,
+        *,
+        decided_by: str | None,
+    ) -> AgentSnapshot:
+        """Record ``decision`` in ``snapshot`` (read just now in ``handle``'s scope, which holds its claim).
+
+        Returns:
+            The snapshot as written (``snapshot`` itself when the decision was there already).
+        """
         updated = with_decision(snapshot, decision, decided_by=decided_by)
         if updated is not snapshot:
-            self._update(handle, snapshot.snapshot_id, updated, encode_snapshot(updated))
+            self._update(handle, snapshot_id, updated, encode_snapshot(updated))
+        return updated
 
     def _decide_many_in_snapshot(self, snapshot_id: str, decisions: Sequence[ToolExecutionDecision]) -> None:
         """Record several decisions in the snapshot in one write (the expiry sweep's, of one paused step).
@@ -473,11 +480,3 @@ class SnapshotStoreBase(SnapshotRecords):
             if not self._update(handle, snapshot_id, tombstone, old_data):
                 raise self._unknown(snapshot_id)  # rolls the insert back
         return new_id
-
-
-def _waits_for(snapshot: AgentSnapshot, tool_call_id: str | None) -> bool:
-    """Whether ``snapshot`` is paused with call ``tool_call_id`` waiting for a decision not recorded yet."""
-    if snapshot.status != "paused" or tool_call_id is None:
-        return False
-    waiting = any(call.id == tool_call_id for call in awaiting_decision(snapshot))
-    return waiting and recorded_decision(snapshot, tool_call_id) is None

@@ -48,6 +48,7 @@ __all__ = [
     "recorded_decision",
     "unavailable_error",
     "unavailable_reason",
+    "waits_for_decision",
     "with_decision",
 ]
 
@@ -410,3 +411,11 @@ def with_decision(
     return dataclasses.replace(
         snapshot, tool_execution_decisions=[*snapshot.tool_execution_decisions, recorded], ledger=ledger
     )
+
+
+def waits_for_decision(snapshot: AgentSnapshot, tool_call_id: str | None) -> bool:
+    """Whether ``snapshot`` is paused with call ``tool_call_id`` waiting for a decision not recorded yet."""
+    if snapshot.status != "paused" or tool_call_id is None:
+        return False
+    waiting = any(call.id == tool_call_id for call in awaiting_decision(snapshot))
+    return waiting and recorded_decision(snapshot, tool_call_id) is None
