@@ -1,0 +1,168 @@
+"""The activities of a handrail workflow: the model call, one tool call, the hooks of a point.
+
+Each runs in a worker process on the agent of the worker's catalog (:mod:`handrail.temporal._catalog`), never on
+anything the workflow holds but data. A tool call goes through the ledger (:mod:`handrail.temporal._store`) so its
+effect happens at most once per call however often Temporal runs the activity; it heartbeats while the tool runs,
+so a dead worker's call is noticed within ``heartbeat_seconds`` and its outcome judged by the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from handrail.components.effects import ToolOutcome, to_json
+from handrail.core._typed_json import decode_value, encode_value
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall
+from handrail.dataclasses.state import State
+from handrail.temporal._types import HookInput, ModelInput, ToolInput
+
+if TYPE_CHECKING:
+    from handrail.temporal._catalog import AgentCatalog
+    from handrail.temporal._store import TemporalStore
+    from handrail.tools.tool import Tool
+
+__all__ = ["Activities", "UNKNOWN_OUTCOME", "is_idempotent", "state_from_json", "state_to_json"]
+
+T = TypeVar("T")
+UNKNOWN_OUTCOME = "unknown_outcome"
+"""The ``type`` of a tool activity's answer when an earlier attempt started the tool and died: nobody knows whether
+its effect happened."""
+
+
+def is_idempotent(tool: Tool) -> bool:
+    """Whether running ``tool`` twice for one call is safe: marked ``idempotent``, or it takes a ``ToolCallId``."""
+    return bool(getattr(tool, "idempotent", False)) or tool.roles.call_id_param is not None
+
+
+def state_to_json(data: dict[str, Any]) -> dict[str, Any]:
+    """A State's data as JSON: messages as dicts, the other values as typed JSON."""
+    out: dict[str, Any] = {"messages": [m.to_dict() for m in data["messages"]]}
+    for key, value in data.items():
+        if key != "messages":
+            out[key] = encode_value(value, f"state[{key!r}]")
+    return out
+
+
+def state_from_json(data: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`state_to_json` wrote."""
+    out: dict[str, Any] = {"messages": [ChatMessage.from_dict(m) for m in data["messages"]]}
+    for key, value in data.items():
+        if key != "messages":
+            out[key] = decode_value(value, f"state[{key!r}]")
+    return out
+
+
+async def _heartbeating(function: Callable[[], T], every: float = 0.5) -> T:
+    """Run ``function`` in a worker thread, heartbeating while it runs (a no-op in a local activity)."""
+    task = asyncio.ensure_future(asyncio.to_thread(function))
+    remote = not activity.info().is_local
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=every)
+        if done:
+            return task.result()
+        if remote:
+            activity.heartbeat()
+
+
+class Activities:
+    """The activities of one worker: its agents and its ledger."""
+
+    def __init__(self, catalog: AgentCatalog, store: TemporalStore) -> None:
+        self.catalog = catalog
+        self.store = store
+
+    def all(self) -> list[Callable[..., Any]]:
+        """The activity functions to register on the worker."""
+        return [self.call_model, self.run_tool, self.run_hooks]
+
+    @activity.defn(name="handrail.call_model")
+    async def call_model(self, inp: ModelInput) -> list[dict[str, Any]]:
+        """Call the agent's chat generator; returns its replies as dicts."""
+        from handrail.components.agents._context import _replies
+        from handrail.components.agents._plan import model_call
+
+        def call() -> list[dict[str, Any]]:
+            agent = self.catalog.agent(inp.agent)
+            model = model_call(agent, None, None)
+            messages = [ChatMessage.from_dict(m) for m in inp.messages]
+            if model.pass_tools:
+                tools = [self.catalog.tool(inp.agent, n) for n in inp.tools] or None
+                output = agent.chat_generator.run(messages=messages, tools=tools)
+            else:
+                output = agent.chat_generator.run(messages=messages)
+            replies = _replies(output, agent.chat_generator)
+            if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
+                raise ApplicationError(f"{type(agent.chat_generator).__name__} returned replies that are not a list of "
+                                       f"ChatMessage: {replies!r:.200}", type="BadReplies",
+                                       non_retryable=True)  # fmt: skip
+            return [r.to_dict() for r in replies]
+
+        return await _heartbeating(call)
+
+    @activity.defn(name="handrail.run_tool")
+    async def run_tool(self, inp: ToolInput) -> dict[str, Any]:
+        """Run one approved tool call through the ledger; returns its outcome (``to_json`` of a ToolOutcome).
+
+        When an earlier attempt started the tool and its worker died, the answer is ``{"type":
+        "unknown_outcome", ...}`` instead (the tool is not run again), unless ``again`` is set or the tool is
+        idempotent and the run's policy is ``retry``.
+        """
+        key = f"{inp.run_id}/{inp.call_id}"
+        tool = self.catalog.tool(inp.agent, inp.tool_name)
+        row = await asyncio.to_thread(self.store.begin, key, again=inp.again)
+        if row is not None and row.status == "done":
+            assert row.outcome is not None
+            return row.outcome  # the effect happened; only the activity's completion was lost
+        if row is not None:
+            if not (inp.unknown_outcome == "retry" and is_idempotent(tool)):
+                return {"type": UNKNOWN_OUTCOME, "call_id": inp.call_id, "attempts": row.attempts}
+            await asyncio.to_thread(self.store.begin, key, again=True)
+        kwargs = {**inp.arguments, **{k: decode_value(v, f"injected[{k!r}]") for k, v in inp.injected.items()}}
+        if tool.roles.call_id_param is not None:
+            kwargs[tool.roles.call_id_param] = inp.key or inp.call_id
+        outcome = await _heartbeating(lambda: _call(tool, inp, kwargs))
+        await asyncio.to_thread(self.store.done, key, outcome)
+        return outcome
+
+    @activity.defn(name="handrail.run_hooks")
+    async def run_hooks(self, inp: HookInput) -> dict[str, Any]:
+        """Run the agent's hooks of one point on the State sent; returns the State as they left it."""
+        from handrail.components.agents._hook_checks import check_after_hook
+
+        def run() -> dict[str, Any]:
+            agent = self.catalog.agent(inp.agent)
+            state = State()
+            state.data.update(state_from_json(inp.state))
+            for hook in (agent.hooks or {}).get(inp.point, ()):
+                hook.run(state)
+                check_after_hook(hook, inp.point, state.data)
+            return state_to_json(state.data)
+
+        return await _heartbeating(run)
+
+
+def _call(tool: Tool, inp: ToolInput, kwargs: dict[str, Any]) -> dict[str, Any]:
+    from handrail.components.tools._effects import Invocation
+    from handrail.components.tools._execution import _call_sync
+    from handrail.components.tools._results import describe_exception
+
+    call = ToolCall(tool_name=inp.tool_name, arguments=inp.arguments, id=inp.call_id)
+    ok, value = _call_sync(Invocation(call, tool, kwargs, inp.arguments, {}, inp.key))
+    outcome = (
+        ToolOutcome(inp.call_id, True, value)
+        if ok
+        else ToolOutcome(inp.call_id, False, None, describe_exception(value))
+    )
+    try:
+        data = to_json(outcome)
+    except Exception as exc:  # a result the typed JSON cannot hold: the model reads why
+        data = to_json(
+            ToolOutcome(inp.call_id, False, None, f"The tool's result cannot be sent: {describe_exception(exc)}")
+        )
+    assert data is not None
+    return data

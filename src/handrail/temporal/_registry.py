@@ -1,0 +1,37 @@
+"""Which catalog a workflow's agents come from: one per task queue in this worker process."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from handrail.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from handrail.temporal._catalog import AgentCatalog
+
+__all__ = ["catalog_for", "register", "unregister"]
+
+_CATALOGS: dict[str, AgentCatalog] = {}
+
+
+def register(task_queue: str, catalog: AgentCatalog) -> None:
+    """Make ``catalog`` the agents of workflows on ``task_queue`` in this process."""
+    _CATALOGS[task_queue] = catalog
+
+
+def unregister(task_queue: str, catalog: AgentCatalog) -> None:
+    """Forget ``catalog`` (when it is still the one registered)."""
+    if _CATALOGS.get(task_queue) is catalog:
+        del _CATALOGS[task_queue]
+
+
+def catalog_for(task_queue: str) -> AgentCatalog:
+    """The agents of ``task_queue``'s workflows.
+
+    Raises:
+        ConfigurationError: No worker of this process serves that queue.
+    """
+    found = _CATALOGS.get(task_queue)
+    if found is None:
+        raise ConfigurationError(f"No handrail worker in this process serves task queue {task_queue!r}.")
+    return found

@@ -1,0 +1,111 @@
+"""The data a handrail workflow takes, answers and hands its activities (JSON through Temporal's converter).
+
+Everything here is plain data (dataclasses of str, int, float, bool, lists and dicts): messages are
+``ChatMessage.to_dict()``, tool outcomes and decisions ``handrail.components.effects.to_json``, State values the
+typed JSON of snapshots. A field added later must have a default, so histories written by an older handrail still
+decode (the replay tests hold saved histories).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DecisionInput", "HookInput", "ModelInput", "RunInput", "RunOptions", "ToolInput", "WORKFLOW_NAME"]
+
+WORKFLOW_NAME = "handrail.AgentRun"
+"""The workflow type every handrail run has (a durable contract: never renamed)."""
+
+
+@dataclass
+class RunOptions:
+    """How a run treats what the engine cannot know: unknown outcomes, timeouts, history size."""
+
+    unknown_outcome: str = "ask"
+    """A tool call whose worker died while it ran: ``ask`` a person again (the default), ``fail`` (an error result
+    the model reads), or ``retry`` (run it again: only for tools marked idempotent or taking a ToolCallId; others
+    are asked)."""
+    tool_timeout_seconds: float = 600.0
+    """Start-to-close timeout of one tool call."""
+    heartbeat_seconds: float = 2.0
+    """A tool call whose worker stops heartbeating for this long is taken over by another worker."""
+    model_timeout_seconds: float = 600.0
+    """Start-to-close timeout of one model call (retried by ``model_attempts``)."""
+    model_attempts: int = 3
+    """How many times a model call is tried (model calls have no side effects)."""
+    local_model_calls: bool = True
+    """Model calls and hooks as local activities (one history event each instead of six); False: remote activities."""
+    continue_after_events: int = 10_000
+    """Continue as new (with the run's snapshot) before a model call once the history holds this many events."""
+
+
+@dataclass
+class RunInput:
+    """What starts a run (or continues one as new)."""
+
+    agent: str
+    """The agent's name in the workers' catalog."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """The input messages (``ChatMessage.to_dict()``); empty when ``snapshot`` is given."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """State-schema values and user_prompt variables (typed JSON)."""
+    initiator: str | None = None
+    """Who started the run (may not approve its calls where a policy says so)."""
+    options: RunOptions = field(default_factory=RunOptions)
+    snapshot: dict[str, Any] | None = None
+    """A snapshot to go on from (``AgentSnapshot.to_dict()``): continue-as-new, or a local run moved here."""
+    decided: dict[str, str] = field(default_factory=dict)
+    """Call ids decided in earlier runs of this chain and the decision's digest (a late duplicate is ignored)."""
+    continued: int = 0
+    """How many times this run continued as new."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Counts kept across continue-as-new: model calls, tool calls, approvals."""
+
+
+@dataclass
+class DecisionInput:
+    """A decision on one held call (the ``decide`` Update)."""
+
+    call_id: str
+    decision: str
+    """``approve``, ``reject`` or ``edit``."""
+    decided_by: str
+    """Who decided (the approval service passes its authenticated principal)."""
+    arguments: dict[str, Any] | None = None
+    """For ``edit``: the new arguments (checked against the tool's schema before the Update is accepted)."""
+    feedback: str | None = None
+    tool_name: str | None = None
+    """When given, must be the call's tool (an edit cannot rename the tool)."""
+
+
+@dataclass
+class ModelInput:
+    agent: str
+    messages: list[dict[str, Any]]
+    tools: list[str]
+    run_id: str
+
+
+@dataclass
+class ToolInput:
+    agent: str
+    run_id: str
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    """The model's (approved, possibly edited) arguments."""
+    injected: dict[str, Any] = field(default_factory=dict)
+    """State-injected values (typed JSON)."""
+    key: str = ""
+    """The idempotency key given to a ToolCallId parameter."""
+    again: bool = False
+    """Run again although the ledger says an earlier attempt started (a person or the retry policy said so)."""
+    unknown_outcome: str = "ask"
+
+
+@dataclass
+class HookInput:
+    agent: str
+    point: str
+    state: dict[str, Any]
+    """The run's State (typed JSON; messages as dicts)."""

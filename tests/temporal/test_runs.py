@@ -1,0 +1,167 @@
+"""Runs on the dev server: approved, rejected, edited; decisions checked before they enter the history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowFailureError
+
+from handrail import temporal as ht
+from handrail.human_in_the_loop import AskWhenPolicy
+from handrail.testing.builders import call, reply
+from tests.temporal._harness import Effects, asking, harness, transfer_agent
+
+
+@pytest.fixture
+def effects() -> Effects:
+    return Effects()
+
+
+async def test_an_approved_call_runs_once_and_the_model_reads_its_result(dev_server: Any, ledger_url: str,
+                                                                         task_queue: str, effects: Effects) -> None:  # fmt: skip
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
+        run_id = await h.start()
+        [waiting] = await h.waiting(run_id)
+        assert (waiting["call_id"], waiting["tool_name"], waiting["arguments"]) == ("c1", "transfer", {"amount": 5})
+        assert effects.done == []  # nothing runs before the decision
+        assert (await h.decide(run_id, "c1"))["status"] == "decided"
+        result = await h.result(run_id)
+    assert effects.done == [("transfer", 5)]
+    assert result["answer"] == "done" and result["exit_reason"] == "text"
+    tool_message = next(m for m in result["messages"] if m["role"] == "tool")
+    assert "sent 5 to bob" in str(tool_message)
+    assert result["usage"] == {"model_calls": 2, "tool_calls": 1, "approvals": 1}
+
+
+async def test_a_rejected_call_never_runs_and_the_model_reads_why(dev_server: Any, ledger_url: str, task_queue: str,
+                                                                  effects: Effects) -> None:  # fmt: skip
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
+        run_id = await h.start()
+        await h.waiting(run_id)
+        await h.decide(run_id, "c1", "reject", feedback="not today")
+        result = await h.result(run_id)
+    assert effects.done == []
+    assert "not today" in str(result["messages"])
+
+
+async def test_an_edit_runs_the_edited_arguments(dev_server: Any, ledger_url: str, task_queue: str,
+                                                 effects: Effects) -> None:  # fmt: skip
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
+        run_id = await h.start()
+        await h.waiting(run_id)
+        await h.decide(run_id, "c1", "edit", arguments={"amount": 3, "to": "carol"})
+        result = await h.result(run_id)
+    assert effects.done == [("transfer", 3)]
+    assert "sent 3 to carol" in str(result["messages"])
+
+
+@pytest.mark.parametrize(
+    ("call_id", "decision", "kwargs", "reason"),
+    [
+        ("nope", "approve", {}, "no call 'nope' waits"),
+        ("c1", "maybe", {}, "decision must be one of"),
+        ("c1", "edit", {"arguments": {"amount": "five"}}, "is not of type 'integer'"),
+        ("c1", "edit", {"arguments": {"amount": 1, "bogus": 2}}, "bogus"),
+        ("c1", "edit", {}, "an edit needs the new arguments"),
+        ("c1", "approve", {"tool_name": "delete_everything"}, "names tool 'delete_everything'"),
+        ("c1", "approve", {"decided_by": " "}, "decided_by must name who decided"),
+        ("c1", "approve", {"arguments": {"amount": 1}}, "arguments go with an edit"),
+    ],
+)
+async def test_a_decision_that_cannot_apply_is_refused_before_it_enters_the_history(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects, call_id: str, decision: str,
+    kwargs: dict[str, Any], reason: str,
+) -> None:  # fmt: skip
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
+        run_id = await h.start()
+        await h.waiting(run_id)
+        before = (await ht.describe(h.client, run_id))["history_length"]
+        with pytest.raises(ht.DecisionRefused, match=reason):
+            await h.decide(run_id, call_id, decision, **kwargs)
+        assert (await ht.describe(h.client, run_id))["history_length"] == before  # refused by the validator
+        await h.decide(run_id, "c1", "approve")  # the run still waits for a valid decision
+        await h.result(run_id)
+    assert effects.done == [("transfer", 5)]
+
+
+async def test_a_decision_the_policy_does_not_allow_is_refused(dev_server: Any, ledger_url: str, task_queue: str,
+                                                               effects: Effects) -> None:  # fmt: skip
+    agent = transfer_agent(effects, strategy=asking(allowed_decisions=("approve", "reject")))
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": agent}) as h:
+        run_id = await h.start()
+        [waiting] = await h.waiting(run_id)
+        assert waiting["allowed_decisions"] == ["approve", "reject"]
+        with pytest.raises(ht.DecisionRefused, match="'edit' is not allowed for 'transfer'"):
+            await h.decide(run_id, "c1", "edit", arguments={"amount": 1})
+        await h.decide(run_id, "c1", "reject")
+        await h.result(run_id)
+    assert effects.done == []
+
+
+async def test_a_duplicate_decision_is_ignored_and_a_conflicting_one_refused(dev_server: Any, ledger_url: str,
+                                                                             task_queue: str, effects: Effects) -> None:  # fmt: skip
+    script = [reply(call("transfer", {"amount": 5}, id="c1")), reply(call("transfer", {"amount": 6}, id="c2")),
+              reply("done")]  # fmt: skip
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects, script)}) as h:
+        run_id = await h.start()
+        await h.waiting(run_id)
+        assert (await h.decide(run_id, "c1"))["status"] == "decided"
+        await h.waiting(run_id)  # c2 now waits; c1 was decided
+        assert (await h.decide(run_id, "c1", decided_by="bob"))["status"] == "duplicate"
+        with pytest.raises(ht.DecisionRefused, match="already decided"):
+            await h.decide(run_id, "c1", "reject")
+        await h.decide(run_id, "c2")
+        await h.result(run_id)
+    assert effects.done == [("transfer", 5), ("transfer", 6)]
+
+
+async def test_a_quorum_needs_distinct_approvers_and_the_initiator_may_be_barred(dev_server: Any, ledger_url: str,
+                                                                                 task_queue: str, effects: Effects) -> None:  # fmt: skip
+    agent = transfer_agent(effects, strategy=asking(quorum=2, initiator_may_approve=False))
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": agent}) as h:
+        run_id = await h.start(initiator="ivan")
+        [waiting] = await h.waiting(run_id)
+        assert waiting["quorum"] == 2
+        with pytest.raises(ht.DecisionRefused, match="'ivan' started this run"):
+            await h.decide(run_id, "c1", decided_by="ivan")
+        assert (await h.decide(run_id, "c1", decided_by="alice"))["status"] == "voted"
+        assert (await h.decide(run_id, "c1", decided_by="alice"))["status"] == "duplicate"
+        assert effects.done == []
+        assert (await h.decide(run_id, "c1", decided_by="bob"))["status"] == "decided"
+        await h.result(run_id)
+    assert effects.done == [("transfer", 5)]
+
+
+async def test_a_policy_that_does_not_ask_runs_the_call_without_a_person(dev_server: Any, ledger_url: str,
+                                                                         task_queue: str, effects: Effects) -> None:  # fmt: skip
+    script = [reply(call("transfer", {"amount": 5}, id="c1")), reply(call("transfer", {"amount": 500}, id="c2")),
+              reply("done")]  # fmt: skip
+    agent = transfer_agent(effects, script, strategy=asking(AskWhenPolicy("amount > 100")))
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": agent}) as h:
+        run_id = await h.start()
+        [waiting] = await h.waiting(run_id)
+        assert waiting["call_id"] == "c2" and effects.done == [("transfer", 5)]
+        await h.decide(run_id, "c2")
+        await h.result(run_id)
+    assert effects.done == [("transfer", 5), ("transfer", 500)]
+
+
+async def test_a_run_id_is_used_once_even_after_the_run_closed(dev_server: Any, ledger_url: str, task_queue: str,
+                                                               effects: Effects) -> None:  # fmt: skip
+    agent = transfer_agent(effects, [reply("hi")])
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": agent}) as h:
+        run_id = await h.start()
+        assert (await h.result(run_id))["answer"] == "hi"
+        with pytest.raises(ht.RunExistsError, match="used once"):
+            await h.start(run_id=run_id)
+    assert effects.done == []
+
+
+async def test_an_unknown_agent_fails_the_run_with_its_name(dev_server: Any, ledger_url: str, task_queue: str,
+                                                            effects: Effects) -> None:  # fmt: skip
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
+        run_id = await h.start(agent="ghost")
+        with pytest.raises(WorkflowFailureError) as failed:
+            await h.result(run_id)
+    assert "no agent named 'ghost'" in str(failed.value.cause)
