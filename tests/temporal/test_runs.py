@@ -18,8 +18,9 @@ def effects() -> Effects:
     return Effects()
 
 
-async def test_an_approved_call_runs_once_and_the_model_reads_its_result(dev_server: Any, ledger_url: str,
-                                                                         task_queue: str, effects: Effects) -> None:  # fmt: skip
+async def test_an_approved_call_runs_once_and_the_model_reads_its_result(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
     async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
         run_id = await h.start()
         [waiting] = await h.waiting(run_id)
@@ -34,8 +35,9 @@ async def test_an_approved_call_runs_once_and_the_model_reads_its_result(dev_ser
     assert result["usage"] == {"model_calls": 2, "tool_calls": 1, "approvals": 1}
 
 
-async def test_a_rejected_call_never_runs_and_the_model_reads_why(dev_server: Any, ledger_url: str, task_queue: str,
-                                                                  effects: Effects) -> None:  # fmt: skip
+async def test_a_rejected_call_never_runs_and_the_model_reads_why(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
     async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
         run_id = await h.start()
         await h.waiting(run_id)
@@ -45,8 +47,9 @@ async def test_a_rejected_call_never_runs_and_the_model_reads_why(dev_server: An
     assert "not today" in str(result["messages"])
 
 
-async def test_an_edit_runs_the_edited_arguments(dev_server: Any, ledger_url: str, task_queue: str,
-                                                 effects: Effects) -> None:  # fmt: skip
+async def test_an_edit_runs_the_edited_arguments(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
     async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
         run_id = await h.start()
         await h.waiting(run_id)
@@ -70,9 +73,15 @@ async def test_an_edit_runs_the_edited_arguments(dev_server: Any, ledger_url: st
     ],
 )
 async def test_a_decision_that_cannot_apply_is_refused_before_it_enters_the_history(
-    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects, call_id: str, decision: str,
-    kwargs: dict[str, Any], reason: str,
-) -> None:  # fmt: skip
+    dev_server: Any,
+    ledger_url: str,
+    task_queue: str,
+    effects: Effects,
+    call_id: str,
+    decision: str,
+    kwargs: dict[str, Any],
+    reason: str,
+) -> None:
     async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
         run_id = await h.start()
         await h.waiting(run_id)
@@ -85,8 +94,9 @@ async def test_a_decision_that_cannot_apply_is_refused_before_it_enters_the_hist
     assert effects.done == [("transfer", 5)]
 
 
-async def test_a_decision_the_policy_does_not_allow_is_refused(dev_server: Any, ledger_url: str, task_queue: str,
-                                                               effects: Effects) -> None:  # fmt: skip
+async def test_a_decision_the_policy_does_not_allow_is_refused(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
     agent = transfer_agent(effects, strategy=asking(allowed_decisions=("approve", "reject")))
     async with harness(dev_server.address, ledger_url, task_queue, {"demo": agent}) as h:
         run_id = await h.start()
@@ -99,8 +109,9 @@ async def test_a_decision_the_policy_does_not_allow_is_refused(dev_server: Any, 
     assert effects.done == []
 
 
-async def test_a_duplicate_decision_is_ignored_and_a_conflicting_one_refused(dev_server: Any, ledger_url: str,
-                                                                             task_queue: str, effects: Effects) -> None:  # fmt: skip
+async def test_a_duplicate_decision_is_ignored_and_a_conflicting_one_refused(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
     script = [reply(call("transfer", {"amount": 5}, id="c1")), reply(call("transfer", {"amount": 6}, id="c2")),
               reply("done")]  # fmt: skip
     async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects, script)}) as h:
@@ -116,8 +127,9 @@ async def test_a_duplicate_decision_is_ignored_and_a_conflicting_one_refused(dev
     assert effects.done == [("transfer", 5), ("transfer", 6)]
 
 
-async def test_a_quorum_needs_distinct_approvers_and_the_initiator_may_be_barred(dev_server: Any, ledger_url: str,
-                                                                                 task_queue: str, effects: Effects) -> None:  # fmt: skip
+async def test_a_quorum_needs_distinct_approvers_and_the_initiator_may_be_barred(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
     agent = transfer_agent(effects, strategy=asking(quorum=2, initiator_may_approve=False))
     async with harness(dev_server.address, ledger_url, task_queue, {"demo": agent}) as h:
         run_id = await h.start(initiator="ivan")
@@ -133,8 +145,9 @@ async def test_a_quorum_needs_distinct_approvers_and_the_initiator_may_be_barred
     assert effects.done == [("transfer", 5)]
 
 
-async def test_a_policy_that_does_not_ask_runs_the_call_without_a_person(dev_server: Any, ledger_url: str,
-                                                                         task_queue: str, effects: Effects) -> None:  # fmt: skip
+async def test_a_policy_that_does_not_ask_runs_the_call_without_a_person(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
     script = [reply(call("transfer", {"amount": 5}, id="c1")), reply(call("transfer", {"amount": 500}, id="c2")),
               reply("done")]  # fmt: skip
     agent = transfer_agent(effects, script, strategy=asking(AskWhenPolicy("amount > 100")))
@@ -147,8 +160,9 @@ async def test_a_policy_that_does_not_ask_runs_the_call_without_a_person(dev_ser
     assert effects.done == [("transfer", 5), ("transfer", 500)]
 
 
-async def test_a_run_id_is_used_once_even_after_the_run_closed(dev_server: Any, ledger_url: str, task_queue: str,
-                                                               effects: Effects) -> None:  # fmt: skip
+async def test_a_run_id_is_used_once_even_after_the_run_closed(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
     agent = transfer_agent(effects, [reply("hi")])
     async with harness(dev_server.address, ledger_url, task_queue, {"demo": agent}) as h:
         run_id = await h.start()
@@ -158,8 +172,9 @@ async def test_a_run_id_is_used_once_even_after_the_run_closed(dev_server: Any, 
     assert effects.done == []
 
 
-async def test_an_unknown_agent_fails_the_run_with_its_name(dev_server: Any, ledger_url: str, task_queue: str,
-                                                            effects: Effects) -> None:  # fmt: skip
+async def test_an_unknown_agent_fails_the_run_with_its_name(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
     async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
         run_id = await h.start(agent="ghost")
         with pytest.raises(WorkflowFailureError) as failed:
