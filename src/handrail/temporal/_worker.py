@@ -55,7 +55,8 @@ def create_worker(
         task_queue: The queue this worker serves (clients start runs on it).
         agents: The agents by name, or an :class:`AgentCatalog`.
         store: The ledger (and blob) store every worker of the deployment shares.
-        max_concurrent_activities: Model and tool calls run at once in this worker.
+        max_concurrent_activities: Tool calls (and, unless ``max_concurrent_local_activities`` is given, model
+            calls) run at once in this worker.
         sticky_timeout: Seconds a workflow task waits for this worker before another worker takes the run
             (Temporal's default is 10 s: the time a run stalls after its worker is killed).
         **worker_options: More ``temporalio.worker.Worker`` options.
@@ -63,15 +64,21 @@ def create_worker(
     catalog = agents if isinstance(agents, AgentCatalog) else AgentCatalog(agents)
     catalog.check_all()
     _registry.register(task_queue, catalog)
-    activities = Activities(catalog, store)
+    # The activities are async and run their blocking parts (model, tool, ledger) in this pool: one thread per
+    # model or tool call the worker takes at once (asyncio's default pool has only cpus + 4 threads).
+    local = worker_options.pop("max_concurrent_local_activities", None) or max_concurrent_activities
+    executor = worker_options.pop("activity_executor", None) or concurrent.futures.ThreadPoolExecutor(
+        max_workers=max_concurrent_activities + local, thread_name_prefix="handrail-activity"
+    )
+    activities = Activities(catalog, store, executor)
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentRunWorkflow],
         activities=activities.all(),
-        activity_executor=worker_options.pop("activity_executor", None) or concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_concurrent_activities),
+        activity_executor=executor,
         max_concurrent_activities=max_concurrent_activities,
+        max_concurrent_local_activities=local,
         workflow_runner=worker_options.pop("workflow_runner", None) or workflow_runner(),
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
         **worker_options,
