@@ -128,11 +128,15 @@ class Activities:
         """Run one approved tool call through the ledger; returns its outcome (``to_json`` of a ToolOutcome).
 
         When an earlier attempt started the tool and its worker died, the answer is ``{"type":
-        "unknown_outcome", ...}`` instead (the tool is not run again), unless ``again`` is set or the tool is idempotent and the run's policy is ``retry``.
+        "unknown_outcome", ...}`` instead (the tool is not run again), unless ``again`` is set (honoured on the
+        activity's first attempt only) or the tool is idempotent and the run's policy is ``retry``.
         """
         key = f"{inp.run_id}/{inp.call_id}"
         tool = self.catalog.tool(inp.agent, inp.tool_name)
-        row = await _in_thread(self.executor, self.store.begin, key, again=inp.again)
+        # ``again`` is a person's choice to run the call once more: only this activity's first attempt may act on
+        # it. A later attempt means that run died too; its outcome is unknown again and must be asked again.
+        again = inp.again and activity.info().attempt == 1
+        row = await _in_thread(self.executor, self.store.begin, key, again=again)
         if row is not None and row.status == "done":
             assert row.outcome is not None
             return row.outcome  # the effect happened; only the activity's completion was lost
