@@ -67,11 +67,18 @@ async def _in_thread(executor: concurrent.futures.Executor | None, function: Cal
     return await asyncio.get_running_loop().run_in_executor(executor, call)
 
 
-async def _heartbeating(function: Callable[[], T], executor: concurrent.futures.Executor | None = None,
-                        every: float = 0.5) -> T:  # fmt: skip
-    """Run ``function`` in a thread of ``executor``, heartbeating while it runs (a no-op in a local activity)."""
+async def _heartbeating(function: Callable[[], T], executor: concurrent.futures.Executor | None = None) -> T:
+    """Run ``function`` in a thread of ``executor``, heartbeating while it runs (a no-op in a local activity).
+
+    It beats four times per heartbeat timeout (at most every 5 s), so a busy machine that delays one beat does not
+    make Temporal declare a live worker dead (``create_worker`` lowers the SDK's throttle to match: by default it
+    sends a beat only every 0.8 × the timeout, 0.2 s of slack for a 1 s timeout).
+    """
     task = asyncio.ensure_future(_in_thread(executor, function))
-    remote = not activity.info().is_local
+    info = activity.info()
+    remote = not info.is_local
+    timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 2.0
+    every = min(max(timeout / 4, 0.1), 5.0)
     while True:
         done, _ = await asyncio.wait({task}, timeout=every)
         if done:

@@ -81,5 +81,8 @@ def create_worker(
         max_concurrent_local_activities=local,
         workflow_runner=worker_options.pop("workflow_runner", None) or workflow_runner(),
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
+        # The SDK sends a heartbeat at most every 0.8 x the heartbeat timeout unless this caps it: let the
+        # activities' own cadence (a quarter of the timeout) through, or a 1 s timeout has 0.2 s of slack.
+        max_heartbeat_throttle_interval=worker_options.pop("max_heartbeat_throttle_interval", timedelta(seconds=0.25)),
         **worker_options,
     )  # fmt: skip
