@@ -126,3 +126,6 @@ def temporal_bin() -> str:
     found = shutil.which("temporal", path=str(TEMPORAL_BIN.parent))
     assert found is not None
     return found
+
+
+from tests.stores.conftest import postgres_database, postgres_dsn, postgres_server_dsn  # noqa: E402, F401
