@@ -234,7 +234,7 @@ class Approval:
         """What drives the call's run: ``local`` (a snapshot this store holds; the default), or another.
 
         Another is the ``extra["backend"]`` the record names: ``temporal``, a Temporal workflow, whose decisions
-        go to it as Updates (docs/inbox.md, "Temporal runs").
+        go to it as Updates (docs/approval-service.md, "Temporal runs").
         """
         value = self.extra.get(BACKEND_KEY)
         return value if isinstance(value, str) and value else "local"

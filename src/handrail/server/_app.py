@@ -177,7 +177,7 @@ def create_app(
             answers "preview unavailable" (the preview goes on in its thread; what it returns is kept).
         temporal: ``HOST:PORT`` of Temporal (or a :class:`~handrail.server._temporal.TemporalDecisions`): the
             approvals of Temporal runs (recorded into ``store`` by their workers) are decided by ``decide``
-            Updates to their workflows (docs/inbox.md, "Temporal runs"). None: such approvals are listed but
+            Updates to their workflows (docs/approval-service.md, "Temporal runs"). None: such approvals are listed but
             take no decision here.
         namespace: The Temporal namespace (with ``temporal`` given as an address).
 
