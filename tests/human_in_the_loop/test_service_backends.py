@@ -11,16 +11,20 @@ import pytest
 from handrail.dataclasses.approval import Approval
 from handrail.errors import ApprovalClosedError, ApprovalConflictError, ApprovalDecisionError
 from handrail.human_in_the_loop.service import ApprovalService
-from handrail.stores import FileSnapshotStore, SQLiteSnapshotStore
+from handrail.stores import FileSnapshotStore, SQLiteSnapshotStore, open_snapshot_store
+from tests.stores.conftest import postgres_database, postgres_dsn, postgres_server_dsn  # noqa: F401 - fixtures
 
 NOW = datetime(2026, 1, 2, 12, tzinfo=UTC)
 
 
-@pytest.fixture(params=["files", "sqlite"])
+@pytest.fixture(params=["files", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    made: Any = (
-        FileSnapshotStore(tmp_path / "s") if request.param == "files" else SQLiteSnapshotStore(tmp_path / "s.db")
-    )
+    if request.param == "files":
+        made: Any = FileSnapshotStore(tmp_path / "s")
+    elif request.param == "sqlite":
+        made = SQLiteSnapshotStore(tmp_path / "s.db")
+    else:
+        made = open_snapshot_store(request.getfixturevalue("postgres_dsn"))
     yield made
     made.close()
 
