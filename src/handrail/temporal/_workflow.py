@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from handrail.dataclasses.decisions import ToolExecutionDecision
     from handrail.errors import HandrailError
     from handrail.human_in_the_loop._approval_settings import approval_settings, pause_needed, team_policy
-    from handrail.temporal import _registry
+    from handrail.temporal import _records, _registry
     from handrail.temporal._activities import UNKNOWN_OUTCOME, is_idempotent, state_from_json, state_to_json
     from handrail.temporal._asking import Waiting, digest, expires
     from handrail.temporal._types import WORKFLOW_NAME, DecisionInput, HookInput, ModelInput, RunInput, ToolInput
@@ -272,6 +272,8 @@ class AgentRunWorkflow:
 
     async def _wait(self, held: list[Waiting]) -> None:
         self._status = "waiting"
+        step = max(self._usage["model_calls"] - 1, 0)
+        recording = _records.open_records(self._inp, held, step, self._usage["approvals"])  # the service's records
         while any(w.final is None for w in held):
             deadlines = [w.expires_at for w in held if w.final is None and w.expires_at is not None]
             timeout = (min(deadlines) - workflow.now()).total_seconds() if deadlines else None
@@ -283,6 +285,7 @@ class AgentRunWorkflow:
                 for w in held:
                     if w.final is None and w.expires_at is not None and w.expires_at <= now:
                         w.expire()
+        await _records.close_records(recording, held)
         for w in held:
             assert w.final is not None
             self._decided[w.call_id] = digest(w.final)
