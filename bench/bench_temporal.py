@@ -15,6 +15,11 @@ Usage:
     python bench/bench_temporal.py --modes local --json /tmp/t.json
     python bench/bench_temporal.py --address 127.0.0.1:7233 --server-pid 1234   # a running dev server
     python bench/bench_temporal.py --db-file /tmp/temporal.db                    # the server on an SQLite file
+    python bench/bench_temporal.py --modes local --variant unsandboxed           # where the worker's CPU goes
+
+Variants (what the worker's CPU goes to, measured; not handrail's defaults): ``unsandboxed`` runs the workflow with
+Temporal's ``UnsandboxedWorkflowRunner``; ``no-codec`` connects client and worker without handrail's claim-check
+payload codec (the same payloads here, all under its 128 KB threshold, but no codec for the SDK to visit).
 """
 
 from __future__ import annotations
@@ -87,14 +92,32 @@ def make_agent() -> Any:
 # -- the worker process -------------------------------------------------------------------------------------------
 
 
-async def _worker(address: str, task_queue: str, ledger: str) -> None:
+VARIANTS = ("default", "unsandboxed", "no-codec")
+
+
+async def _connect(address: str, store: Any, variant: str) -> Any:
+    from handrail import temporal as ht
+
+    if variant == "no-codec":
+        from temporalio.client import Client
+
+        return await Client.connect(address)
+    return await ht.connect(address, store)
+
+
+async def _worker(address: str, task_queue: str, ledger: str, variant: str) -> None:
     from handrail import temporal as ht
 
     store = ht.open_temporal_store(ledger)
-    client = await ht.connect(address, store)
+    client = await _connect(address, store, variant)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    async with ht.create_worker(client, task_queue, {AGENT: make_agent}, store):
+    options: dict[str, Any] = {}
+    if variant == "unsandboxed":
+        from temporalio.worker import UnsandboxedWorkflowRunner
+
+        options["workflow_runner"] = UnsandboxedWorkflowRunner()
+    async with ht.create_worker(client, task_queue, {AGENT: make_agent}, store, **options):
         print("ready", flush=True)
         await stop.wait()
     store.close()
@@ -105,8 +128,9 @@ def worker_main(argv: list[str]) -> None:
     p.add_argument("--address", required=True)
     p.add_argument("--task-queue", required=True)
     p.add_argument("--ledger", required=True)
+    p.add_argument("--variant", choices=VARIANTS, default="default")
     a = p.parse_args(argv)
-    asyncio.run(_worker(a.address, a.task_queue, a.ledger))
+    asyncio.run(_worker(a.address, a.task_queue, a.ledger, a.variant))
     sys.stdout.flush()
     os._exit(0)  # the SDK can abort at interpreter exit (sdk-python #300)
 
@@ -114,7 +138,8 @@ def worker_main(argv: list[str]) -> None:
 # -- the client ---------------------------------------------------------------------------------------------------
 
 
-async def measure_mode(address: str, server_pid: int | None, mode: str, quick: bool) -> dict[str, Any]:
+async def measure_mode(address: str, server_pid: int | None, mode: str, quick: bool,
+                       variant: str = "default") -> dict[str, Any]:  # fmt: skip
     """Start a worker process, measure one mode (``local`` or ``remote`` model calls), stop the worker."""
     from handrail import temporal as ht
 
@@ -122,9 +147,9 @@ async def measure_mode(address: str, server_pid: int | None, mode: str, quick: b
     with tempfile.TemporaryDirectory(prefix="tbench-") as tmp:
         ledger = f"sqlite:///{tmp}/ledger.db"
         cmd = [sys.executable, os.path.abspath(__file__), "worker", "--address", address, "--task-queue", task_queue,
-               "--ledger", ledger]  # fmt: skip
+               "--ledger", ledger, "--variant", variant]  # fmt: skip
         store = ht.open_temporal_store(ledger)
-        client = await ht.connect(address, store)
+        client = await _connect(address, store, variant)
         options = ht.RunOptions(local_model_calls=(mode == "local"))
 
         async def run_once(run_id: str, steps: int) -> None:
@@ -134,12 +159,13 @@ async def measure_mode(address: str, server_pid: int | None, mode: str, quick: b
                 raise RuntimeError(f"run {run_id} did not do the workload: {result['usage']} {result['answer']!r}")
 
         with tc.Worker(cmd) as worker:
-            label = f"handrail, model calls as {mode} activities"
+            label = f"handrail, model calls as {mode} activities" + ("" if variant == "default" else f", {variant}")
             res = await tc.measure(client, run_once, tc.Cpu(worker.pid, server_pid), label=label,
                                    **_sizes(quick))  # fmt: skip
         store.close()
     res["framework"] = FRAMEWORK
     res["mode"] = mode
+    res["variant"] = variant
     return res
 
 
@@ -163,7 +189,7 @@ async def _main(a: argparse.Namespace) -> dict[str, Any]:
         assert server.process is not None
         address, server_pid = server.address, server.process.pid
     try:
-        results = [await measure_mode(address, server_pid, mode, a.quick) for mode in a.modes]
+        results = [await measure_mode(address, server_pid, mode, a.quick, a.variant) for mode in a.modes]
     finally:
         if server is not None:
             server.stop()
@@ -181,6 +207,7 @@ def main() -> None:
     p.add_argument("--address", help="a running dev server (else one is started here)")
     p.add_argument("--server-pid", type=int, help="its pid, for its CPU figures")
     p.add_argument("--db-file", help="start the dev server on this SQLite file instead of in memory")
+    p.add_argument("--variant", choices=VARIANTS, default="default", help="see the module docstring")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json", help="also write the JSON here")
     p.add_argument("--no-table", action="store_true", help="print the JSON line only")

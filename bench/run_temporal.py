@@ -12,6 +12,7 @@ Usage:
     python bench/run_temporal.py                 # 3 rounds: ~6 min on 2 cores
     python bench/run_temporal.py --quick --rounds 1
     python bench/run_temporal.py --db-file /tmp/temporal-bench.db   # the dev server on an SQLite file
+    python bench/run_temporal.py --variants      # also handrail unsandboxed / without its codec (where CPU goes)
 
 Writes ``bench/results/temporal/round<i>.<config>.json``, ``temporal.json`` (the medians) and ``table.md``, and
 prints the table.
@@ -38,7 +39,10 @@ CONFIGS = {
     "handrail-local": ["bench_temporal.py", "--modes", "local"],
     "handrail-remote": ["bench_temporal.py", "--modes", "remote"],
     "pydantic-ai": ["peers/temporal_pydantic_ai.py"],
+    "handrail-local-unsandboxed": ["bench_temporal.py", "--modes", "local", "--variant", "unsandboxed"],
+    "handrail-local-no-codec": ["bench_temporal.py", "--modes", "local", "--variant", "no-codec"],
 }
+DEFAULT = ["handrail-local", "handrail-remote", "pydantic-ai"]
 
 
 def _median_tree(items: list[Any]) -> Any:
@@ -58,12 +62,13 @@ def main() -> None:
     p.add_argument("--db-file", help="run the dev server on this SQLite file (removed first) instead of in memory")
     p.add_argument("--handrail-python", default=sys.executable)
     p.add_argument("--pai-python", default="/tmp/bench-pai/bin/python")
-    p.add_argument("--only", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
+    p.add_argument("--only", nargs="+", choices=list(CONFIGS), default=DEFAULT)
+    p.add_argument("--variants", action="store_true", help="also handrail-local unsandboxed and without the codec")
     p.add_argument("--out", default=str(HERE / "results" / "temporal"))
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    configs = list(a.only)
+    configs = list(a.only) + ([c for c in CONFIGS if c not in a.only and c not in DEFAULT] if a.variants else [])
     if "pydantic-ai" in configs and not Path(a.pai_python).exists():
         print(f"skipping pydantic-ai: no {a.pai_python} (see the docstring of peers/temporal_pydantic_ai.py)")
         configs.remove("pydantic-ai")
