@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,7 +40,7 @@ its effect happened."""
 
 def is_idempotent(tool: Tool) -> bool:
     """Whether running ``tool`` twice for one call is safe: marked ``idempotent``, or it takes a ``ToolCallId``."""
-    return bool(getattr(tool, "idempotent", False)) or tool.roles.call_id_param is not None
+    return tool.idempotent or tool.roles.call_id_param is not None
 
 
 def state_to_json(data: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +116,7 @@ class Activities:
         def call() -> list[dict[str, Any]]:
             agent = self.catalog.agent(inp.agent)
             model = model_call(agent, None, None)
-            messages = [ChatMessage.from_dict(m) for m in inp.messages]
+            messages = [ChatMessage.from_dict(m) for m in json.loads(inp.messages)]
             if model.pass_tools:
                 tools = [self.catalog.tool(inp.agent, n) for n in inp.tools] or None
                 output = agent.chat_generator.run(messages=messages, tools=tools)
@@ -165,7 +166,7 @@ class Activities:
 
         def run() -> dict[str, Any]:
             agent = self.catalog.agent(inp.agent)
-            state = State()
+            state = State(agent.state_schema or {})
             state.data.update(state_from_json(inp.state))
             for hook in (agent.hooks or {}).get(inp.point, ()):
                 hook.run(state)

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from handrail.temporal import _registry
+from handrail.temporal import _records, _registry
 from handrail.temporal._activities import Activities
 from handrail.temporal._catalog import AgentCatalog
+from handrail.temporal._records import Recorder
 from handrail.temporal._workflow import AgentRunWorkflow
 
 if TYPE_CHECKING:
@@ -21,17 +22,18 @@ if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
     from handrail.temporal._store import TemporalStore
 
-__all__ = ["PASSTHROUGH", "create_worker", "workflow_runner"]
-
-PASSTHROUGH = ("handrail", "jsonschema", "referencing", "rpds", "pydantic", "pydantic_core", "yaml", "jinja2",
-               "markupsafe", "rich", "click", "annotated_types", "typing_extensions", "attrs", "attr")  # fmt: skip
-"""Modules the workflow sandbox shares with the worker instead of re-importing them for every run: handrail's
-deterministic step machine and what it imports."""
+__all__ = ["create_worker", "workflow_runner"]
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox handrail's workflow runs in (Temporal's defaults, handrail's modules passed through)."""
-    return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH))
+    """The sandbox handrail's workflow runs in: Temporal's restrictions, with every module passed through.
+
+    The workflow module is the only code the sandbox loads per run. What the workflow runs of handrail (the step
+    machine, schema validation, rule evaluation, templates) is deterministic by design and never calls a tool, a
+    hook or a model (activities do), so re-importing it for every run would only cost time, and a lazy import of
+    a library module during a run would be refused by the sandbox's import check.
+    """
+    return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_all_modules())
 
 
 def create_worker(
@@ -40,6 +42,7 @@ def create_worker(
     agents: Mapping[str, Agent | Callable[[], Agent]] | AgentCatalog,
     store: TemporalStore,
     *,
+    approvals: Any = None,
     max_concurrent_activities: int = 16,
     sticky_timeout: float = 1.0,
     **worker_options: Any,
@@ -55,6 +58,10 @@ def create_worker(
         task_queue: The queue this worker serves (clients start runs on it).
         agents: The agents by name, or an :class:`AgentCatalog`.
         store: The ledger (and blob) store every worker of the deployment shares.
+        approvals: The approval service's store (a snapshot store object, or its URL): the runs' held calls are
+            recorded there, so ``handrail serve`` on that store lists them and decides them by Update
+            (:mod:`handrail.temporal._records`). None (the default): no records. Every worker of ``task_queue``
+            must be given the same.
         max_concurrent_activities: Tool calls (and, unless ``max_concurrent_local_activities`` is given, model
             calls) run at once in this worker.
         sticky_timeout: Seconds a workflow task waits for this worker before another worker takes the run
@@ -70,12 +77,15 @@ def create_worker(
     executor = worker_options.pop("activity_executor", None) or concurrent.futures.ThreadPoolExecutor(
         max_workers=max_concurrent_activities + local, thread_name_prefix="handrail-activity"
     )
-    activities = Activities(catalog, store, executor)
+    activities = Activities(catalog, store, executor).all()
+    if approvals is not None:
+        activities.append(Recorder(catalog, _approval_store(approvals)).record_approvals)
+        _records.enable(task_queue)
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentRunWorkflow],
-        activities=activities.all(),
+        activities=activities,
         activity_executor=executor,
         max_concurrent_activities=max_concurrent_activities,
         max_concurrent_local_activities=local,
@@ -86,3 +96,20 @@ def create_worker(
         max_heartbeat_throttle_interval=worker_options.pop("max_heartbeat_throttle_interval", timedelta(seconds=0.25)),
         **worker_options,
     )  # fmt: skip
+
+
+def _approval_store(approvals: Any) -> Any:
+    """The approval service's store: the one given, or the one its URL opens (it must keep approvals)."""
+    from handrail.errors import ConfigurationTypeError
+    from handrail.stores.approvals import ApprovalStore
+
+    if isinstance(approvals, str):
+        from handrail.stores import open_snapshot_store
+
+        approvals = open_snapshot_store(approvals)
+    if not isinstance(approvals, ApprovalStore):
+        raise ConfigurationTypeError(
+            f"approvals must be the approval service's store (a FileSnapshotStore, SQLiteSnapshotStore or "
+            f"PostgresSnapshotStore, or its URL), got {type(approvals).__name__}."
+        )
+    return approvals
