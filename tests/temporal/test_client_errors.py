@@ -22,7 +22,7 @@ async def test_an_unknown_run_is_named(dev_server: Any, ledger_url: str, task_qu
 
 async def test_an_unreachable_server_is_said_so_within_the_timeout(ledger_url: str) -> None:
     store = ht.open_temporal_store(ledger_url)
-    with pytest.raises(ht.TemporalUnavailableError, match="Cannot reach the Temporal server at 127.0.0.1"):
+    with pytest.raises(ht.TemporalUnavailableError, match=r"Cannot reach the Temporal server at 127\.0\.0\.1"):
         await ht.connect(f"127.0.0.1:{free_port()}", store, connect_timeout=2)
     store.close()
 
