@@ -205,12 +205,6 @@ async def test_a_call_killed_after_its_effect_follows_the_unknown_outcome_policy
     assert len(list(site.markers.glob(f"started.*.{ref(retry).replace('/', '_')}"))) == 2  # it did run again
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known core bug, intermittent: a fresh worker replaying a run that was asked "
-    "again and approved sometimes fails with TMPRL1100 'No command scheduled for event "
-    "ActivityTaskScheduled' (the re-run activity), and the run is stuck",
-)
 async def test_a_call_run_again_by_a_person_and_killed_again_asks_again(site: Site, client: Client) -> None:
     a = await site.ready("a", sleep_after=60.0)
     [run] = new_runs(1)

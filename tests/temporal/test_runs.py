@@ -196,3 +196,28 @@ async def test_hooks_run_in_activities_and_state_flows_into_and_out_of_tools(
     assert result["state"]["balance"] == 42  # outputs_to_state merged in the workflow
     assert result["state"]["llm_calls"] == 2  # the before_llm hook ran before each model call, on the run's State
     assert result["tool_call_counts"] == {"lookup": 1}
+
+
+async def test_a_decision_names_the_question_it_answers(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
+    script = [
+        reply(call("transfer", {"amount": 5}, id="c1")),
+        reply(call("transfer", {"amount": 6}, id="c2")),
+        reply("done"),
+    ]
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects, script)}) as h:
+        run_id = await h.start()
+        [first] = await h.waiting(run_id)
+        assert first["asked"] == 1
+        await h.decide(run_id, "c1", asked=1)
+        [second] = await h.waiting(run_id)
+        assert (second["call_id"], second["asked"]) == ("c2", 2)
+        with pytest.raises(ht.DecisionRefused, match="question 3 on call 'c2' does not wait"):
+            await h.decide(run_id, "c2", asked=3)
+        assert (await h.decide(run_id, "c1", asked=1))["status"] == "duplicate"  # a late repeat answers nothing new
+        with pytest.raises(ht.DecisionRefused, match="question 1 on call 'c1' was already decided"):
+            await h.decide(run_id, "c1", "reject", asked=1)
+        assert (await h.decide(run_id, "c2"))["status"] == "decided"  # the number is looked up when not given
+        await h.result(run_id)
+    assert effects.done == [("transfer", 5), ("transfer", 6)]

@@ -172,7 +172,7 @@ async def test_what_the_run_refuses_is_refused_over_http_and_nothing_is_recorded
         service_store.create_approval(ghost)
         refused = await api.decide(ghost.id, {"decision": "approve"})
         assert refused.status_code == 422, refused.text
-        assert "no call 'ghost' waits" in refused.json()["detail"]
+        assert "on call 'ghost' does not wait" in refused.json()["detail"]
         assert service_store.get_approval(ghost.id).status == "pending"
         assert (await api.decide(item["id"], {"decision": "reject", "feedback": "no"})).status_code == 200
         await h.result(run_id)

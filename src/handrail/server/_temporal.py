@@ -102,8 +102,10 @@ class TemporalDecisions:
         run_id = str(info.get("workflow_id") or approval.run_id)
         call_id = str(info.get("call_id") or approval.tool_call_id)
         try:
-            return dict(self._submit(self._update(run_id, call_id, decision, decided_by=principal, arguments=edited,
-                                                  feedback=feedback, tool_name=approval.tool_name)))  # fmt: skip
+            asked = info.get("asked") if type(info.get("asked")) is int else None  # none in an older worker's record
+            update = self._update(run_id, call_id, decision, decided_by=principal, arguments=edited,
+                                  feedback=feedback, tool_name=approval.tool_name, asked=asked)  # fmt: skip
+            return dict(self._submit(update))
         except DecisionRefused as exc:
             reason = str(getattr(getattr(exc.__cause__, "cause", None), "message", None) or exc)
             if "already decided" in reason:

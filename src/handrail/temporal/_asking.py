@@ -48,6 +48,8 @@ class Waiting:
     """``validate(params) -> problem | None``: the tool's schema check of edited arguments."""
     kind: str = "approval"
     """``approval``, or ``unknown_outcome``: the call's worker died while it ran; run it again?"""
+    asked: int = 0
+    """The question's number in the run (a call asked again after an unknown outcome gets a new one)."""
     votes: dict[str, DecisionInput] = field(default_factory=dict)
     decision: ToolExecutionDecision | None = None
     final: DecisionInput | None = None
@@ -120,7 +122,8 @@ class Waiting:
     def view(self) -> dict[str, Any]:
         """What the status query shows of this call."""
         return {
-            "call_id": self.call_id, "tool_name": self.tool_name, "arguments": self.arguments, "kind": self.kind,
+            "call_id": self.call_id, "asked": self.asked, "tool_name": self.tool_name, "arguments": self.arguments,
+            "kind": self.kind,
             "allowed_decisions": list(self.allowed), "quorum": self.quorum, "votes": sorted(self.votes),
             "created_at": self.created_at.isoformat(),
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,

@@ -180,8 +180,13 @@ async def decide(
     arguments: dict[str, Any] | None = None,
     feedback: str | None = None,
     tool_name: str | None = None,
+    asked: int | None = None,
 ) -> dict[str, Any]:
     """Decide a held call of a run (an Update: answered once the run accepted it).
+
+    The decision names the question it answers (``asked`` of the call in :func:`describe`'s ``waiting``; looked up
+    when not given), so a late repeat of a first answer never answers the same call asked again after an unknown
+    outcome. With no worker alive the decision waits for one (a caller that gives up may still see it applied).
 
     Returns:
         ``{"status": "decided" | "voted" | "duplicate", ...}``.
@@ -190,7 +195,9 @@ async def decide(
         DecisionRefused: The run refused it, with the reason (nothing entered the run's history).
     """
     handle = client.get_workflow_handle(run_id)
-    d = DecisionInput(call_id, decision, decided_by, arguments, feedback, tool_name)
+    if asked is None:
+        asked = await _question_of(handle, run_id, call_id)
+    d = DecisionInput(call_id, decision, decided_by, arguments, feedback, tool_name, asked)
     try:
         with _known_run(run_id):
             answer: dict[str, Any] = await handle.execute_update("decide", d)
@@ -200,6 +207,21 @@ async def decide(
             f"Run {run_id!r} refused the decision on {call_id!r}: {getattr(cause, 'message', cause)}"
         ) from exc
     return answer
+
+
+async def _question_of(handle: Any, run_id: str, call_id: str) -> int | None:
+    """The number of the question on ``call_id`` that waits now (None when none waits or no worker answers)."""
+    try:
+        with _known_run(run_id):
+            status = await asyncio.wait_for(handle.query("status"), 3.0)
+    except RunNotFoundError:
+        raise
+    except Exception:  # no worker answers queries now: the decision goes without a number (it waits for one)
+        return None
+    for waiting in status.get("waiting") or []:
+        if waiting.get("call_id") == call_id and type(waiting.get("asked")) is int:
+            return int(waiting["asked"])
+    return None
 
 
 async def describe(client: Client, run_id: str) -> dict[str, Any]:

@@ -85,6 +85,8 @@ class CallRecord:
     on_expiry: str
     description: str
     kind: str = "approval"
+    asked: int = 0
+    """The question's number in the run (decisions name it, so a late repeat never answers a later question)."""
 
 
 @dataclass
@@ -141,7 +143,7 @@ def _call_record(w: Waiting, asked: int) -> CallRecord:
     return CallRecord(
         w.call_id, record_call_id, w.tool_name, arguments, injected, list(w.allowed), w.quorum,
         w.initiator_may_approve, w.created_at.isoformat(), w.expires_at.isoformat() if w.expires_at else None,
-        w.on_expiry, w.description, w.kind,
+        w.on_expiry, w.description, w.kind, w.asked,
     )  # fmt: skip
 
 
@@ -231,7 +233,7 @@ class Recorder:
         extra: dict[str, Any] = {
             "backend": BACKEND,
             BACKEND: {"namespace": inp.namespace, "task_queue": inp.task_queue, "workflow_id": inp.run_id,
-                      "call_id": call.call_id, "kind": call.kind},
+                      "call_id": call.call_id, "kind": call.kind, "asked": call.asked},
         }  # fmt: skip
         if call.injected:
             extra[INJECTED_KEY] = list(call.injected)

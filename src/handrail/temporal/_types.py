@@ -60,6 +60,8 @@ class RunInput:
     """How many times this run continued as new."""
     usage: dict[str, int] = field(default_factory=dict)
     """Counts kept across continue-as-new: model calls, tool calls, approvals."""
+    answered: dict[str, str] = field(default_factory=dict)
+    """The digest of each question's final decision, by question number (``asked``), from earlier runs."""
 
 
 @dataclass
@@ -76,6 +78,9 @@ class DecisionInput:
     feedback: str | None = None
     tool_name: str | None = None
     """When given, must be the call's tool (an edit cannot rename the tool)."""
+    asked: int | None = None
+    """The number of the question this decision answers (``asked`` in the status' ``waiting``): a call asked again
+    after an unknown outcome is a new question, and a late repeat of the first answer must not answer it."""
 
 
 @dataclass

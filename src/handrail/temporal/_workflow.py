@@ -66,6 +66,8 @@ class AgentRunWorkflow:
         self._inp = inp
         self._waiting: dict[str, Waiting] = {}
         self._decided: dict[str, str] = dict(inp.decided)
+        self._answered: dict[str, str] = dict(inp.answered)
+        """The digest of the final decision of each question, by its number (``Waiting.asked``, as a str)."""
         self._status = "running"
         self._usage: dict[str, int] = {"model_calls": 0, "tool_calls": 0, "approvals": 0, **inp.usage}
         self._exit_reason: str | None = None
@@ -182,8 +184,9 @@ class AgentRunWorkflow:
 
         snap = snapshot_at_model(run, agent, workflow.now())
         decided = dict(list(self._decided.items())[-_KEEP_DECIDED:])
+        answered = dict(list(self._answered.items())[-_KEEP_DECIDED:])
         nxt = RunInput(self._inp.agent, [], {}, self._inp.initiator, self._inp.options, snap.to_dict(), decided,
-                       self._inp.continued + 1, dict(self._usage))  # fmt: skip
+                       self._inp.continued + 1, dict(self._usage), answered)  # fmt: skip
         workflow.continue_as_new(nxt)
 
     # -- tool calls ---------------------------------------------------------------------------------------------
@@ -268,6 +271,7 @@ class AgentRunWorkflow:
         )  # fmt: skip
         self._waiting[waiting.call_id] = waiting
         self._usage["approvals"] += 1
+        waiting.asked = self._usage["approvals"]  # numbers every question of the run's chain, deterministically
         return waiting
 
     async def _wait(self, held: list[Waiting]) -> None:
@@ -288,7 +292,7 @@ class AgentRunWorkflow:
         await _records.close_records(recording, held)
         for w in held:
             assert w.final is not None
-            self._decided[w.call_id] = digest(w.final)
+            self._decided[w.call_id] = self._answered[str(w.asked)] = digest(w.final)
             del self._waiting[w.call_id]
         self._status = "running"
 
@@ -311,14 +315,48 @@ class AgentRunWorkflow:
     async def decide(self, d: DecisionInput) -> dict[str, Any]:
         """Decide a held call: ``approve``, ``reject`` or ``edit`` (with the new arguments)."""
         waiting = self._waiting.get(d.call_id)
-        if waiting is None:  # a duplicate of a decision taken earlier (the validator let only that through)
-            return {"status": "duplicate", "call_id": d.call_id}
+        if d.asked is not None and (waiting is None or waiting.asked != d.asked):
+            if str(d.asked) in self._answered:  # a repeat of the decision that answered that question
+                return {"status": "duplicate", "call_id": d.call_id}
+            waiting = await self._asked(d.call_id, d.asked)
+        elif waiting is None:
+            if d.call_id in self._decided:  # a duplicate of a decision taken earlier (the validator let only that in)
+                return {"status": "duplicate", "call_id": d.call_id}
+            waiting = await self._asked(d.call_id, None)
         outcome = waiting.apply(d)
         return {"status": outcome, "call_id": d.call_id, "votes": sorted(waiting.votes), "quorum": waiting.quorum}
+
+    async def _asked(self, call_id: str, asked: int | None) -> Waiting:
+        """The question a decision answers, once it is asked.
+
+        The validator accepted the decision while its question waited. Replaying the history, the SDK may hand an
+        Update over before the activity result that made the run ask that question again (an unknown outcome), so
+        the decision waits for its question here instead of being lost or taken for a duplicate.
+        """
+
+        def found() -> bool:
+            w = self._waiting.get(call_id)
+            return w is not None and w.final is None and (asked is None or w.asked == asked)
+
+        await workflow.wait_condition(found)
+        return self._waiting[call_id]
 
     @decide.validator
     def _check_decision(self, d: DecisionInput) -> None:
         waiting = self._waiting.get(d.call_id) if isinstance(d.call_id, str) else None
+        if d.asked is not None and (type(d.asked) is not int or waiting is None or waiting.asked != d.asked):
+            if type(d.asked) is not int:
+                raise ValueError(f"asked must be the question's number (an int), got {d.asked!r:.40}")
+            known = self._answered.get(str(d.asked))
+            if known is not None:
+                if known == digest(d):
+                    return
+                raise ValueError(f"question {d.asked} on call {d.call_id!r:.80} was already decided; a different "
+                                 "decision is refused")  # fmt: skip
+            now = waiting.asked if waiting is not None else "none"
+            raise ValueError(
+                f"question {d.asked} on call {d.call_id!r:.80} does not wait (the call's question now: {now})"
+            )
         if waiting is None:
             if d.call_id in self._decided:
                 if self._decided[d.call_id] == digest(d):
