@@ -37,8 +37,16 @@ if TYPE_CHECKING:
     from handrail.human_in_the_loop.types import ConfirmationUI
     from handrail.stores.types import SnapshotStore
 
-__all__ = ["ENTRY_TAGS", "WORKFLOW_DECIDES", "ConfirmationEntry", "ConfirmationValue", "RejectingUI", "WorkflowDecides",
-           "asks_a_person", "strategies"]
+__all__ = [
+    "ENTRY_TAGS",
+    "WORKFLOW_DECIDES",
+    "ConfirmationEntry",
+    "ConfirmationValue",
+    "RejectingUI",
+    "WorkflowDecides",
+    "asks_a_person",
+    "strategies",
+]
 
 PolicyName = Literal["always", "never", "once"]
 Approve = Literal["ask", "all", "none", "pause", "workflow"]
@@ -228,7 +236,8 @@ def _asking(name: str, entry: ConfirmationEntry, approve: Approve, ui: Confirmat
     if approve == "none":  # no person is asked: the rejection must not say "by the user"
         return BlockingConfirmationStrategy(confirmation_policy=_policy(entry), confirmation_ui=RejectingUI(),
                                             reject_template=_NOT_APPROVED)  # fmt: skip
-    chosen = RejectingUI() if approve in ("pause", "workflow") else (ui if ui is not None else RichConsoleUI())  # pause: never asks
+    never_asks = approve in ("pause", "workflow")
+    chosen = RejectingUI() if never_asks else (ui if ui is not None else RichConsoleUI())
     return BlockingConfirmationStrategy(confirmation_policy=_policy(entry), confirmation_ui=chosen)
 
 

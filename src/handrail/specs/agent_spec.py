@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
@@ -196,7 +196,7 @@ def _pause_settings(
         if snapshot_dir is not None or snapshot_store is not None or snapshot_metadata is not None:
             raise SpecError("approve='workflow' writes no snapshot (its workflow decides the calls): give no "
                             "snapshot_dir, snapshot_store or snapshot_metadata.")  # fmt: skip
-        return _Pause(None, WORKFLOW_DECIDES, {})
+        return _Pause(None, cast("SnapshotStore", WORKFLOW_DECIDES), {})  # the methods a strategy checks; each refuses
     if approve != "pause":
         if snapshot_dir is not None or snapshot_store is not None or snapshot_metadata is not None:
             raise SpecError(
