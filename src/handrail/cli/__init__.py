@@ -31,6 +31,7 @@ from handrail import __version__
 from handrail.cli._approvals import approvals
 from handrail.cli._run import resume, run
 from handrail.cli._serve import serve
+from handrail.cli._temporal_runs import runs
 from handrail.cli._tokens import tokens
 from handrail.cli._worker import worker
 
@@ -53,7 +54,29 @@ _EPILOG = (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EPILOG)
+class _Command(click.Group):
+    """The ``handrail`` group, which ends its process with ``os._exit`` once the Temporal SDK was used.
+
+    As the process's entry point (``handrail ...``, ``python -m handrail.cli``) it calls ``main``, then exits at once
+    when the SDK's threads could abort a normal exit (:func:`handrail.cli._temporal.exit_now_if_temporal`). Click's
+    test runner calls ``main`` itself and is unaffected.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from handrail.cli._temporal import exit_now_if_temporal
+
+        try:
+            return self.main(*args, **kwargs)
+        except SystemExit as exc:
+            code = exc.code
+            if code is not None and not isinstance(code, int):
+                click.echo(code, err=True)
+                code = 1
+            exit_now_if_temporal(code or 0)
+            raise
+
+
+@click.group(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EPILOG)
 @click.version_option(__version__, prog_name="handrail")
 @click.pass_context
 def main(ctx: click.Context) -> None:
@@ -129,3 +152,4 @@ main.add_command(approvals)
 main.add_command(worker)
 main.add_command(serve)
 main.add_command(tokens)
+main.add_command(runs)
