@@ -3,16 +3,19 @@
 Exit codes (also in ``handrail --help`` and docs/cli.md):
 
 * 0: the agent answered, or a command succeeded;
-* 1: the run failed (a model or tool error, an I/O error);
+* 1: the run failed (a model or tool error, an I/O error); a Temporal frontend (``--temporal``) that does not
+  answer;
 * 2: bad usage or input: neither or both of ``--dir`` and ``--store``, or a store that is not there; a bad
   agent file; an unknown or finished snapshot; a decision for an interrupted snapshot (it takes none:
   resume it); a refused decision, or one that conflicts with the decision already recorded for the call;
   an empty ``--by``; the agent changed since the pause (``--allow-drift``); a call whose outcome is
-  unknown (``--unknown-outcome``); a file or directory you may not read or write;
+  unknown (``--unknown-outcome``); a file or directory you may not read or write; with ``--temporal``: a
+  malformed ``HOST:PORT``, an unknown run id, a run id used before, an agents directory without agent files;
 * 3: the run ended without an answer (step limit, length, content filter);
 * 4: the run paused for approval (``--pause-for-approval`` / ``resume``: the snapshot id is printed);
 * 5: the snapshot is in use: another process is resuming it now; try again when that run has paused or
-  finished.
+  finished;
+* 130: stopped by a second Ctrl-C (a worker), or Ctrl-C while ``handrail run --temporal`` waits (the run goes on).
 """
 
 from __future__ import annotations
@@ -40,17 +43,21 @@ __all__ = ["main"]
 _EPILOG = (
     "\b\nExit codes:\n"
     "  0 answered / done\n"
-    "  1 the run failed (a model or tool error, an I/O error)\n"
+    "  1 the run failed (a model or tool error, an I/O error); Temporal does not\n"
+    "    answer\n"
     "  2 bad usage or input: not exactly one of --dir and --store; a bad agent\n"
     "    file; a corrupt snapshot file, store record or store schema row; an\n"
     "    unknown or finished snapshot; a decision for an interrupted snapshot\n"
     "    (resume it instead); a refused or conflicting decision; the agent changed\n"
     "    since the pause (--allow-drift); a call's outcome is unknown\n"
-    "    (--unknown-outcome); permission denied\n"
+    "    (--unknown-outcome); permission denied; with --temporal: a malformed\n"
+    "    HOST:PORT, an unknown or reused run id, an agents dir without agent files\n"
     "  3 the run ended without an answer (step limit, length, content filter)\n"
     "  4 paused for approval (see 'handrail approvals --help')\n"
     "  5 the snapshot is held by a running process (a resume in progress): try\n"
-    "    again later"
+    "    again later\n"
+    "  130 Ctrl-C: a worker's second one; 'run --temporal' stops waiting (the run\n"
+    "    goes on)"
 )
 
 
