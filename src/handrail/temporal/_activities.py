@@ -36,7 +36,7 @@ its effect happened."""
 
 def is_idempotent(tool: Tool) -> bool:
     """Whether running ``tool`` twice for one call is safe: marked ``idempotent``, or it takes a ``ToolCallId``."""
-    return bool(getattr(tool, "idempotent", False)) or tool.roles.call_id_param is not None
+    return tool.idempotent or tool.roles.call_id_param is not None
 
 
 def state_to_json(data: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +136,7 @@ class Activities:
 
         def run() -> dict[str, Any]:
             agent = self.catalog.agent(inp.agent)
-            state = State()
+            state = State(agent.state_schema or {})
             state.data.update(state_from_json(inp.state))
             for hook in (agent.hooks or {}).get(inp.point, ()):
                 hook.run(state)

@@ -9,7 +9,10 @@ from handrail.errors import ConfigurationError
 if TYPE_CHECKING:
     from handrail.temporal._catalog import AgentCatalog
 
-__all__ = ["catalog_for", "register", "unregister"]
+__all__ = ["REPLAY", "catalog_for", "register", "unregister"]
+
+REPLAY = "replay-"
+"""Register a catalog under this name to replay saved histories with ``temporalio.worker.Replayer``."""
 
 _CATALOGS: dict[str, AgentCatalog] = {}
 
@@ -26,12 +29,14 @@ def unregister(task_queue: str, catalog: AgentCatalog) -> None:
 
 
 def catalog_for(task_queue: str) -> AgentCatalog:
-    """The agents of ``task_queue``'s workflows.
+    """The agents of ``task_queue``'s workflows (for a Replayer's made-up queue, the one registered as :data:`REPLAY`).
 
     Raises:
         ConfigurationError: No worker of this process serves that queue.
     """
     found = _CATALOGS.get(task_queue)
+    if found is None and task_queue.startswith(REPLAY):
+        found = _CATALOGS.get(REPLAY)  # temporalio's Replayer names no real queue: the catalog registered for replays
     if found is None:
         raise ConfigurationError(f"No handrail worker in this process serves task queue {task_queue!r}.")
     return found

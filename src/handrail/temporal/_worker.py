@@ -21,17 +21,18 @@ if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
     from handrail.temporal._store import TemporalStore
 
-__all__ = ["PASSTHROUGH", "create_worker", "workflow_runner"]
-
-PASSTHROUGH = ("handrail", "jsonschema", "referencing", "rpds", "pydantic", "pydantic_core", "yaml", "jinja2",
-               "markupsafe", "rich", "click", "annotated_types", "typing_extensions", "attrs", "attr")  # fmt: skip
-"""Modules the workflow sandbox shares with the worker instead of re-importing them for every run: handrail's
-deterministic step machine and what it imports."""
+__all__ = ["create_worker", "workflow_runner"]
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox handrail's workflow runs in (Temporal's defaults, handrail's modules passed through)."""
-    return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH))
+    """The sandbox handrail's workflow runs in: Temporal's restrictions, with every module passed through.
+
+    The workflow module is the only code the sandbox loads per run. What the workflow runs of handrail (the step
+    machine, schema validation, rule evaluation, templates) is deterministic by design and never calls a tool, a
+    hook or a model (activities do), so re-importing it for every run would only cost time, and a lazy import of
+    a library module during a run would be refused by the sandbox's import check.
+    """
+    return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_all_modules())
 
 
 def create_worker(

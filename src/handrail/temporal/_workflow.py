@@ -47,6 +47,7 @@ __all__ = ["AgentRunWorkflow"]
 
 _NOT_RETRIED = ["BadReplies", "UnknownAgentError", "ConfigurationError"]
 _KEEP_DECIDED = 500
+_NOT_STATE = frozenset({"messages", "last_message", "step_count", "token_usage", "tool_call_counts", "exit_reason"})
 """How many decided call ids a run carries across continue-as-new (a late duplicate of one is ignored)."""
 
 
@@ -109,6 +110,8 @@ class AgentRunWorkflow:
             "messages": [m.to_dict() for m in data.get("messages", [])],
             "step_count": data.get("step_count"),
             "token_usage": encode_value(data.get("token_usage"), "token_usage"),
+            "tool_call_counts": dict(data.get("tool_call_counts") or {}),
+            "state": {k: encode_value(v, k) for k, v in data.items() if k not in _NOT_STATE},
             "usage": dict(self._usage),
             "continued": inp.continued,
         }

@@ -64,6 +64,7 @@ def create_tool_from_function(
     outputs_to_state: dict[str, dict[str, Any]] | None = None,
     outputs_to_string: dict[str, Any] | None = None,
     preview: Callable[[dict[str, Any]], Preview | str] | None = None,
+    idempotent: bool = False,
 ) -> Tool:
     """Create a Tool from a function, with a JSON Schema generated from its type hints.
 
@@ -98,6 +99,7 @@ def create_tool_from_function(
         outputs_to_string: How the result becomes text; see :class:`Tool`.
         preview: ``preview(arguments) -> Preview | str``: what a call would do, shown to the person deciding it
             (see :mod:`handrail.tools.preview`); not part of the schema or of what the model is sent.
+        idempotent: The call may safely run twice (see :class:`~handrail.tools.tool.Tool`).
 
     Returns:
         The Tool: a :class:`FunctionTool` when some argument needs converting, else a plain Tool.
@@ -153,6 +155,7 @@ def create_tool_from_function(
         outputs_to_state=outputs_to_state,
         outputs_to_string=outputs_to_string,
         preview=preview,
+        idempotent=idempotent,
     )
 
 
@@ -169,6 +172,7 @@ def tool(
     outputs_to_state: dict[str, dict[str, Any]] | None = None,
     outputs_to_string: dict[str, Any] | None = None,
     preview: Callable[[dict[str, Any]], Preview | str] | None = None,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -182,6 +186,7 @@ def tool(
     outputs_to_state: dict[str, dict[str, Any]] | None = None,
     outputs_to_string: dict[str, Any] | None = None,
     preview: Callable[[dict[str, Any]], Preview | str] | None = None,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a Tool; usable bare (``@tool``) or with keywords (``@tool(name=...)``).
 
@@ -198,6 +203,7 @@ def tool(
         outputs_to_state: See :func:`create_tool_from_function`.
         outputs_to_string: See :func:`create_tool_from_function`.
         preview: See :func:`create_tool_from_function`.
+        idempotent: See :func:`create_tool_from_function`.
 
     Returns:
         The Tool when used bare, else a decorator that returns the Tool.
@@ -223,6 +229,7 @@ def tool(
             outputs_to_state=outputs_to_state,
             outputs_to_string=outputs_to_string,
             preview=preview,
+            idempotent=idempotent,
         )
 
     if function is not None:

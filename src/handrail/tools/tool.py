@@ -198,6 +198,10 @@ class Tool:
         async_function: A coroutine function used by async runs (sync runs use ``function``).
         preview: ``preview(arguments) -> Preview | str``: what a call would do, for the person deciding it (see
             :mod:`handrail.tools.preview`); a sync function that only computes. Not sent to the model.
+        idempotent: True when running the same call twice has the effect of running it once (a read, a PUT,
+            an API call keyed by the call's id). A durable driver may then run a call again whose outcome is
+            unknown (its worker died while it ran); a tool taking a ``ToolCallId`` counts as idempotent too. Not
+            sent to the model.
 
     Raises:
         ConfigurationError: For an empty name, an invalid JSON Schema, an ``inputs_from_state``
@@ -221,6 +225,7 @@ class Tool:
     outputs_to_state: dict[str, dict[str, Any]] | None = None
     async_function: Callable[..., Awaitable[Any]] | None = None
     preview: Callable[[dict[str, Any]], Preview | str] | None = None
+    idempotent: bool = False
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
     _roles: SignatureRoles = field(init=False, repr=False, compare=False)
 
@@ -255,6 +260,10 @@ class Tool:
                 )
         if self.async_function is not None and not inspect.iscoroutinefunction(self.async_function):
             raise ConfigurationTypeError(f"Tool '{self.name}': `async_function` must be a coroutine function.")
+        if type(self.idempotent) is not bool:
+            raise ConfigurationTypeError(
+                f"Tool '{self.name}': idempotent must be True or False, got {self.idempotent!r}."
+            )
         if self.preview is not None and (not callable(self.preview) or inspect.iscoroutinefunction(self.preview)):
             raise ConfigurationTypeError(
                 f"Tool '{self.name}': `preview` must be a sync function preview(arguments) -> Preview | str, got "
@@ -380,7 +389,8 @@ class Tool:
     def to_dict(self) -> dict[str, Any]:
         """Serialize to ``{"type", "init_parameters"}`` with functions and handlers as dotted paths.
 
-        A ``preview`` function is written as its dotted path too, and only when the tool has one.
+        A ``preview`` function is written as its dotted path too, and only when the tool has one; ``idempotent``
+        only when True.
 
         Raises:
             SerializationError: For lambdas and closures, which cannot be imported back.
@@ -401,6 +411,8 @@ class Tool:
         if self.preview is not None:
             with reading("preview"):
                 data["init_parameters"]["preview"] = serialize_callable(self.preview)
+        if self.idempotent:
+            data["init_parameters"]["idempotent"] = True
         return data
 
     @classmethod
