@@ -105,8 +105,9 @@ class Harness:
         kwargs.setdefault("decided_by", "alice")
         return await ht.decide(self.client, run_id, call_id, decision, **kwargs)
 
-    async def result(self, run_id: str) -> dict[str, Any]:
-        return await asyncio.wait_for(ht.get_result(self.client, run_id), 60)
+    async def result(self, run_id: str, timeout: float = 120.0) -> dict[str, Any]:
+        """The run's result (``timeout`` only guards against a hang: no test asserts on time)."""
+        return await asyncio.wait_for(ht.get_result(self.client, run_id), timeout)
 
 
 @contextlib.asynccontextmanager

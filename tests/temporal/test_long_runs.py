@@ -36,7 +36,7 @@ async def test_a_run_of_500_steps_continues_as_new_and_finishes(
     options = ht.RunOptions(continue_after_events=400)
     async with harness(dev_server.address, ledger_url, task_queue, {"long": agent}) as h:
         run_id = await h.start("long", "go", options=options)
-        result = await h.result(run_id)
+        result = await h.result(run_id, timeout=900)
         status = await ht.describe(h.client, run_id)
     assert result["answer"] == "finished" and result["step_count"] == 501
     assert calls == list(range(500))  # every step once, none repeated across the continues

@@ -16,7 +16,13 @@ from handrail.temporal._store import TemporalStore, open_temporal_store
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TemporalStore]:
-    url = f"sqlite:///{tmp_path / 'l.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_dsn")
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'l.db'}"
+    else:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(request.getfixturevalue("postgres_dsn"))
+        url = f"postgresql://{info['user']}@{info['host']}:{info['port']}/{info['dbname']}"
     opened = open_temporal_store(url)
     try:
         yield opened
@@ -63,7 +69,7 @@ async def test_a_large_payload_goes_by_reference_and_comes_back_checked(store: T
         await codec.decode([damaged])
 
 
-@pytest.mark.parametrize("url", ["", "redis://x", "sqlite://relative.db"])
+@pytest.mark.parametrize("url", ["", "redis://x", "sqlite://relative.db", "user=postgres dbname=x host=h"])
 def test_a_store_url_of_another_kind_is_refused(url: str) -> None:
     with pytest.raises(ConfigurationError, match=r"sqlite:///|empty"):
         open_temporal_store(url)

@@ -34,6 +34,10 @@ def service_store(err: Any, store_url: str, allow_modules: tuple[str, ...] = ())
         yield where, len(where.store.list_tokens()) if isinstance(where.store, ServiceStore) else 0
 
 
+def _temporal_options(temporal: str | None, namespace: str) -> dict[str, Any]:
+    return {"temporal": temporal, "namespace": namespace} if temporal else {}
+
+
 @click.command()
 @click.option(
     "--store",
@@ -86,6 +90,10 @@ def service_store(err: Any, store_url: str, allow_modules: tuple[str, ...] = ())
 )
 @click.option("--preview-timeout", default=2.0, show_default=True, type=click.FloatRange(min=0.01, max=3599),
               help="Seconds a tool's preview may take before the page shows 'preview unavailable'.")  # fmt: skip
+@click.option("--temporal", "temporal", metavar="HOST:PORT", default=None,
+              help="Temporal's frontend: the approvals of Temporal runs (recorded here by their workers) are decided "
+                   "by Updates to their workflows.")  # fmt: skip
+@click.option("--namespace", default="default", show_default=True, help="The Temporal namespace (with --temporal).")
 @click.option("--keepalive", default=15.0, show_default=True, type=click.FloatRange(min=0.01), hidden=True)
 @click.option("--log-level", default="warning", show_default=True, help="The server's log level.",
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
@@ -100,6 +108,8 @@ def serve(
     unknown_outcome: str,
     no_resume: bool,
     preview_timeout: float,
+    temporal: str | None,
+    namespace: str,
     keepalive: float,
     log_level: str,
 ) -> None:
@@ -109,7 +119,8 @@ def serve(
     every route but /healthz needs a token (handrail tokens add). The URL is printed once the port listens.
     Each server process also runs the resumer (as 'handrail worker' does; --no-resume leaves it to workers): a
     paused run continues once its calls are decided or expired. Any number of servers and workers may share the
-    store.
+    store. With --temporal it decides the approvals of Temporal runs too (their workers record them in the store):
+    a decision goes to the run as an Update.
     """
     from handrail.server._serve import serve as serve_api
 
@@ -130,4 +141,5 @@ def serve(
                 allowed_hosts=allowed_hosts, workers=workers, store_url=where.value, allow_modules=allow_modules,
                 keepalive=keepalive, log_level=log_level, on_ready=ready, unknown_outcome=unknown_outcome,
                 resume=not no_resume, preview_timeout=preview_timeout,
+                **_temporal_options(temporal, namespace),
             )  # fmt: skip

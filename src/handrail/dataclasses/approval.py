@@ -56,6 +56,9 @@ from handrail.dataclasses.approval_quorum import DECISIONS, Decision, Vote, appr
 from handrail.dataclasses.decisions import decided_by_problem
 from handrail.errors import ConfigurationError, PermissionDeniedError, SerializationError
 
+BACKEND_KEY = "backend"
+"""``Approval.extra`` key: what drives the call's run when it is not a local snapshot (``temporal``)."""
+
 APPROVAL_SCHEMA_VERSION = 2
 """The ``schema_version`` of :meth:`Approval.to_dict`: 2 added ``quorum``, ``votes``, ``initiator`` and
 ``initiator_may_approve`` (a version 1 record, which has none of them, is read with their defaults)."""
@@ -64,6 +67,7 @@ _V2_KEYS = frozenset({"quorum", "votes", "initiator", "initiator_may_approve"})
 
 __all__ = [
     "APPROVAL_SCHEMA_VERSION",
+    "BACKEND_KEY",
     "DECISIONS",
     "STATUSES",
     "TERMINAL_STATUSES",
@@ -225,9 +229,26 @@ class Approval:
         """Whether the status is terminal (it never changes again)."""
         return self.status in TERMINAL_STATUSES
 
+    @property
+    def backend(self) -> str:
+        """What drives the call's run: ``local`` (a snapshot this store holds; the default), or another.
+
+        Another is the ``extra["backend"]`` the record names: ``temporal``, a Temporal workflow, whose decisions
+        go to it as Updates (docs/approval-service.md, "Temporal runs").
+        """
+        value = self.extra.get(BACKEND_KEY)
+        return value if isinstance(value, str) and value else "local"
+
     def due(self, now: datetime) -> bool:
-        """Whether it is pending and its expiry time has come (``expires_at <= now``)."""
-        return self.status == "pending" and self.expires_at is not None and self.expires_at <= now
+        """Whether it is pending and its expiry time has come (``expires_at <= now``).
+
+        Never for a record of another :attr:`backend`: its run's own durable timer expires the call and the run
+        records the expiry, so no sweep and no late decider expires it by another clock.
+        """
+        return (
+            self.status == "pending" and self.expires_at is not None and self.expires_at <= now
+            and self.backend == "local"
+        )  # fmt: skip
 
     def decided(
         self,

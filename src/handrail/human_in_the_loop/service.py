@@ -40,7 +40,7 @@ from handrail.dataclasses.approval_audit import ApprovalAuditEntry
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.service import Principal
 from handrail.errors import ConfigurationError, ConfigurationTypeError, PermissionDeniedError, SnapshotError
-from handrail.stores._approval_decide import current_snapshot, decide_call
+from handrail.stores._approval_decide import Deliver, current_snapshot, decide_call
 from handrail.stores._approval_decide import expire_due as _expire_due
 from handrail.stores.approvals import MAX_PAGE, ApprovalFilter, ApprovalPage, ApprovalStore
 
@@ -79,12 +79,17 @@ class ApprovalService:
     Args:
         store: A store that keeps approvals (FileSnapshotStore, SQLiteSnapshotStore, PostgresSnapshotStore).
         clock: Returns now (timezone-aware); tests inject one to judge expiry.
+        backends: ``{backend: deliver}``: how a decision reaches a run of another backend than this store's
+            snapshots (``{"temporal": ...}``: the ``decide`` Update of a Temporal workflow, see
+            :data:`~handrail.stores._approval_decide.Deliver`). An approval whose ``backend`` has none here takes
+            no decision from this service (nothing could tell its run).
 
     Raises:
-        ConfigurationTypeError: ``store`` keeps no approvals, or ``clock`` is not callable.
+        ConfigurationTypeError: ``store`` keeps no approvals, or ``clock`` (or a backend) is not callable.
     """
 
-    def __init__(self, store: Any, *, clock: Clock | None = None) -> None:
+    def __init__(self, store: Any, *, clock: Clock | None = None,
+                 backends: Mapping[str, Deliver] | None = None) -> None:  # fmt: skip
         if not isinstance(store, ApprovalStore):
             raise ConfigurationTypeError(
                 f"ApprovalService needs a store that keeps approvals (the built-in snapshot stores); "
@@ -96,6 +101,11 @@ class ApprovalService:
         """The store."""
         self.clock: Clock = clock or _utc_now
         """Returns now."""
+        for name, deliver in (backends or {}).items():
+            if not callable(deliver):
+                raise ConfigurationTypeError(f"backends[{name!r}] must be callable, got {type(deliver).__name__}.")
+        self.backends: dict[str, Deliver] = dict(backends or {})
+        """How decisions reach the runs of other backends, by ``Approval.backend``."""
 
     def list(self, filters: ApprovalFilter | None = None, cursor: str | None = None, limit: int = 50) -> ApprovalPage:
         """A page of approvals matching ``filters``, newest first; pass ``next_cursor`` on for the next page.
@@ -176,6 +186,10 @@ class ApprovalService:
     ) -> DecisionResult:
         """Decide one approval, and record the decision in its paused snapshot for the resume.
 
+        An approval of another backend (a Temporal run) is decided by its run: after the same checks, the
+        decision goes to the run (:attr:`backends`), which may refuse it (nothing is recorded then), and the
+        record follows what the run accepted.
+
         Args:
             approval_id: The approval.
             decision: ``approve``, ``edit`` or ``reject`` (one of its ``allowed_decisions``).
@@ -215,7 +229,7 @@ class ApprovalService:
         decided, wrote = decide_call(
             self.store, approval, decision, principal=name, at=self.clock(), feedback=feedback,
             arguments=arguments, tool_name=tool_name, expected_version=expected_version,
-            idempotency_key=idempotency_key, details=details,
+            idempotency_key=idempotency_key, details=details, deliver=self.backends.get(approval.backend),
         )  # fmt: skip
         return DecisionResult(decided, replayed=not wrote)
 

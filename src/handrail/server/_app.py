@@ -77,6 +77,21 @@ def _check_store(store: Any) -> None:
         )
 
 
+def _temporal_decisions(temporal: Any, namespace: str) -> Any:
+    """The deliverer of decisions on Temporal runs (None: none); an address makes one."""
+    if temporal is None:
+        return None
+    from handrail.server._temporal import TemporalDecisions
+
+    if isinstance(temporal, str):
+        return TemporalDecisions(temporal, namespace=namespace)
+    if not callable(temporal):
+        raise ConfigurationTypeError(
+            f"temporal must be HOST:PORT or a TemporalDecisions, got {type(temporal).__name__}."
+        )
+    return temporal
+
+
 def _end_streams_on_signal(hub: EventHub, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
     """Chain SIGINT / SIGTERM handlers that close the hub first (uvicorn waits for open streams otherwise).
 
@@ -135,6 +150,8 @@ def create_app(
     context_messages: int = 6,
     max_body_size: int = 1 << 20,
     preview_timeout: float = 2.0,
+    temporal: Any = None,
+    namespace: str = "default",
 ) -> FastAPI:
     """The approval service's HTTP API over ``store`` (needs ``pip install 'handrail[server]'``).
 
@@ -158,6 +175,11 @@ def create_app(
         max_body_size: The largest request body accepted, in bytes (413 beyond).
         preview_timeout: Seconds ``GET /api/v1/approvals/{id}/preview`` waits for a tool's preview before it
             answers "preview unavailable" (the preview goes on in its thread; what it returns is kept).
+        temporal: ``HOST:PORT`` of Temporal (or a :class:`~handrail.server._temporal.TemporalDecisions`): the
+            approvals of Temporal runs (recorded into ``store`` by their workers) are decided by ``decide``
+            Updates to their workflows (docs/approval-service.md, "Temporal runs"). None: such approvals are listed but
+            take no decision here.
+        namespace: The Temporal namespace (with ``temporal`` given as an address).
 
     Returns:
         A FastAPI app; serve it with uvicorn (or :func:`handrail.server.serve`).
@@ -173,6 +195,7 @@ def create_app(
     if type(context_messages) is not int or context_messages < 0:
         raise ConfigurationError(f"context_messages must be an int >= 0, got {context_messages!r:.40}.")
     now = clock or _utc_now
+    deliver = _temporal_decisions(temporal, namespace)
     hub = EventHub(store, keepalive=keepalive)
     resumer = Resumer(store, agents=agents, agents_dir=agents_dir, allowed_modules=allow_modules, clock=now,
                       unknown_outcome=unknown_outcome)  # fmt: skip
@@ -191,6 +214,8 @@ def create_app(
             hub.close()
             await asyncio.to_thread(waker.close)
             await asyncio.to_thread(resumer.stop)  # the runs under way finish (or pause) first
+            if isinstance(temporal, str):  # made here: closed here
+                await asyncio.to_thread(deliver.close)
 
     app = FastAPI(
         title="handrail approval service", version=__version__, openapi_url=None, docs_url=None, redoc_url=None,
@@ -198,7 +223,8 @@ def create_app(
     )  # fmt: skip
     hosts = host_allowlist(allowed_hosts)
     app.state.handrail = ServiceContext(
-        store=store, service=ApprovalService(store, clock=now), clock=now,
+        store=store, service=ApprovalService(store, clock=now, backends={"temporal": deliver} if deliver else None),
+        clock=now,
         sessions=Sessions(store, session_ttl, now), hosts=hosts, events=hub, runs=resumer.launcher,
         resumer=resumer if resume else None, wake=waker, context_messages=context_messages, previews=previews,
     )  # fmt: skip

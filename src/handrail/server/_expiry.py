@@ -5,7 +5,8 @@ when the resumer starts (and again after it missed events), then each new one fr
 event. :meth:`ExpiryWatch.sweep` runs the approval service's sweep (:meth:`~handrail.human_in_the_loop.service.
 ApprovalService.expire_due`, a compare-and-set per approval, so several processes sweeping at once expire each
 approval once) only when a known expiry time has come. A time of an approval decided meanwhile, or expired by
-another process, is dropped when it comes: that sweep finds nothing to do.
+another process, is dropped when it comes: that sweep finds nothing to do. An approval of another backend (a
+Temporal run) is never watched: its run's durable timer expires it (``Approval.due`` is False for it).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class ExpiryWatch:
     def rebuild(self) -> None:
         """Read the expiry time of every pending approval that has one (after a start, or missed events)."""
         due = self.service.every(ApprovalFilter(status="pending", expires_before=_FAR))
-        found = [(a.expires_at, a.id) for a in due if a.expires_at is not None]
+        found = [(a.expires_at, a.id) for a in due if a.expires_at is not None and a.backend == "local"]
         heapq.heapify(found)
         with self._lock:
             self._heap = found
@@ -50,7 +51,7 @@ class ExpiryWatch:
             approval: Approval = self.service.store.get_approval(approval_id)
         except (ApprovalNotFoundError, CorruptRecordError):
             return
-        if approval.status == "pending" and approval.expires_at is not None:
+        if approval.status == "pending" and approval.expires_at is not None and approval.backend == "local":
             with self._lock:
                 heapq.heappush(self._heap, (approval.expires_at, approval.id))
 

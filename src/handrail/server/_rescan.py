@@ -33,7 +33,7 @@ def rescan(store: Any, service: Any, waiting: WaitingApprovals) -> dict[str, str
     is not paused any more (resumed from Python, without the service): its driver makes the record say where the
     run went.
     """
-    listed: list[Approval] = list(service.every(ApprovalFilter(status="pending")))
+    listed: list[Approval] = [a for a in service.every(ApprovalFilter(status="pending")) if a.backend == "local"]
     waiting.rebuild(listed)
     pending = {a.snapshot_id for a in listed}
     found: dict[str, str | None] = {}

@@ -3,7 +3,9 @@
 What one pass (:meth:`Resumer.run_once`) does:
 
 1. reads the store's event log after the last event it saw (``events_after``): each ``approval.decided`` or
-   ``approval.expired`` names a run to look at, each ``approval.created`` an expiry time to remember;
+   ``approval.expired`` names a run to look at, each ``approval.created`` an expiry time to remember (except
+   those of another backend, ``backend`` in the event: a Temporal run's approval has no snapshot here, its
+   workflow continues by itself once decided and expires it by its own timer);
 2. runs the expiry sweep when a remembered expiry time has come (:class:`~handrail.server._expiry.ExpiryWatch`);
 3. for each run named, reads the snapshot holding it (``next_step``: its approvals, its held calls): when every
    held call is decided or expired, the run goes to the launcher's worker threads, which resume it with the
@@ -230,6 +232,8 @@ class Resumer:
                 run_id = event.data.get("run_id")
                 if not isinstance(approval_id, str) or not isinstance(run_id, str):
                     continue
+                if event.data.get("backend", "local") != "local":
+                    continue  # a Temporal run's approval: its workflow goes on by itself, nothing to resume here
                 if event.kind == "approval.created":
                     self.expiry.note(approval_id)
                     self.waiting.note(approval_id, run_id)

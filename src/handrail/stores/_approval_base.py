@@ -397,6 +397,38 @@ class ApprovalStoreBase(ApprovalReading, EventLog):
             raise refused
         return updated
 
+    def expire_approval(
+        self, approval_id: str, *, expected_version: int, at: datetime, details: Mapping[str, Any] | None = None
+    ) -> Approval:
+        """Expire one pending approval because its run's own timer fired (a Temporal run), whatever its ``due``.
+
+        A compare-and-set like :meth:`decide_approval`, with the ``expired`` audit entry and event; the record
+        expires at its ``expires_at`` (``at`` when it has none). The sweep (:meth:`expire_approvals`) never
+        expires such a record: only the run that owns the timer does, through this.
+
+        Raises:
+            The errors of :meth:`decide_approval`.
+        """
+        key = self._approval_key(approval_id)
+        moment = check_moment("at", at)
+        extra = check_details(details)
+        refused: ApprovalConflictError | None = None
+        with self._changing(key) as (handle, events):
+            current = self._current_approval(handle, key)
+            if current.terminal or current.version != expected_version:
+                refused = refusal(current, expected_version)
+            else:
+                expired = current.expired(current.expires_at or moment)
+                self._approval_cas(handle, expired, expected_version)
+                self._append_entry(
+                    handle, key, kind="expired", at=current.expires_at or moment, decision=expired.decision,
+                    feedback=expired.feedback, details={**extra, "recorded_at": iso(moment)},
+                )  # fmt: skip
+                events.append(event_of("expired", expired, expired.decided_at or moment))
+        if refused is not None:
+            raise refused
+        return expired
+
     def expire_approvals(self, now: datetime) -> list[Approval]:
         """Expire every pending approval whose ``expires_at <= now``, each with its ``expired`` audit entry.
 

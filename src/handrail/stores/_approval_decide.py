@@ -25,7 +25,7 @@ held call whose approval is decided already).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +35,7 @@ from handrail.dataclasses.snapshot import AgentSnapshot
 from handrail.errors import (
     ApprovalClosedError,
     ApprovalConflictError,
+    ApprovalDecisionError,
     ApprovalExpiredError,
     ApprovalNotFoundError,
     SnapshotError,
@@ -52,10 +53,12 @@ from handrail.stores._approval_request import (
     replayed,
     requorum,
 )
+from handrail.stores._approval_rules import refusal
 from handrail.stores._snapshot_common import awaiting_decision, recorded_decision, waits_for_decision
 
 __all__ = [
     "INJECTED_KEY",
+    "Deliver",
     "approval_of_call",
     "decide_call",
     "edit_problems",
@@ -64,6 +67,12 @@ __all__ = [
     "sync_snapshot",
     "sync_snapshots",
 ]
+
+Deliver = Callable[..., object]
+"""``deliver(approval, decision, *, principal, arguments, feedback)``: hands a decision on an approval of another
+backend (``approval.backend``: a Temporal run) to the run that owns the call, before the record is written.
+``arguments`` are an edit's as the record keeps them (the State's values put back), else None. It returns once
+the run accepted the decision, or raises a HandrailError (the run refused it: nothing is recorded)."""
 
 _CHAIN_LIMIT = 10_000
 _VOTE_ATTEMPTS = 10
@@ -91,10 +100,12 @@ def _closed(current: Approval, error: ApprovalConflictError | None = None) -> Ap
 class _VotedMeanwhile(Exception):
     """The compare-and-set found the approval still pending at another version: somebody voted meanwhile."""
 
-    def __init__(self, current: Approval, error: ApprovalConflictError) -> None:
+    def __init__(self, current: Approval, error: ApprovalConflictError, delivered: bool = False) -> None:
         super().__init__(str(error))
         self.current = current
         self.error = error
+        self.delivered = delivered
+        """The run of another backend accepted the decision already: the record must follow it."""
 
 
 def decide_call(
@@ -110,6 +121,7 @@ def decide_call(
     expected_version: int | None = None,
     idempotency_key: str | None = None,
     details: Mapping[str, Any] | None = None,
+    deliver: Deliver | None = None,
 ) -> tuple[Approval, bool]:
     """Decide ``approval`` (as read just now from ``store``) and record the decision in its snapshot.
 
@@ -131,6 +143,13 @@ def decide_call(
         expected_version: The version the decider saw (None: the one read).
         idempotency_key: The request's ``Idempotency-Key``, kept on the vote.
         details: JSON data for the audit entry.
+        deliver: For an approval of another backend (a Temporal run: no snapshot here), what hands the decision
+            to its run (:data:`Deliver`), called once every check above passed and the request is no retry of a
+            recorded one, before the compare-and-set; the run is the arbiter (its refusal leaves the record
+            unchanged). ``expected_version`` is checked before it (a stale one is refused unsent), and once the
+            run accepted the decision the record follows it at whatever version it is then. Without ``deliver``
+            such an approval takes no decision here (ApprovalDecisionError): writing the record alone would not
+            reach the run.
 
     Returns:
         ``(the approval as it now is, True when this call recorded the vote)``; False for an identical repeat (the
@@ -149,15 +168,20 @@ def decide_call(
             same request again writes the snapshot's decision.
     """
     request: dict[str, Any] = {"principal": principal, "at": at, "feedback": feedback, "arguments": arguments,
-               "tool_name": tool_name, "idempotency_key": idempotency_key, "details": details}  # fmt: skip
+               "tool_name": tool_name, "idempotency_key": idempotency_key, "details": details,
+               "deliver": deliver}  # fmt: skip
     for attempt in range(_VOTE_ATTEMPTS):
         try:
             return _decide_once(store, approval, decision, expected_version or approval.version, **request)
         except _VotedMeanwhile as moved:
-            if expected_version is not None or moved.current.args_digest != approval.args_digest:
+            if (expected_version is not None and not moved.delivered) or (
+                moved.current.args_digest != approval.args_digest
+            ):
                 raise moved.error from None
             if attempt == _VOTE_ATTEMPTS - 1:
                 raise moved.error from None
+            if moved.delivered:  # the run took it: the record follows at its version now (delivered again: a no-op)
+                expected_version = None
             approval = moved.current
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -165,10 +189,10 @@ def decide_call(
 def _decide_once(
     store: Any, approval: Approval, decision: Decision, version: int, *, principal: str, at: datetime,
     feedback: str | None, arguments: dict[str, Any] | None, tool_name: str | None, idempotency_key: str | None,
-    details: Mapping[str, Any] | None,
+    details: Mapping[str, Any] | None, deliver: Deliver | None = None,
 ) -> tuple[Approval, bool]:  # fmt: skip
     """One attempt of :func:`decide_call` against ``approval`` at ``version``."""
-    edited, quorum = None, None
+    edited, quorum, delivered = None, None, False
     if not approval.terminal and not approval.due(at):  # a due one is expired by the store, and refused (410)
         check_allowed(approval, decision, tool_name)
         check_initiator(approval, decision, principal)
@@ -177,6 +201,9 @@ def _decide_once(
             return approval, False  # a vote of this very request, the approval still pending
         check_not_voted(approval, decision, principal)
         quorum = requorum(approval, edited)
+        if approval.backend != "local":
+            _deliver(approval, decision, version, deliver, principal=principal, arguments=edited, feedback=feedback)
+            delivered = True
     elif decision == "edit" and isinstance(arguments, dict) and not_unicode(arguments) is None:
         edited = {**arguments, **injected_values(approval)}  # to tell a retry of the recorded edit
     try:
@@ -196,9 +223,9 @@ def _decide_once(
             _sync_quietly(store, current)
         if replayed(current, decision, principal, feedback, edited, idempotency_key):
             sync_snapshot(store, current)
-            return current, False
+            return current, delivered  # delivered: the run recorded this very vote first (its record activity)
         if not current.terminal:
-            raise _VotedMeanwhile(current, exc) from None
+            raise _VotedMeanwhile(current, exc, delivered) from None
         raise _closed(current, exc) from None
     return updated, True
 
@@ -215,7 +242,7 @@ def _record(
     claim is held (a resume), or the run continued in another snapshot, the snapshot is written after the commit
     as for a directory store.
     """
-    joint = getattr(store, "_joint_scope", None)
+    joint = getattr(store, "_joint_scope", None) if approval.backend == "local" else None
     if joint is None:
         updated: Approval = store.decide_approval(
             approval.id, decision, expected_version=version, principal=principal, at=at, feedback=feedback,
@@ -239,6 +266,21 @@ def _record(
     if not synced:
         sync_snapshot(store, updated)
     return updated
+
+
+def _deliver(approval: Approval, decision: Decision, version: int, deliver: Deliver | None, *, principal: str,
+             arguments: dict[str, Any] | None, feedback: str | None) -> None:  # fmt: skip
+    """Hand a decision on an approval of another backend to its run (its refusal raised: nothing recorded)."""
+    if deliver is None:
+        raise ApprovalDecisionError(
+            f"Approval {approval.id} belongs to a {approval.backend} run: its decision must reach the run, and this "
+            f"service has no {approval.backend} connection (handrail serve --temporal HOST:PORT, or "
+            "handrail.temporal.decide). Nothing was recorded.",
+            approval_id=approval.id,
+        )
+    if version != approval.version:
+        raise refusal(approval, version)
+    deliver(approval, decision, principal=principal, arguments=arguments, feedback=feedback)
 
 
 def _sync_in_scope(store: Any, handle: Any, approval: Approval) -> bool:
@@ -327,7 +369,7 @@ def sync_snapshot(store: Any, approval: Approval) -> None:
     decision from the approval) needs nothing more, and that is no error for the decider (a retry of a decision
     whose run is done answers with the stored result).
     """
-    if approval.decision is None or approval.status == "cancelled":
+    if approval.decision is None or approval.status == "cancelled" or approval.backend != "local":
         return
     for _ in range(3):  # the run may go on to its next snapshot between the read and the claim
         snapshot = current_snapshot(store, approval.snapshot_id)

@@ -118,6 +118,8 @@ def approval_event(kind: str, approval: Approval) -> tuple[EventKind, dict[str, 
         data["decided_by"] = approval.decided_by
     if approval.decision is not None:
         data["decision"] = approval.decision
+    if approval.backend != "local":  # a Temporal run's: no resumer looks at it
+        data["backend"] = approval.backend
     return _APPROVAL_EVENTS[kind], data
 
 

@@ -19,7 +19,9 @@ __all__ = [
     "DecisionRefused",
     "RunExistsError",
     "RunInput",
+    "RunNotFoundError",
     "RunOptions",
+    "TemporalUnavailableError",
     "connect",
     "create_worker",
     "decide",
@@ -31,7 +33,8 @@ __all__ = [
 
 _WHERE = {
     "AgentCatalog": "_catalog", "AgentRunWorkflow": "_workflow", "DecisionRefused": "_client",
-    "RunExistsError": "_client", "RunInput": "_types", "RunOptions": "_types", "connect": "_client",
+    "RunExistsError": "_client", "RunNotFoundError": "_client", "TemporalUnavailableError": "_client",
+    "RunInput": "_types", "RunOptions": "_types", "connect": "_client",
     "create_worker": "_worker", "decide": "_client", "describe": "_client", "get_result": "_client",
     "open_temporal_store": "_store", "start_run": "_client",
 }  # fmt: skip
@@ -41,6 +44,8 @@ if _typing.TYPE_CHECKING:
     from handrail.temporal._client import (
         DecisionRefused,
         RunExistsError,
+        RunNotFoundError,
+        TemporalUnavailableError,
         connect,
         decide,
         describe,

@@ -9,6 +9,7 @@ so a dead worker's call is noticed within ``heartbeat_seconds`` and its outcome 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -89,7 +90,7 @@ class Activities:
         def call() -> list[dict[str, Any]]:
             agent = self.catalog.agent(inp.agent)
             model = model_call(agent, None, None)
-            messages = [ChatMessage.from_dict(m) for m in inp.messages]
+            messages = [ChatMessage.from_dict(m) for m in json.loads(inp.messages)]
             if model.pass_tools:
                 tools = [self.catalog.tool(inp.agent, n) for n in inp.tools] or None
                 output = agent.chat_generator.run(messages=messages, tools=tools)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.converter import DataConverter
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.errors import ConfigurationError, HandrailError
@@ -18,7 +22,8 @@ from handrail.temporal._types import WORKFLOW_NAME, DecisionInput, RunInput, Run
 if TYPE_CHECKING:
     from handrail.temporal._store import TemporalStore
 
-__all__ = ["DecisionRefused", "RunExistsError", "connect", "decide", "describe", "get_result", "start_run"]
+__all__ = ["DecisionRefused", "RunExistsError", "RunNotFoundError", "TemporalUnavailableError", "check_options",
+           "connect", "decide", "describe", "get_result", "start_run"]  # fmt: skip
 
 del WithStartWorkflowOperation, WorkflowIDConflictPolicy  # imported to check the SDK offers them (1.35 or later)
 
@@ -27,12 +32,32 @@ class RunExistsError(HandrailError):
     """A run with this id was started before (running or closed): a run id is used once."""
 
 
+class RunNotFoundError(HandrailError, LookupError):
+    """No run of that id in the namespace (never started, or its history was deleted after retention)."""
+
+
+class TemporalUnavailableError(HandrailError, ConnectionError):
+    """The Temporal server could not be reached (its address, TLS settings or the network)."""
+
+
+@contextlib.contextmanager
+def _known_run(run_id: str) -> Iterator[None]:
+    try:
+        yield
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise RunNotFoundError(f"No run {run_id!r:.300} in this namespace: {exc.message}") from exc
+        if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
+            raise TemporalUnavailableError(f"The Temporal server did not answer: {exc.message}") from exc
+        raise
+
+
 class DecisionRefused(HandrailError, ValueError):
     """The run refused a decision (unknown call, not allowed, invalid edit, conflicting with an earlier one)."""
 
 
 async def connect(address: str, store: TemporalStore, *, namespace: str = "default", tls: Any = None,
-                  **options: Any) -> Client:  # fmt: skip
+                  connect_timeout: float = 10.0, **options: Any) -> Client:  # fmt: skip
     """A Temporal client whose payloads over 128 KB go to ``store`` (the claim check workers read them back from).
 
     Args:
@@ -40,12 +65,24 @@ async def connect(address: str, store: TemporalStore, *, namespace: str = "defau
         store: The store every worker of the deployment uses (:func:`handrail.temporal.open_temporal_store`).
         namespace: The Temporal namespace.
         tls: ``True`` or a ``temporalio.service.TLSConfig`` for a cluster or Temporal Cloud; None for plain text.
+        connect_timeout: Seconds to wait for the server before :class:`TemporalUnavailableError`.
         **options: More ``Client.connect`` options (``api_key`` for Temporal Cloud, ...).
     """
     from handrail.temporal._codec import ClaimCheckCodec
 
+    if not isinstance(address, str) or address.count(":") != 1 or not address.rsplit(":", 1)[1].isdigit():
+        raise ConfigurationError(f"The Temporal address must be HOST:PORT (e.g. 127.0.0.1:7233), got {address!r:.100}.")
     converter = dataclasses.replace(DataConverter.default, payload_codec=ClaimCheckCodec(store))
-    return await Client.connect(address, namespace=namespace, tls=tls or False, data_converter=converter, **options)
+    try:
+        return await asyncio.wait_for(
+            Client.connect(address, namespace=namespace, tls=tls or False, data_converter=converter, **options),
+            timeout=connect_timeout,
+        )
+    except (TimeoutError, RuntimeError, RPCError) as exc:  # RuntimeError: the SDK's "Failed client connect"
+        raise TemporalUnavailableError(
+            f"Cannot reach the Temporal server at {address} (namespace {namespace!r}): {str(exc)[:300] or 'no answer'}"
+            f"{f' in {connect_timeout:g} s' if isinstance(exc, TimeoutError) else ''}."
+        ) from exc
 
 
 def _messages(question: str | Sequence[ChatMessage]) -> list[dict[str, Any]]:
@@ -78,17 +115,48 @@ async def start_run(
 
     from handrail.core._typed_json import encode_value
 
-    if options is not None and options.unknown_outcome not in ("ask", "fail", "retry"):
-        raise ConfigurationError(f"unknown_outcome must be ask, fail or retry, got {options.unknown_outcome!r}.")
+    check_options(options)
+    if run_id is not None and (not isinstance(run_id, str) or not run_id.strip() or len(run_id) > 255
+                               or not run_id.isprintable()):  # fmt: skip
+        raise ConfigurationError(f"run_id must be 1 to 255 printable characters, got {run_id!r:.80}.")
+    if not isinstance(agent, str) or not agent:
+        raise ConfigurationError(f"agent must be the name of an agent the workers serve, got {agent!r:.80}.")
     run_id = run_id or f"run_{uuid.uuid4().hex}"
     inp = RunInput(agent, _messages(question), {k: encode_value(v, k) for k, v in state.items()}, initiator,
                    options or RunOptions())  # fmt: skip
     try:
-        await client.start_workflow(WORKFLOW_NAME, inp, id=run_id, task_queue=task_queue,
-                                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)  # fmt: skip
+        with _known_run(run_id):
+            await client.start_workflow(WORKFLOW_NAME, inp, id=run_id, task_queue=task_queue,
+                                        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)  # fmt: skip
     except WorkflowAlreadyStartedError as exc:
         raise RunExistsError(f"Run {run_id!r} was started before; a run id is used once.") from exc
     return run_id
+
+
+def check_options(options: RunOptions | None) -> None:
+    """Refuse run options a run could not follow, naming the field.
+
+    Raises:
+        ConfigurationError: An unknown ``unknown_outcome``, a timeout that is not a positive number, fewer than one
+            model attempt, or a ``continue_after_events`` under 100 or over Temporal's 51,200.
+    """
+    if options is None:
+        return
+    if not isinstance(options, RunOptions):
+        raise ConfigurationError(f"options must be a RunOptions, got {type(options).__name__}.")
+    if options.unknown_outcome not in ("ask", "fail", "retry"):
+        raise ConfigurationError(f"unknown_outcome must be ask, fail or retry, got {options.unknown_outcome!r:.40}.")
+    for name in ("tool_timeout_seconds", "heartbeat_seconds", "model_timeout_seconds"):
+        value = getattr(options, name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            raise ConfigurationError(f"{name} must be a positive number of seconds, got {value!r:.40}.")
+    if type(options.model_attempts) is not int or options.model_attempts < 1:
+        raise ConfigurationError(f"model_attempts must be an int of at least 1, got {options.model_attempts!r:.40}.")
+    events = options.continue_after_events
+    if type(events) is not int or not 100 <= events <= 51_200:
+        raise ConfigurationError(f"continue_after_events must be an int from 100 to 51200, got {events!r:.40}.")
+    if type(options.local_model_calls) is not bool:
+        raise ConfigurationError(f"local_model_calls must be True or False, got {options.local_model_calls!r:.40}.")
 
 
 async def get_result(client: Client, run_id: str) -> dict[str, Any]:
@@ -97,7 +165,8 @@ async def get_result(client: Client, run_id: str) -> dict[str, Any]:
     Raises:
         temporalio.client.WorkflowFailureError: The run failed (its cause names why).
     """
-    result: dict[str, Any] = await client.get_workflow_handle(run_id).result()
+    with _known_run(run_id):
+        result: dict[str, Any] = await client.get_workflow_handle(run_id).result()
     return result
 
 
@@ -123,7 +192,8 @@ async def decide(
     handle = client.get_workflow_handle(run_id)
     d = DecisionInput(call_id, decision, decided_by, arguments, feedback, tool_name)
     try:
-        answer: dict[str, Any] = await handle.execute_update("decide", d)
+        with _known_run(run_id):
+            answer: dict[str, Any] = await handle.execute_update("decide", d)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         raise DecisionRefused(
@@ -135,7 +205,8 @@ async def decide(
 async def describe(client: Client, run_id: str) -> dict[str, Any]:
     """The run's status: Temporal's view (running, completed, failed...) and handrail's (waiting calls, usage)."""
     handle = client.get_workflow_handle(run_id)
-    info = await handle.describe()
+    with _known_run(run_id):
+        info = await handle.describe()
     out: dict[str, Any] = {"run_id": run_id, "workflow_status": info.status.name if info.status else None,
                            "started": info.start_time.isoformat(), "history_length": info.history_length}  # fmt: skip
     try:

@@ -241,4 +241,9 @@ def open_temporal_store(url: str | Path) -> TemporalStore:
         )
     if not text.strip():
         raise ConfigurationError("The Temporal store URL is empty; give sqlite:///PATH or postgresql://... .")
+    if not text.endswith((".db", ".sqlite", ".sqlite3")):
+        raise ConfigurationError(
+            f"The Temporal store must be sqlite:///PATH, a path ending in .db / .sqlite, or postgresql://..., got "
+            f"{text[:60]!r}."
+        )
     return SQLiteTemporalStore(text)

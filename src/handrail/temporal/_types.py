@@ -81,7 +81,9 @@ class DecisionInput:
 @dataclass
 class ModelInput:
     agent: str
-    messages: list[dict[str, Any]]
+    messages: str
+    """The model input as JSON text (a list of ``ChatMessage.to_dict()``): each message is encoded once per run,
+    and a string goes through the payload converter without the deep copy a nested dataclass field costs."""
     tools: list[str]
     run_id: str
 

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from handrail.temporal import _registry
+from handrail.temporal import _records, _registry
 from handrail.temporal._activities import Activities
 from handrail.temporal._catalog import AgentCatalog
+from handrail.temporal._records import Recorder
 from handrail.temporal._workflow import AgentRunWorkflow
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ def create_worker(
     agents: Mapping[str, Agent | Callable[[], Agent]] | AgentCatalog,
     store: TemporalStore,
     *,
+    approvals: Any = None,
     max_concurrent_activities: int = 16,
     sticky_timeout: float = 1.0,
     **worker_options: Any,
@@ -56,6 +58,10 @@ def create_worker(
         task_queue: The queue this worker serves (clients start runs on it).
         agents: The agents by name, or an :class:`AgentCatalog`.
         store: The ledger (and blob) store every worker of the deployment shares.
+        approvals: The approval service's store (a snapshot store object, or its URL): the runs' held calls are
+            recorded there, so ``handrail serve`` on that store lists them and decides them by Update
+            (:mod:`handrail.temporal._records`). None (the default): no records. Every worker of ``task_queue``
+            must be given the same.
         max_concurrent_activities: Model and tool calls run at once in this worker.
         sticky_timeout: Seconds a workflow task waits for this worker before another worker takes the run
             (Temporal's default is 10 s: the time a run stalls after its worker is killed).
@@ -64,12 +70,15 @@ def create_worker(
     catalog = agents if isinstance(agents, AgentCatalog) else AgentCatalog(agents)
     catalog.check_all()
     _registry.register(task_queue, catalog)
-    activities = Activities(catalog, store)
+    activities = Activities(catalog, store).all()
+    if approvals is not None:
+        activities.append(Recorder(catalog, _approval_store(approvals)).record_approvals)
+        _records.enable(task_queue)
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentRunWorkflow],
-        activities=activities.all(),
+        activities=activities,
         activity_executor=worker_options.pop("activity_executor", None) or concurrent.futures.ThreadPoolExecutor(
             max_workers=max_concurrent_activities),
         max_concurrent_activities=max_concurrent_activities,
@@ -77,3 +86,20 @@ def create_worker(
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
         **worker_options,
     )  # fmt: skip
+
+
+def _approval_store(approvals: Any) -> Any:
+    """The approval service's store: the one given, or the one its URL opens (it must keep approvals)."""
+    from handrail.errors import ConfigurationTypeError
+    from handrail.stores.approvals import ApprovalStore
+
+    if isinstance(approvals, str):
+        from handrail.stores import open_snapshot_store
+
+        approvals = open_snapshot_store(approvals)
+    if not isinstance(approvals, ApprovalStore):
+        raise ConfigurationTypeError(
+            f"approvals must be the approval service's store (a FileSnapshotStore, SQLiteSnapshotStore or "
+            f"PostgresSnapshotStore, or its URL), got {type(approvals).__name__}."
+        )
+    return approvals

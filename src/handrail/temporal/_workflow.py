@@ -23,6 +23,7 @@ the replay tests (``tests/temporal/histories``).
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -38,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from handrail.dataclasses.decisions import ToolExecutionDecision
     from handrail.errors import HandrailError
     from handrail.human_in_the_loop._approval_settings import approval_settings, pause_needed, team_policy
-    from handrail.temporal import _registry
+    from handrail.temporal import _records, _registry
     from handrail.temporal._activities import UNKNOWN_OUTCOME, is_idempotent, state_from_json, state_to_json
     from handrail.temporal._asking import Waiting, digest, expires
     from handrail.temporal._types import WORKFLOW_NAME, DecisionInput, HookInput, ModelInput, RunInput, ToolInput
@@ -69,6 +70,7 @@ class AgentRunWorkflow:
         self._usage: dict[str, int] = {"model_calls": 0, "tool_calls": 0, "approvals": 0, **inp.usage}
         self._exit_reason: str | None = None
         self._steps = 0
+        self._encoded = _EncodedMessages()
 
     # -- the run ------------------------------------------------------------------------------------------------
 
@@ -153,7 +155,7 @@ class AgentRunWorkflow:
         ):
             self._continue_as_new(run, agent)
         opts = self._inp.options
-        inp = ModelInput(self._inp.agent, [m.to_dict() for m in effect.messages], list(effect.tools), info.workflow_id)
+        inp = ModelInput(self._inp.agent, self._encoded.text(effect.messages), list(effect.tools), info.workflow_id)
         try:
             replies = await self._light("handrail.call_model", inp, opts.model_attempts, opts.model_timeout_seconds)
         except ActivityError as exc:
@@ -270,6 +272,8 @@ class AgentRunWorkflow:
 
     async def _wait(self, held: list[Waiting]) -> None:
         self._status = "waiting"
+        step = max(self._usage["model_calls"] - 1, 0)
+        recording = _records.open_records(self._inp, held, step, self._usage["approvals"])  # the service's records
         while any(w.final is None for w in held):
             deadlines = [w.expires_at for w in held if w.final is None and w.expires_at is not None]
             timeout = (min(deadlines) - workflow.now()).total_seconds() if deadlines else None
@@ -281,6 +285,7 @@ class AgentRunWorkflow:
                 for w in held:
                     if w.final is None and w.expires_at is not None and w.expires_at <= now:
                         w.expire()
+        await _records.close_records(recording, held)
         for w in held:
             assert w.final is not None
             self._decided[w.call_id] = digest(w.final)
@@ -337,6 +342,27 @@ class AgentRunWorkflow:
 
 _UNKNOWN_TEXT = ("The outcome of this call to {tool!r} is unknown: the worker running it stopped while it ran, so "
                  "its effect may or may not have happened.")  # fmt: skip
+
+
+class _EncodedMessages:
+    """The JSON text of each message, computed once per message object (a model call sends the whole history)."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[ChatMessage, str]] = {}
+
+    def text(self, messages: list[ChatMessage]) -> str:
+        """The JSON text of ``messages`` (a list of ``to_dict()``)."""
+        by_id = self._by_id
+        parts = []
+        for m in messages:
+            known = by_id.get(id(m))
+            if known is None or known[0] is not m:
+                known = by_id[id(m)] = (m, json.dumps(m.to_dict(), separators=(",", ":")))
+            parts.append(known[1])
+        if len(by_id) > 2 * len(messages) + 64:  # messages a hook replaced: forget them
+            live = {id(m) for m in messages}
+            self._by_id = {k: v for k, v in by_id.items() if k in live}
+        return "[" + ",".join(parts) + "]"
 
 
 def _decode(value: Any, key: str) -> Any:
