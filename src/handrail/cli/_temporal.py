@@ -44,11 +44,11 @@ __all__ = [
 T = TypeVar("T")
 CONNECT_SECONDS = 10.0
 """How long connecting to Temporal may take before the command says the address does not answer."""
-_ADDRESS = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})")
+_ADDRESS = re.compile(r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})")
 
 
 def parse_address(ctx: click.Context | None, param: click.Parameter | None, value: str | None) -> str | None:
-    """The ``--temporal`` callback: ``HOST:PORT`` (a name, an IPv4 address or ``[IPv6]``, a port 1-65535)."""
+    """The ``--temporal`` callback: ``HOST:PORT`` (a host name or an IPv4 address, a port 1-65535)."""
     if value is None:
         return None
     match = _ADDRESS.fullmatch(value.strip())
@@ -182,16 +182,20 @@ def _connect_reason(exc: BaseException) -> str:
 
 async def connect_or_fail(out: Any, target: Target, store: Any) -> Any:
     """A client of ``target`` (:func:`handrail.temporal.connect`), or one error line and exit 1."""
-    from handrail.temporal import connect
+    from handrail.errors import ConfigurationError
+    from handrail.temporal import TemporalUnavailableError, connect
 
     try:
-        return await asyncio.wait_for(connect(target.address, store, namespace=target.namespace), CONNECT_SECONDS)
-    except TimeoutError:
-        fail(out, f"Temporal at {printable(target.address)} did not answer within {CONNECT_SECONDS:.0f} s.",
-             EXIT_RUN_FAILED)  # fmt: skip
-    except RuntimeError as exc:
-        fail(out, f"cannot reach Temporal at {printable(target.address)}: {printable(_connect_reason(exc))}. Is "
-                  f"the server running there?", EXIT_RUN_FAILED)  # fmt: skip
+        return await connect(target.address, store, namespace=target.namespace, connect_timeout=CONNECT_SECONDS)
+    except TemporalUnavailableError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, TimeoutError):
+            fail(out, f"Temporal at {printable(target.address)} did not answer within {CONNECT_SECONDS:.0f} s.",
+                 EXIT_RUN_FAILED)  # fmt: skip
+        fail(out, f"cannot reach Temporal at {printable(target.address)}: {printable(_connect_reason(cause or exc))}. "
+                  f"Is the server running there?", EXIT_RUN_FAILED)  # fmt: skip
+    except ConfigurationError as exc:
+        fail(out, str(exc))
 
 
 def rpc_problem(exc: BaseException) -> tuple[str, str] | None:
@@ -207,12 +211,15 @@ def rpc_problem(exc: BaseException) -> tuple[str, str] | None:
 def temporal_errors(out: Any, target: Target, run_id: str | None = None) -> Iterator[None]:
     """Temporal's and handrail's expected errors as one line and an exit code (an unknown run is 2)."""
     from handrail.errors import HandrailError
-    from handrail.temporal import DecisionRefused, RunExistsError
+    from handrail.temporal import DecisionRefused, RunExistsError, RunNotFoundError
 
     try:
         yield
     except click.ClickException:
         raise
+    except RunNotFoundError:
+        fail(out, f"no run {printable(run_id or '?')!r} on Temporal at {printable(target.address)} (namespace "
+                  f"{printable(target.namespace)}).")  # fmt: skip
     except (RunExistsError, DecisionRefused) as exc:  # bad input: a run id used before, a decision refused
         fail(out, str(exc), EXIT_USAGE)
     except HandrailError as exc:

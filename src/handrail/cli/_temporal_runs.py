@@ -474,7 +474,7 @@ def decide_command(run_id: str, call_id: str, decision: str, arguments_text: str
     store = client_store(err, store_url)
 
     async def go() -> dict[str, Any]:
-        from handrail.temporal import DecisionRefused, decide
+        from handrail.temporal import DecisionRefused, RunNotFoundError, TemporalUnavailableError, decide
 
         client = await connect_or_fail(err, target, store)
         with temporal_errors(err, target, run_id):
@@ -484,8 +484,10 @@ def decide_command(run_id: str, call_id: str, decision: str, arguments_text: str
         try:
             return await asyncio.wait_for(decide(client, run_id, call_id, decision, decided_by=by or os_user(),
                                                  arguments=arguments, feedback=feedback), DECIDE_SECONDS)  # fmt: skip
-        except DecisionRefused as exc:
+        except (DecisionRefused, RunNotFoundError) as exc:  # refused, or the run ended a moment ago
             fail(err, str(exc), EXIT_USAGE)
+        except TemporalUnavailableError as exc:
+            fail(err, str(exc), EXIT_RUN_FAILED)
         except TimeoutError:
             fail(err, f"no worker of task queue {run.get('task_queue')} took the decision within "
                       f"{DECIDE_SECONDS:.0f} s; it may still apply when one does: check with 'handrail runs show "
