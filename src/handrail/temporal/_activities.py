@@ -9,6 +9,9 @@ so a dead worker's call is noticed within ``heartbeat_seconds`` and its outcome 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import functools
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -58,10 +61,25 @@ def state_from_json(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def _heartbeating(function: Callable[[], T], every: float = 0.5) -> T:
-    """Run ``function`` in a worker thread, heartbeating while it runs (a no-op in a local activity)."""
-    task = asyncio.ensure_future(asyncio.to_thread(function))
-    remote = not activity.info().is_local
+async def _in_thread(executor: concurrent.futures.Executor | None, function: Callable[..., T], *args: Any,
+                     **kwargs: Any) -> T:  # fmt: skip
+    """``asyncio.to_thread`` on ``executor`` (the activity's context goes along: ``activity.info()`` works there)."""
+    call = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(executor, call)
+
+
+async def _heartbeating(function: Callable[[], T], executor: concurrent.futures.Executor | None = None) -> T:
+    """Run ``function`` in a thread of ``executor``, heartbeating while it runs (a no-op in a local activity).
+
+    It beats four times per heartbeat timeout (at most every 5 s), so a busy machine that delays one beat does not
+    make Temporal declare a live worker dead (``create_worker`` lowers the SDK's throttle to match: by default it
+    sends a beat only every 0.8 × the timeout, 0.2 s of slack for a 1 s timeout).
+    """
+    task = asyncio.ensure_future(_in_thread(executor, function))
+    info = activity.info()
+    remote = not info.is_local
+    timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 2.0
+    every = min(max(timeout / 4, 0.1), 5.0)
     while True:
         done, _ = await asyncio.wait({task}, timeout=every)
         if done:
@@ -71,11 +89,19 @@ async def _heartbeating(function: Callable[[], T], every: float = 0.5) -> T:
 
 
 class Activities:
-    """The activities of one worker: its agents and its ledger."""
+    """The activities of one worker: its agents and its ledger.
 
-    def __init__(self, catalog: AgentCatalog, store: TemporalStore) -> None:
+    ``executor`` runs the blocking parts (the model, the tool, the ledger): give it a thread per call the worker
+    runs at once. None is asyncio's default executor, whose ``min(32, cpus + 4)`` threads (6 on 2 cores) would
+    cap a worker's concurrent tool calls far below ``max_concurrent_activities``, and make a tool call wait for
+    a thread with its ledger row already ``running``.
+    """
+
+    def __init__(self, catalog: AgentCatalog, store: TemporalStore,
+                 executor: concurrent.futures.Executor | None = None) -> None:  # fmt: skip
         self.catalog = catalog
         self.store = store
+        self.executor = executor
 
     def all(self) -> list[Callable[..., Any]]:
         """The activity functions to register on the worker."""
@@ -103,31 +129,34 @@ class Activities:
                                        non_retryable=True)  # fmt: skip
             return [r.to_dict() for r in replies]
 
-        return await _heartbeating(call)
+        return await _heartbeating(call, self.executor)
 
     @activity.defn(name="handrail.run_tool")
     async def run_tool(self, inp: ToolInput) -> dict[str, Any]:
         """Run one approved tool call through the ledger; returns its outcome (``to_json`` of a ToolOutcome).
 
         When an earlier attempt started the tool and its worker died, the answer is ``{"type":
-        "unknown_outcome", ...}`` instead (the tool is not run again), unless ``again`` is set or the tool is
-        idempotent and the run's policy is ``retry``.
+        "unknown_outcome", ...}`` instead (the tool is not run again), unless ``again`` is set (honoured on the
+        activity's first attempt only) or the tool is idempotent and the run's policy is ``retry``.
         """
         key = f"{inp.run_id}/{inp.call_id}"
         tool = self.catalog.tool(inp.agent, inp.tool_name)
-        row = await asyncio.to_thread(self.store.begin, key, again=inp.again)
+        # ``again`` is a person's choice to run the call once more: only this activity's first attempt may act on
+        # it. A later attempt means that run died too; its outcome is unknown again and must be asked again.
+        again = inp.again and activity.info().attempt == 1
+        row = await _in_thread(self.executor, self.store.begin, key, again=again)
         if row is not None and row.status == "done":
             assert row.outcome is not None
             return row.outcome  # the effect happened; only the activity's completion was lost
         if row is not None:
             if not (inp.unknown_outcome == "retry" and is_idempotent(tool)):
                 return {"type": UNKNOWN_OUTCOME, "call_id": inp.call_id, "attempts": row.attempts}
-            await asyncio.to_thread(self.store.begin, key, again=True)
+            await _in_thread(self.executor, self.store.begin, key, again=True)
         kwargs = {**inp.arguments, **{k: decode_value(v, f"injected[{k!r}]") for k, v in inp.injected.items()}}
         if tool.roles.call_id_param is not None:
             kwargs[tool.roles.call_id_param] = inp.key or inp.call_id
-        outcome = await _heartbeating(lambda: _call(tool, inp, kwargs))
-        await asyncio.to_thread(self.store.done, key, outcome)
+        outcome = await _heartbeating(lambda: _call(tool, inp, kwargs), self.executor)
+        await _in_thread(self.executor, self.store.done, key, outcome)
         return outcome
 
     @activity.defn(name="handrail.run_hooks")
@@ -144,7 +173,7 @@ class Activities:
                 check_after_hook(hook, inp.point, state.data)
             return state_to_json(state.data)
 
-        return await _heartbeating(run)
+        return await _heartbeating(run, self.executor)
 
 
 def _call(tool: Tool, inp: ToolInput, kwargs: dict[str, Any]) -> dict[str, Any]:

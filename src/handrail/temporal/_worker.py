@@ -62,7 +62,8 @@ def create_worker(
             recorded there, so ``handrail serve`` on that store lists them and decides them by Update
             (:mod:`handrail.temporal._records`). None (the default): no records. Every worker of ``task_queue``
             must be given the same.
-        max_concurrent_activities: Model and tool calls run at once in this worker.
+        max_concurrent_activities: Tool calls (and, unless ``max_concurrent_local_activities`` is given, model
+            calls) run at once in this worker.
         sticky_timeout: Seconds a workflow task waits for this worker before another worker takes the run
             (Temporal's default is 10 s: the time a run stalls after its worker is killed).
         **worker_options: More ``temporalio.worker.Worker`` options.
@@ -70,7 +71,13 @@ def create_worker(
     catalog = agents if isinstance(agents, AgentCatalog) else AgentCatalog(agents)
     catalog.check_all()
     _registry.register(task_queue, catalog)
-    activities = Activities(catalog, store).all()
+    # The activities are async and run their blocking parts (model, tool, ledger) in this pool: one thread per
+    # model or tool call the worker takes at once (asyncio's default pool has only cpus + 4 threads).
+    local = worker_options.pop("max_concurrent_local_activities", None) or max_concurrent_activities
+    executor = worker_options.pop("activity_executor", None) or concurrent.futures.ThreadPoolExecutor(
+        max_workers=max_concurrent_activities + local, thread_name_prefix="handrail-activity"
+    )
+    activities = Activities(catalog, store, executor).all()
     if approvals is not None:
         activities.append(Recorder(catalog, _approval_store(approvals)).record_approvals)
         _records.enable(task_queue)
@@ -79,11 +86,14 @@ def create_worker(
         task_queue=task_queue,
         workflows=[AgentRunWorkflow],
         activities=activities,
-        activity_executor=worker_options.pop("activity_executor", None) or concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_concurrent_activities),
+        activity_executor=executor,
         max_concurrent_activities=max_concurrent_activities,
+        max_concurrent_local_activities=local,
         workflow_runner=worker_options.pop("workflow_runner", None) or workflow_runner(),
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
+        # The SDK sends a heartbeat at most every 0.8 x the heartbeat timeout unless this caps it: let the
+        # activities' own cadence (a quarter of the timeout) through, or a 1 s timeout has 0.2 s of slack.
+        max_heartbeat_throttle_interval=worker_options.pop("max_heartbeat_throttle_interval", timedelta(seconds=0.25)),
         **worker_options,
     )  # fmt: skip
 
