@@ -3,16 +3,19 @@
 Exit codes (also in ``handrail --help`` and docs/cli.md):
 
 * 0: the agent answered, or a command succeeded;
-* 1: the run failed (a model or tool error, an I/O error);
+* 1: the run failed (a model or tool error, an I/O error); a Temporal frontend (``--temporal``) that does not
+  answer;
 * 2: bad usage or input: neither or both of ``--dir`` and ``--store``, or a store that is not there; a bad
   agent file; an unknown or finished snapshot; a decision for an interrupted snapshot (it takes none:
   resume it); a refused decision, or one that conflicts with the decision already recorded for the call;
   an empty ``--by``; the agent changed since the pause (``--allow-drift``); a call whose outcome is
-  unknown (``--unknown-outcome``); a file or directory you may not read or write;
+  unknown (``--unknown-outcome``); a file or directory you may not read or write; with ``--temporal``: a
+  malformed ``HOST:PORT``, an unknown run id, a run id used before, an agents directory without agent files;
 * 3: the run ended without an answer (step limit, length, content filter);
 * 4: the run paused for approval (``--pause-for-approval`` / ``resume``: the snapshot id is printed);
 * 5: the snapshot is in use: another process is resuming it now; try again when that run has paused or
-  finished.
+  finished;
+* 130: stopped by a second Ctrl-C (a worker), or Ctrl-C while ``handrail run --temporal`` waits (the run goes on).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from handrail import __version__
 from handrail.cli._approvals import approvals
 from handrail.cli._run import resume, run
 from handrail.cli._serve import serve
+from handrail.cli._temporal_runs import runs
 from handrail.cli._tokens import tokens
 from handrail.cli._worker import worker
 
@@ -39,21 +43,47 @@ __all__ = ["main"]
 _EPILOG = (
     "\b\nExit codes:\n"
     "  0 answered / done\n"
-    "  1 the run failed (a model or tool error, an I/O error)\n"
+    "  1 the run failed (a model or tool error, an I/O error); Temporal does not\n"
+    "    answer\n"
     "  2 bad usage or input: not exactly one of --dir and --store; a bad agent\n"
     "    file; a corrupt snapshot file, store record or store schema row; an\n"
     "    unknown or finished snapshot; a decision for an interrupted snapshot\n"
     "    (resume it instead); a refused or conflicting decision; the agent changed\n"
     "    since the pause (--allow-drift); a call's outcome is unknown\n"
-    "    (--unknown-outcome); permission denied\n"
+    "    (--unknown-outcome); permission denied; with --temporal: a malformed\n"
+    "    HOST:PORT, an unknown or reused run id, an agents dir without agent files\n"
     "  3 the run ended without an answer (step limit, length, content filter)\n"
     "  4 paused for approval (see 'handrail approvals --help')\n"
     "  5 the snapshot is held by a running process (a resume in progress): try\n"
-    "    again later"
+    "    again later\n"
+    "  130 Ctrl-C: a worker's second one; 'run --temporal' stops waiting (the run\n"
+    "    goes on)"
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EPILOG)
+class _Command(click.Group):
+    """The ``handrail`` group, which ends its process with ``os._exit`` once the Temporal SDK was used.
+
+    As the process's entry point (``handrail ...``, ``python -m handrail.cli``) it calls ``main``, then exits at once
+    when the SDK's threads could abort a normal exit (:func:`handrail.cli._temporal.exit_now_if_temporal`). Click's
+    test runner calls ``main`` itself and is unaffected.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from handrail.cli._temporal import exit_now_if_temporal
+
+        try:
+            return self.main(*args, **kwargs)
+        except SystemExit as exc:
+            code = exc.code
+            if code is not None and not isinstance(code, int):
+                click.echo(code, err=True)
+                code = 1
+            exit_now_if_temporal(code or 0)
+            raise
+
+
+@click.group(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EPILOG)
 @click.version_option(__version__, prog_name="handrail")
 @click.pass_context
 def main(ctx: click.Context) -> None:
@@ -129,3 +159,4 @@ main.add_command(approvals)
 main.add_command(worker)
 main.add_command(serve)
 main.add_command(tokens)
+main.add_command(runs)

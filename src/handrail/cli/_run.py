@@ -29,6 +29,7 @@ from handrail.cli._common import (
     resume_command,
 )
 from handrail.cli._stores import Where, opened, where_options
+from handrail.cli._temporal import parse_address
 from handrail.core._urls import url_without_password
 
 __all__ = ["resume", "run", "spec_tools"]
@@ -252,6 +253,16 @@ def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: 
               help="Instead of asking, pause: write a snapshot to the directory DIR or the store URL "
                    "(sqlite:///PATH, postgresql://...), print its id and exit with code 4; decide with "
                    "'handrail approvals', continue with 'handrail resume'.")  # fmt: skip
+@click.option("--temporal", "address", metavar="HOST:PORT", callback=parse_address,
+              help="Start the run on Temporal instead (needs --task-queue and --store): the workers of the "
+                   "queue run agent NAME, AGENT_FILE's stem (they must have NAME.yaml).")  # fmt: skip
+@click.option("--task-queue", metavar="QUEUE", help="With --temporal: the queue the workers serve.")
+@click.option("--namespace", metavar="NS", help="With --temporal: the Temporal namespace  [default: default].")
+@click.option("--store", "store_url", metavar="URL", help="With --temporal: the ledger the workers use "
+              "(sqlite:///PATH or postgresql://...).")  # fmt: skip
+@click.option("--detach", is_flag=True, help="With --temporal: print the run id and exit (0) without waiting.")
+@click.option("--run-id", metavar="ID", help="With --temporal: the run's id (default: a new one; an id is used "
+              "once).")  # fmt: skip
 @_model_options
 @click.pass_context
 def run(
@@ -260,6 +271,12 @@ def run(
     question: str,
     approve: str,
     pause_to: str | None,
+    address: str | None,
+    task_queue: str | None,
+    namespace: str | None,
+    store_url: str | None,
+    detach: bool,
+    run_id: str | None,
     model: str | None,
     openai_base_url: str | None,
     openai_model: str | None,
@@ -267,12 +284,29 @@ def run(
     allow_modules: tuple[str, ...],
     max_steps: int | None,
 ) -> None:
-    """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call."""
+    """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call.
+
+    With --temporal HOST:PORT --task-queue QUEUE --store URL the run is durable, on the workers of the queue
+    ('handrail worker --temporal'): its id is printed on stderr (on stdout with --detach, which exits at
+    once). The command waits for the answer; each call that waits for a decision is asked here when stdin is a
+    terminal (the decisions its policy allows, or wait to leave it to others), else the 'handrail runs decide'
+    commands are printed and it keeps waiting. Ctrl-C stops waiting, not the run (exit 130). The worker's
+    agent file chooses the model and the approvals: --approve, --pause-for-approval, --model, --openai-*,
+    --max-steps and --allow-module do not apply.
+    """
     from rich.console import Console
 
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
     if not question.strip():
         raise click.UsageError("QUESTION is empty; ask the agent something.")
+    if address is not None:
+        _run_on_temporal(ctx, agent_file, question, address, task_queue, namespace, store_url, detach, run_id,
+                         as_json)  # fmt: skip
+        return
+    for flag, name in (("--task-queue", "task_queue"), ("--namespace", "namespace"), ("--store", "store_url"),
+                       ("--detach", "detach"), ("--run-id", "run_id")):  # fmt: skip
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
+            raise click.UsageError(f"{flag} goes with --temporal HOST:PORT (a run on Temporal).", ctx)
     if pause_to is not None and ctx.get_parameter_source("approve") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--approve and --pause-for-approval are different ways to approve; pass only one.")
     models = ModelChoice(model, openai_base_url, openai_model)
@@ -290,6 +324,30 @@ def run(
                 out, where, as_json, lambda printer: agent.run([ChatMessage.from_user(question)], printer)
             )
     _finish(out, agent, result, printer, as_json)
+
+
+_LOCAL_ONLY = (("--approve", "approve"), ("--pause-for-approval", "pause_to"), ("--model", "model"),
+               ("--openai-base-url", "openai_base_url"), ("--openai-model", "openai_model"),
+               ("--allow-module", "allow_modules"), ("--max-steps", "max_steps"))  # fmt: skip
+
+
+def _run_on_temporal(ctx: click.Context, agent_file: Path, question: str, address: str, task_queue: str | None,
+                     namespace: str | None, store_url: str | None, detach: bool, run_id: str | None,
+                     as_json: bool) -> None:  # fmt: skip
+    from handrail.cli._temporal import Target
+    from handrail.cli._temporal_runs import start_temporal_run
+
+    for flag, name in _LOCAL_ONLY:
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
+            raise click.UsageError(f"{flag} does not apply with --temporal: the worker's agent file ({agent_file.stem}"
+                                   f".yaml there) chooses the model and the approvals.", ctx)  # fmt: skip
+    if task_queue is None:
+        raise click.UsageError("--temporal needs --task-queue QUEUE (the queue the workers serve).", ctx)
+    if store_url is None:
+        raise click.UsageError("--temporal needs --store URL: the ledger the workers use (large payloads are kept "
+                               "there by reference).", ctx)  # fmt: skip
+    start_temporal_run(Target(address, namespace or "default", store_url), task_queue, agent_file, question,
+                       detach=detach, run_id=run_id, as_json=as_json)  # fmt: skip
 
 
 def _resume_models(metadata: dict[str, Any], given: ModelChoice) -> ModelChoice:

@@ -11,6 +11,7 @@ import click
 
 from handrail.cli._common import errors_as_exit_codes, fail_usage, printable
 from handrail.cli._stores import Where, opened
+from handrail.cli._temporal import parse_address
 
 __all__ = ["serve", "service_store"]
 
@@ -90,7 +91,7 @@ def _temporal_options(temporal: str | None, namespace: str) -> dict[str, Any]:
 )
 @click.option("--preview-timeout", default=2.0, show_default=True, type=click.FloatRange(min=0.01, max=3599),
               help="Seconds a tool's preview may take before the page shows 'preview unavailable'.")  # fmt: skip
-@click.option("--temporal", "temporal", metavar="HOST:PORT", default=None,
+@click.option("--temporal", "temporal", metavar="HOST:PORT", default=None, callback=parse_address,
               help="Temporal's frontend: the approvals of Temporal runs (recorded here by their workers) are decided "
                    "by Updates to their workflows.")  # fmt: skip
 @click.option("--namespace", default="default", show_default=True, help="The Temporal namespace (with --temporal).")

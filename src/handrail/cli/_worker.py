@@ -6,6 +6,9 @@ at each approval's expiry time; a run whose process died is taken over. One line
 finishes or fails goes to stdout (the model's text shown as printable text, never obeyed by the terminal).
 SIGTERM or Ctrl-C stops it cleanly (exit 0): the runs it is continuing finish or pause first, queued ones are
 left to the other processes; a second signal stops it at once (exit 130).
+
+With ``--temporal HOST:PORT`` it is a Temporal worker instead (:mod:`handrail.cli._temporal_worker`): it runs the
+agent files of ``--agents`` for the runs started on ``--task-queue``, with ``--store`` as its tool-call ledger.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import click
 
 from handrail.cli._common import fail_usage, printable
 from handrail.cli._serve import service_store
+from handrail.cli._temporal import parse_address
 
 __all__ = ["worker"]
 
@@ -62,22 +66,53 @@ def _report(what: str, record: Any) -> None:
 @click.option("--unknown-outcome", type=click.Choice(["fail", "retry"]), default="fail", show_default=True,
               help="A call found running (its process died mid-call): fail it (the model is told its outcome is "
                    "unknown) or retry it with the same call id (for idempotent tools).")  # fmt: skip
-@click.option("--max-workers", type=click.IntRange(1, 256), default=4, show_default=True,
-              help="Runs continued at once (the rest wait their turn).")  # fmt: skip
+@click.option("--max-workers", type=click.IntRange(1, 256), metavar="N",
+              help="Runs continued at once (the rest wait their turn)  [default: 4]; with --temporal: model and "
+                   "tool calls at once  [default: 16].")  # fmt: skip
+@click.option("--temporal", "address", metavar="HOST:PORT", callback=parse_address,
+              help="Be a Temporal worker of this frontend instead: run the agent files of --agents (each "
+                   "DIR/NAME.yaml is agent NAME) for the runs of --task-queue; --store is the tool-call "
+                   "ledger (sqlite:///PATH or postgresql://..., created if missing).")  # fmt: skip
+@click.option("--task-queue", metavar="QUEUE", help="With --temporal: the queue 'handrail run --temporal' starts "
+              "runs on.")  # fmt: skip
+@click.option("--namespace", metavar="NS", help="With --temporal: the Temporal namespace  [default: default].")
+@click.pass_context
 def worker(
-    store_url: str, agents_dir: Path | None, allow_modules: tuple[str, ...], unknown_outcome: str, max_workers: int
+    ctx: click.Context,
+    store_url: str,
+    agents_dir: Path | None,
+    allow_modules: tuple[str, ...],
+    unknown_outcome: str,
+    max_workers: int | None,
+    address: str | None,
+    task_queue: str | None,
+    namespace: str | None,
 ) -> None:
     """Resume paused runs by themselves once their calls are decided (and sweep expired approvals).
 
     Any number of workers and servers may share a store: each decided run is continued exactly once. Stop with
     Ctrl-C or SIGTERM (exit 0). A store that does not exist, or does not answer now, is refused as 'handrail
     serve' refuses it (one error line; exit 2, or 1 for an unreachable server); a later outage is retried.
+
+    With --temporal HOST:PORT --task-queue QUEUE --agents DIR, it runs agents on Temporal instead: every agent
+    file of DIR is built and checked first (bad ones: one FILE:LINE line each, exit 2); their confirmation
+    settings (quorum, allowed decisions, expiry, initiator_may_approve) decide who is asked, through 'handrail
+    runs decide' or the console of 'handrail run --temporal'. One line says when it polls the queue. Ctrl-C or
+    SIGTERM stops it (exit 0; calls under way get 30 s to finish, their runs wait for another worker); a
+    second one at once (exit 130). An address that does not answer: one error line, exit 1.
     """
     from rich.console import Console
 
+    err = Console(stderr=True, highlight=False)
+    if address is not None:
+        _temporal(ctx, err, store_url, agents_dir, allow_modules, max_workers, address, task_queue, namespace)
+        return
+    for given, flag in ((task_queue, "--task-queue"), (namespace, "--namespace")):
+        if given is not None:
+            raise click.UsageError(f"{flag} goes with --temporal HOST:PORT (a Temporal worker).", ctx)
+    max_workers = max_workers or 4
     from handrail.server import Resumer
 
-    err = Console(stderr=True, highlight=False)
     if agents_dir is not None and not agents_dir.is_dir():
         fail_usage(err, f"--agents {printable(agents_dir)}: not a directory.")
     stop = threading.Event()
@@ -97,6 +132,23 @@ def worker(
             for number, handler in previous.items():
                 signal.signal(number, handler)
     click.echo("handrail worker: stopped.")
+
+
+def _temporal(ctx: click.Context, err: Any, store_url: str, agents_dir: Path | None, allow_modules: tuple[str, ...],
+              max_workers: int | None, address: str, task_queue: str | None,
+              namespace: str | None) -> None:  # fmt: skip
+    from handrail.cli._temporal import Target
+    from handrail.cli._temporal_worker import serve_temporal
+
+    if ctx.get_parameter_source("unknown_outcome") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--unknown-outcome is not a worker's choice on Temporal: each run's is (it asks a "
+                               "person by default).", ctx)  # fmt: skip
+    if task_queue is None:
+        raise click.UsageError("--temporal needs --task-queue QUEUE (the queue runs are started on).", ctx)
+    if agents_dir is None:
+        raise click.UsageError("--temporal needs --agents DIR (its NAME.yaml files are the agents it runs).", ctx)
+    serve_temporal(Target(address, namespace or "default", store_url), task_queue, agents_dir, allow_modules,
+                   max_workers)  # fmt: skip
 
 
 def _on_signals(stop: threading.Event) -> dict[int, Any]:

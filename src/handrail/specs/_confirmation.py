@@ -18,7 +18,8 @@ A rule that does not parse or holds a construct a rule may not hold is refused w
 reads a name the tool does not take when the agent is built; each error names the file, the line and the field.
 The team settings (quorum, initiator_may_approve, allowed_decisions) are the approval service's: at a console
 (``approve="ask"``, one person who started the run) they cannot hold, so such a file is refused there rather than
-asked more loosely than it says.
+asked more loosely than it says. ``approve="pause"`` and ``approve="workflow"`` (a Temporal worker's agents, whose
+workflow asks) build ``BreakpointConfirmationStrategy`` objects that carry every setting.
 """
 
 from __future__ import annotations
@@ -36,10 +37,19 @@ if TYPE_CHECKING:
     from handrail.human_in_the_loop.types import ConfirmationUI
     from handrail.stores.types import SnapshotStore
 
-__all__ = ["ENTRY_TAGS", "ConfirmationEntry", "ConfirmationValue", "RejectingUI", "asks_a_person", "strategies"]
+__all__ = [
+    "ENTRY_TAGS",
+    "WORKFLOW_DECIDES",
+    "ConfirmationEntry",
+    "ConfirmationValue",
+    "RejectingUI",
+    "WorkflowDecides",
+    "asks_a_person",
+    "strategies",
+]
 
 PolicyName = Literal["always", "never", "once"]
-Approve = Literal["ask", "all", "none", "pause"]
+Approve = Literal["ask", "all", "none", "pause", "workflow"]
 ENTRY_TAGS = ("ConfirmationPolicyName", "ConfirmationEntry")
 """The union tags pydantic puts into error locations (left out of the field paths the messages name)."""
 
@@ -139,6 +149,34 @@ class RejectingUI:
         return {"type": "handrail.specs.agent_spec.RejectingUI", "init_parameters": {}}
 
 
+class WorkflowDecides:
+    """Where the strategies of ``approve="workflow"`` pause: nowhere, a Temporal workflow decides their calls.
+
+    The workflow replaces each strategy with its own asking (Updates) and reads the strategy's policy and settings
+    (``allowed_decisions``, ``quorum``, ``expires_after``, ...), so no snapshot is ever written here. An agent built
+    so and run by ``Agent.run`` would pause: that write is refused, naming why, instead of going anywhere.
+    """
+
+    url = "workflow:"
+
+    def _refuse(self, *_: Any, **__: Any) -> Any:
+        from handrail.errors import RunError
+
+        raise RunError(
+            "This agent was built with approve='workflow': a Temporal worker runs it and decides its calls. Run it "
+            "there ('handrail worker --temporal'), or build it with approve='pause' and a snapshot store."
+        )
+
+    create = replace = claim = load = _refuse
+
+    def __repr__(self) -> str:
+        return "WorkflowDecides()"
+
+
+WORKFLOW_DECIDES = WorkflowDecides()
+"""The one :class:`WorkflowDecides` every ``approve="workflow"`` strategy names."""
+
+
 class Pause(NamedTuple):
     """Where a pausing strategy writes (a directory or a store, one of them) and what it records."""
 
@@ -198,7 +236,8 @@ def _asking(name: str, entry: ConfirmationEntry, approve: Approve, ui: Confirmat
     if approve == "none":  # no person is asked: the rejection must not say "by the user"
         return BlockingConfirmationStrategy(confirmation_policy=_policy(entry), confirmation_ui=RejectingUI(),
                                             reject_template=_NOT_APPROVED)  # fmt: skip
-    chosen = RejectingUI() if approve == "pause" else (ui if ui is not None else RichConsoleUI())  # pause: never asks
+    never_asks = approve in ("pause", "workflow")
+    chosen = RejectingUI() if never_asks else (ui if ui is not None else RichConsoleUI())
     return BlockingConfirmationStrategy(confirmation_policy=_policy(entry), confirmation_ui=chosen)
 
 

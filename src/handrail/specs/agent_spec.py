@@ -26,14 +26,21 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from handrail.core._yaml import YamlRefusedError, describe_yaml_error, safe_load_yaml
 from handrail.errors import ConfigurationError, ConfigurationTypeError
-from handrail.specs._confirmation import ENTRY_TAGS, ConfirmationValue, RejectingUI, asks_a_person, strategies
+from handrail.specs._confirmation import (
+    ENTRY_TAGS,
+    WORKFLOW_DECIDES,
+    ConfirmationValue,
+    RejectingUI,
+    asks_a_person,
+    strategies,
+)
 from handrail.specs._confirmation import Pause as _Pause
 from handrail.specs._errors import SpecError, building
 from handrail.specs._parts import build_generator, build_tool
@@ -171,7 +178,7 @@ def _allowed(spec: AgentSpec, extra: Iterable[str]) -> tuple[str, ...]:
     return (*spec.allowed_modules, *extra)
 
 
-Approve = Literal["ask", "all", "none", "pause"]
+Approve = Literal["ask", "all", "none", "pause", "workflow"]
 
 
 def needs_a_person(spec: AgentSpec) -> bool:
@@ -185,6 +192,11 @@ def _pause_settings(
     snapshot_store: SnapshotStore | str | None,
     snapshot_metadata: dict[str, Any] | None,
 ) -> _Pause | None:
+    if approve == "workflow":
+        if snapshot_dir is not None or snapshot_store is not None or snapshot_metadata is not None:
+            raise SpecError("approve='workflow' writes no snapshot (its workflow decides the calls): give no "
+                            "snapshot_dir, snapshot_store or snapshot_metadata.")  # fmt: skip
+        return _Pause(None, cast("SnapshotStore", WORKFLOW_DECIDES), {})  # the methods a strategy checks; each refuses
     if approve != "pause":
         if snapshot_dir is not None or snapshot_store is not None or snapshot_metadata is not None:
             raise SpecError(
@@ -228,7 +240,9 @@ def build_agent(
             the policy would ask about, or ``pause`` the run for a later decision: tools whose policy is
             ``always`` or ``once`` get a ``BreakpointConfirmationStrategy`` writing into ``snapshot_dir`` or
             ``snapshot_store`` (``once`` pauses for every call: what a person confirmed is not remembered
-            across processes); ``never`` tools run without pausing.
+            across processes); ``never`` tools run without pausing. ``workflow``: for a Temporal worker
+            (:mod:`handrail.temporal`), whose workflow decides the calls: the strategies are those of ``pause``,
+            with every setting of the file (quorum, allowed decisions, expiry, ...), but write no snapshot.
         confirmation_ui: The UI that asks when ``approve`` is ``ask``.
         snapshot_dir: With ``approve="pause"`` (it or ``snapshot_store`` required there): the directory
             snapshots are written to (created on the first pause).
