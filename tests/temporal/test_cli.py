@@ -318,3 +318,33 @@ def test_a_refused_decision_names_the_reason_and_changes_nothing(agents: Path, s
     assert edited.returncode == 0 and "edited" in edited.stdout
     done = wait_for(worker, run_id, "done")
     assert "6" in json.dumps(done["messages"])
+
+
+def test_tls_and_an_api_key_from_the_environment_reach_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from handrail.cli import main
+    from handrail.temporal import _client
+
+    seen: dict[str, Any] = {}
+
+    async def fake_connect(address: str, store: Any, **options: Any) -> Any:
+        seen.update(options, address=address)
+        raise _client.TemporalUnavailableError("stop here")
+
+    monkeypatch.setattr(_client, "connect", fake_connect)
+    monkeypatch.setenv("TEMPORAL_KEY_FOR_TEST", "k-123")
+    args = ["runs", "show", "r1", "--temporal", "ns.tmprl.cloud:7233", "--namespace", "ns.acct"]
+    result = CliRunner().invoke(main, [*args, "--api-key-env", "TEMPORAL_KEY_FOR_TEST"])
+    assert result.exit_code == 1 and "k-123" not in result.output  # the key is used, never shown
+    assert (seen["address"], seen["namespace"], seen["api_key"], seen["tls"]) == (
+        "ns.tmprl.cloud:7233",
+        "ns.acct",
+        "k-123",
+        True,
+    )
+    seen.clear()
+    CliRunner().invoke(main, [*args, "--tls"])
+    assert seen["tls"] is True and "api_key" not in seen
+    missing = CliRunner().invoke(main, [*args, "--api-key-env", "NO_SUCH_VARIABLE_SET"])
+    assert missing.exit_code == 2 and "NO_SUCH_VARIABLE_SET: that environment variable is not set" in missing.output

@@ -99,11 +99,41 @@ def target_options(*, store_required: bool, temporal_required: bool = True) -> C
             click.option("--namespace", default="default", show_default=True, metavar="NS",
                          help="The Temporal namespace."),
             click.option("--store", "store_url", required=store_required, metavar="URL", help=store_help),
+            click.option("--tls", is_flag=True, expose_value=False, callback=_remember,
+                         help="Connect with TLS (a Temporal cluster with TLS, Temporal Cloud)."),
+            click.option("--api-key-env", metavar="VAR", expose_value=False, callback=_remember,
+                         help="Read a Temporal Cloud API key from environment variable VAR (implies --tls; the "
+                              "key is never taken on the command line)."),
         ]):  # fmt: skip
             command = option(command)
         return command
 
     return decorate
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep ``--tls`` / ``--api-key-env`` for :func:`connect_or_fail` (no command takes them as a parameter)."""
+    ctx.meta[f"handrail.temporal.{param.name}"] = value
+    return value
+
+
+def _security(out: Any) -> dict[str, Any]:
+    """The ``tls`` and ``api_key`` connection options the command line gave."""
+    import os
+
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx is not None else {}
+    options: dict[str, Any] = {}
+    variable = meta.get("handrail.temporal.api_key_env")
+    if variable:
+        key = os.environ.get(variable)
+        if not key:
+            fail(out, f"--api-key-env {printable(variable)}: that environment variable is not set or empty.")
+        options["api_key"] = key
+        options["tls"] = True
+    if meta.get("handrail.temporal.tls"):
+        options["tls"] = True
+    return options
 
 
 def fail(out: Any, message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -186,7 +216,8 @@ async def connect_or_fail(out: Any, target: Target, store: Any) -> Any:
     from handrail.temporal import TemporalUnavailableError, connect
 
     try:
-        return await connect(target.address, store, namespace=target.namespace, connect_timeout=CONNECT_SECONDS)
+        return await connect(target.address, store, namespace=target.namespace, connect_timeout=CONNECT_SECONDS,
+                             **_security(out))  # fmt: skip
     except TemporalUnavailableError as exc:
         cause = exc.__cause__
         if isinstance(cause, TimeoutError):
