@@ -55,3 +55,70 @@ async def test_bad_run_arguments_are_refused_before_anything_starts(
             await h.start(**kwargs)
         with pytest.raises(ConfigurationError, match="question is empty"):
             await h.start(question="  ")
+
+
+async def test_a_decision_after_the_run_ended_says_so(dev_server: Any, ledger_url: str, task_queue: str) -> None:
+    from handrail.testing.builders import reply
+
+    async with harness(
+        dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(Effects(), [reply("hi")])}
+    ) as h:
+        run_id = await h.start()
+        await h.result(run_id)
+        with pytest.raises(ht.RunEndedError, match="has ended"):
+            await h.decide(run_id, "c1")
+
+
+async def test_bad_client_and_worker_arguments_name_what_is_wrong(dev_server: Any, ledger_url: str,
+                                                                  task_queue: str) -> None:  # fmt: skip
+    from handrail.components.agents import Agent
+
+    with pytest.raises(ConfigurationError, match="needs the deployment's store"):
+        await ht.connect(dev_server.address, None)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="cannot reach PostgreSQL"):
+        ht.open_temporal_store(f"postgresql://nobody@127.0.0.1:{free_port()}/db")
+
+    def broken() -> Agent:
+        raise ZeroDivisionError("division by zero")
+
+    store = ht.open_temporal_store(ledger_url)
+    client = await ht.connect(dev_server.address, store)
+    with pytest.raises(ConfigurationError, match="The factory of agent 'broken' raised ZeroDivisionError"):
+        ht.create_worker(client, task_queue, {"broken": broken}, store)
+    with pytest.raises(ConfigurationError, match=r"The approvals store .* cannot be used"):
+        ht.create_worker(client, task_queue, {"demo": transfer_agent(Effects())}, store,
+                         approvals="sqlite:////proc/no-such-dir/approvals.db")  # fmt: skip
+    store.close()
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(Effects())}) as h:
+        for question in (None, [], "\ud800"):
+            with pytest.raises(ConfigurationError, match=r"question|messages"):
+                await h.start(question=question)  # type: ignore[arg-type]
+
+
+async def test_a_result_the_json_cannot_hold_reaches_the_model_as_text(dev_server: Any, ledger_url: str,
+                                                                       task_queue: str) -> None:  # fmt: skip
+    from handrail.components.agents import Agent
+    from handrail.testing.builders import call, reply
+    from handrail.tools import tool
+    from tests.temporal._harness import by_turn
+
+    class Thing:
+        def __str__(self) -> str:
+            return "<a thing>"
+
+    made: list[int] = []
+
+    @tool
+    def give() -> object:
+        """Give a thing."""
+        made.append(1)
+        return Thing()
+
+    def agent() -> Agent:
+        return Agent(chat_generator=by_turn([reply(call("give", {}, id="c1")), reply("ok")]), tools=[give])
+
+    async with harness(dev_server.address, ledger_url, task_queue, {"a": agent}) as h:
+        result = await h.result(await h.start("a", "give"))
+    tool_message = next(m for m in result["messages"] if m["role"] == "tool")
+    assert tool_message["content"][0]["tool_call_result"]["result"] == "<a thing>"
+    assert tool_message["content"][0]["tool_call_result"]["error"] is False and made == [1]

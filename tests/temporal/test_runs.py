@@ -221,3 +221,53 @@ async def test_a_decision_names_the_question_it_answers(
         assert (await h.decide(run_id, "c2"))["status"] == "decided"  # the number is looked up when not given
         await h.result(run_id)
     assert effects.done == [("transfer", 5), ("transfer", 6)]
+
+
+async def test_under_a_quorum_an_edit_is_a_new_proposal_judged_again(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects
+) -> None:
+    from handrail.human_in_the_loop import AlwaysAskPolicy
+
+    agent = transfer_agent(effects, strategy=asking(AlwaysAskPolicy(), quorum=2, quorum_when="amount > 10"))
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": agent}) as h:
+        run_id = await h.start(question="send 5")
+        [waiting] = await h.waiting(run_id)
+        assert (waiting["quorum"], waiting["proposal"]) == (1, 1)  # 5 is not over 10: one approver
+        answer = await h.decide(run_id, "c1", "edit", arguments={"amount": 5000, "to": "mallory"}, decided_by="cleo")
+        assert answer["status"] == "voted"  # 5000 is over 10: judged again, a second approver is needed now
+        [waiting] = await h.waiting(run_id)
+        assert (waiting["arguments"], waiting["proposal"], waiting["quorum"]) == (
+            {"amount": 5000, "to": "mallory"},
+            2,
+            2,
+        )
+        with pytest.raises(ht.DecisionRefused, match="the arguments changed since proposal 1"):
+            await h.decide(run_id, "c1", decided_by="dan", proposal=1)  # dan saw 5 to bob, not this
+        assert effects.done == []
+        await h.decide(run_id, "c1", decided_by="dan", proposal=2)
+        await h.result(run_id)
+    assert effects.done == [("transfer", 5000)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"feedback": "x" * 10_001}, "feedback must be a text of at most 10000"),
+        ({"decided_by": "d" * 201}, "decided_by is at most 200"),
+        ({"decided_by": "\udc00"}, "decided_by holds text that is not Unicode"),
+        ({"feedback": "\ud800"}, "feedback holds text that is not Unicode"),
+    ],
+)
+async def test_text_that_could_not_be_recorded_is_refused(
+    dev_server: Any, ledger_url: str, task_queue: str, effects: Effects, kwargs: dict[str, Any], reason: str
+) -> None:
+    async with harness(dev_server.address, ledger_url, task_queue, {"demo": transfer_agent(effects)}) as h:
+        run_id = await h.start()
+        await h.waiting(run_id)
+        with pytest.raises(ht.DecisionRefused, match=reason):
+            await h.decide(run_id, "c1", "reject", **kwargs)
+        with pytest.raises(ht.DecisionRefused, match="arguments holds text that is not Unicode"):
+            await h.decide(run_id, "c1", "edit", arguments={"amount": 1, "to": "\ud800"})
+        await h.decide(run_id, "c1")
+        await h.result(run_id)
+    assert effects.done == [("transfer", 5)]

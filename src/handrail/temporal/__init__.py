@@ -17,6 +17,7 @@ __all__ = [
     "AgentCatalog",
     "AgentRunWorkflow",
     "DecisionRefused",
+    "RunEndedError",
     "RunExistsError",
     "RunInput",
     "RunNotFoundError",
@@ -33,7 +34,8 @@ __all__ = [
 
 _WHERE = {
     "AgentCatalog": "_catalog", "AgentRunWorkflow": "_workflow", "DecisionRefused": "_client",
-    "RunExistsError": "_client", "RunNotFoundError": "_client", "TemporalUnavailableError": "_client",
+    "RunEndedError": "_client", "RunExistsError": "_client", "RunNotFoundError": "_client",
+    "TemporalUnavailableError": "_client",
     "RunInput": "_types", "RunOptions": "_types", "connect": "_client",
     "create_worker": "_worker", "decide": "_client", "describe": "_client", "get_result": "_client",
     "open_temporal_store": "_store", "start_run": "_client",
@@ -43,6 +45,7 @@ if _typing.TYPE_CHECKING:
     from handrail.temporal._catalog import AgentCatalog
     from handrail.temporal._client import (
         DecisionRefused,
+        RunEndedError,
         RunExistsError,
         RunNotFoundError,
         TemporalUnavailableError,

@@ -190,9 +190,7 @@ def _call(tool: Tool, inp: ToolInput, kwargs: dict[str, Any]) -> dict[str, Any]:
     )
     try:
         data = to_json(outcome)
-    except Exception as exc:  # a result the typed JSON cannot hold: the model reads why
-        data = to_json(
-            ToolOutcome(inp.call_id, False, None, f"The tool's result cannot be sent: {describe_exception(exc)}")
-        )
+    except Exception:  # a result the typed JSON cannot hold: its text, as a local run gives the model
+        data = to_json(ToolOutcome(inp.call_id, True, str(outcome.value)))
     assert data is not None
     return data

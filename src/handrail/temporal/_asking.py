@@ -20,6 +20,28 @@ from handrail.temporal._types import DecisionInput
 __all__ = ["Waiting", "digest"]
 
 _KINDS = ("approve", "reject", "edit")
+MAX_FEEDBACK, MAX_DECIDED_BY = 10_000, 200
+"""The longest feedback and decider name a decision may carry (as the approval service's API)."""
+
+
+def _text_problem(d: DecisionInput) -> str | None:
+    """What is wrong with a decision's strings: too long, or text that is not Unicode (a lone surrogate)."""
+    if not isinstance(d.decided_by, str) or not d.decided_by.strip():
+        return "decided_by must name who decided"
+    if len(d.decided_by) > MAX_DECIDED_BY:
+        return f"decided_by is at most {MAX_DECIDED_BY} characters, got {len(d.decided_by)}"
+    if d.feedback is not None and (not isinstance(d.feedback, str) or len(d.feedback) > MAX_FEEDBACK):
+        return f"feedback must be a text of at most {MAX_FEEDBACK} characters"
+    if d.arguments is not None and not isinstance(d.arguments, dict):
+        return "arguments must be an object"
+    for name, value in (("decided_by", d.decided_by), ("feedback", d.feedback), ("arguments", d.arguments)):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{name} holds text that is not Unicode (a lone surrogate)"
+        except (TypeError, ValueError):
+            return f"{name} is not JSON data"
+    return None
 
 
 def digest(decision: DecisionInput) -> str:
@@ -50,6 +72,10 @@ class Waiting:
     """``approval``, or ``unknown_outcome``: the call's worker died while it ran; run it again?"""
     asked: int = 0
     """The question's number in the run (a call asked again after an unknown outcome gets a new one)."""
+    proposal: int = 1
+    """The version of the arguments people approve: an edit under a quorum makes a new proposal."""
+    quorum_for: Any = field(default=None, repr=False)
+    """``quorum_for(params) -> int``: the policy's quorum for other arguments (an edit is judged again)."""
     votes: dict[str, DecisionInput] = field(default_factory=dict)
     decision: ToolExecutionDecision | None = None
     final: DecisionInput | None = None
@@ -66,8 +92,12 @@ class Waiting:
             return f"{d.decision!r} is not allowed for {self.tool_name!r} (allowed: {list(self.allowed)})"
         if d.tool_name is not None and d.tool_name != self.tool_name:
             return f"the decision names tool {d.tool_name!r:.80} but call {self.call_id!r} is to {self.tool_name!r}"
-        if not isinstance(d.decided_by, str) or not d.decided_by.strip():
-            return "decided_by must name who decided"
+        problem = _text_problem(d)
+        if problem is not None:
+            return problem
+        if d.proposal is not None and d.proposal != self.proposal and d.decision != "reject":
+            return (f"the arguments changed since proposal {d.proposal} (an edit): they are now "
+                    f"{json.dumps(self.arguments, default=str)[:300]}; decide on proposal {self.proposal}")  # fmt: skip
         if (
             d.decision != "reject"
             and initiator is not None
@@ -89,10 +119,20 @@ class Waiting:
         """Count ``d`` (already checked); returns ``decided``, ``voted`` (quorum not reached) or ``duplicate``."""
         if self.final is not None or (d.decided_by in self.votes and digest(self.votes[d.decided_by]) == digest(d)):
             return "duplicate"
-        if d.decision == "reject" or self.quorum <= 1:
+        if d.decision == "reject":
             return self._decide(d)
-        if d.decision == "edit":  # an edit is a new proposal: the editor's approval counts, others approve it again
+        if d.decision == "edit":  # an edit is a new proposal: judged again, the editor's approval counts, others again
+            assert d.arguments is not None
+            arguments = {**d.arguments, **self.injected}
+            if self.quorum_for is not None:  # a bigger amount may need more approvers, a smaller one fewer
+                self.quorum = max(1, int(self.quorum_for(arguments)))
+            if self.quorum <= 1:
+                return self._decide(d)
             self.votes = {d.decided_by: d}
+            self.proposal += 1
+            self.arguments = arguments
+        elif self.quorum <= 1:
+            return self._decide(d)
         else:
             self.votes[d.decided_by] = d
         if len(self.votes) >= self.quorum:
@@ -122,7 +162,8 @@ class Waiting:
     def view(self) -> dict[str, Any]:
         """What the status query shows of this call."""
         return {
-            "call_id": self.call_id, "asked": self.asked, "tool_name": self.tool_name, "arguments": self.arguments,
+            "call_id": self.call_id, "asked": self.asked, "proposal": self.proposal, "tool_name": self.tool_name,
+            "arguments": self.arguments,
             "kind": self.kind,
             "allowed_decisions": list(self.allowed), "quorum": self.quorum, "votes": sorted(self.votes),
             "created_at": self.created_at.isoformat(),

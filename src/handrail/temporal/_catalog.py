@@ -66,7 +66,9 @@ class AgentCatalog:
         if not isinstance(agents, Mapping) or not agents:
             raise ConfigurationTypeError("A Temporal worker needs agents={name: Agent or factory}, at least one.")
         for name, value in agents.items():
-            if not isinstance(name, str) or not name or not (isinstance(value, Agent) or callable(value)):
+            if not isinstance(name, str) or not name.strip():
+                raise ConfigurationTypeError(f"An agent's name must be a non-empty str, got {name!r:.80}.")
+            if not (isinstance(value, Agent) or callable(value)):
                 raise ConfigurationTypeError(f"agents[{name!r}] must be an Agent or a factory returning one.")
         self._given = dict(agents)
         self._built: dict[str, tuple[Agent, Agent, dict[str, Tool]]] = {}
@@ -88,7 +90,10 @@ class AgentCatalog:
             if name not in self._given:
                 raise UnknownAgentError(f"This worker has no agent named {name!r} (it has: {self.names}).")
             given = self._given[name]
-            agent = given if isinstance(given, Agent) else given()
+            try:
+                agent = given if isinstance(given, Agent) else given()
+            except Exception as exc:
+                raise ConfigurationError(f"The factory of agent {name!r} raised {type(exc).__name__}: {exc}") from exc
             if not isinstance(agent, Agent):
                 raise ConfigurationTypeError(
                     f"The factory of agent {name!r} returned {type(agent).__name__}, not an Agent."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import math
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,8 +23,8 @@ from handrail.temporal._types import WORKFLOW_NAME, DecisionInput, RunInput, Run
 if TYPE_CHECKING:
     from handrail.temporal._store import TemporalStore
 
-__all__ = ["DecisionRefused", "RunExistsError", "RunNotFoundError", "TemporalUnavailableError", "check_options",
-           "connect", "decide", "describe", "get_result", "start_run"]  # fmt: skip
+__all__ = ["DecisionRefused", "RunEndedError", "RunExistsError", "RunNotFoundError", "TemporalUnavailableError",
+           "check_options", "connect", "decide", "describe", "get_result", "start_run"]  # fmt: skip
 
 del WithStartWorkflowOperation, WorkflowIDConflictPolicy  # imported to check the SDK offers them (1.35 or later)
 
@@ -36,6 +37,10 @@ class RunNotFoundError(HandrailError, LookupError):
     """No run of that id in the namespace (never started, or its history was deleted after retention)."""
 
 
+class RunEndedError(HandrailError, ValueError):
+    """The run has ended (answered, failed, terminated): a decision has nothing left to decide."""
+
+
 class TemporalUnavailableError(HandrailError, ConnectionError):
     """The Temporal server could not be reached (its address, TLS settings or the network)."""
 
@@ -45,6 +50,8 @@ def _known_run(run_id: str) -> Iterator[None]:
     try:
         yield
     except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND and "completed" in exc.message:
+            raise RunEndedError(f"Run {run_id!r:.300} has ended: no call of it waits for a decision.") from exc
         if exc.status == RPCStatusCode.NOT_FOUND:
             raise RunNotFoundError(f"No run {run_id!r:.300} in this namespace: {exc.message}") from exc
         if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
@@ -70,6 +77,9 @@ async def connect(address: str, store: TemporalStore, *, namespace: str = "defau
     """
     from handrail.temporal._codec import ClaimCheckCodec
 
+    if store is None or not callable(getattr(store, "get_blob", None)):
+        raise ConfigurationError("connect needs the deployment's store (open_temporal_store(url)), got "
+                                 f"{type(store).__name__}.")  # fmt: skip
     if not isinstance(address, str) or address.count(":") != 1 or not address.rsplit(":", 1)[1].isdigit():
         raise ConfigurationError(f"The Temporal address must be HOST:PORT (e.g. 127.0.0.1:7233), got {address!r:.100}.")
     converter = dataclasses.replace(DataConverter.default, payload_codec=ClaimCheckCodec(store))
@@ -86,13 +96,20 @@ async def connect(address: str, store: TemporalStore, *, namespace: str = "defau
 
 
 def _messages(question: str | Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    if not isinstance(question, str | list | tuple):
+        raise ConfigurationError(f"question must be a str or a list of ChatMessage, got {type(question).__name__}.")
     if isinstance(question, str):
         if not question.strip():
             raise ConfigurationError("The question is empty.")
-        return [ChatMessage.from_user(question).to_dict()]
-    if not all(isinstance(m, ChatMessage) for m in question):
-        raise ConfigurationError("messages must be a question (str) or a list of ChatMessage.")
-    return [m.to_dict() for m in question]
+        question = [ChatMessage.from_user(question)]
+    if not question or not all(isinstance(m, ChatMessage) for m in question):
+        raise ConfigurationError("messages must be a question (str) or a non-empty list of ChatMessage.")
+    out = [m.to_dict() for m in question]
+    try:
+        json.dumps(out, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigurationError("The question holds text that is not Unicode (a lone surrogate).") from exc
+    return out
 
 
 async def start_run(
@@ -160,13 +177,22 @@ def check_options(options: RunOptions | None) -> None:
 
 
 async def get_result(client: Client, run_id: str) -> dict[str, Any]:
-    """Wait for the run to end; returns its result (``answer``, ``exit_reason``, ``messages``, ...).
+    """Wait for the run to end; returns its result.
+
+    ``answer``, ``exit_reason``, ``messages`` (as dicts), ``state`` and ``token_usage`` (Python values), ``usage``.
 
     Raises:
         temporalio.client.WorkflowFailureError: The run failed (its cause names why).
     """
+    from handrail.core._typed_json import decode_value
+
     with _known_run(run_id):
         result: dict[str, Any] = await client.get_workflow_handle(run_id).result()
+    for key in ("state", "token_usage"):  # typed JSON in the workflow's result: Python values again
+        if key == "state" and isinstance(result.get("state"), dict):
+            result["state"] = {k: decode_value(v, f"state[{k!r}]") for k, v in result["state"].items()}
+        elif key in result:
+            result[key] = decode_value(result[key], key)
     return result
 
 
@@ -181,12 +207,15 @@ async def decide(
     feedback: str | None = None,
     tool_name: str | None = None,
     asked: int | None = None,
+    proposal: int | None = None,
 ) -> dict[str, Any]:
     """Decide a held call of a run (an Update: answered once the run accepted it).
 
     The decision names the question it answers (``asked`` of the call in :func:`describe`'s ``waiting``; looked up
     when not given), so a late repeat of a first answer never answers the same call asked again after an unknown
     outcome. With no worker alive the decision waits for one (a caller that gives up may still see it applied).
+    ``proposal`` (from the same view) binds an approval to the arguments the person saw: under a quorum another
+    approver's edit makes a new proposal, and an approval of the old one is refused.
 
     Returns:
         ``{"status": "decided" | "voted" | "duplicate", ...}``.
@@ -197,12 +226,14 @@ async def decide(
     handle = client.get_workflow_handle(run_id)
     if asked is None:
         asked = await _question_of(handle, run_id, call_id)
-    d = DecisionInput(call_id, decision, decided_by, arguments, feedback, tool_name, asked)
+    d = DecisionInput(call_id, decision, decided_by, arguments, feedback, tool_name, asked, proposal)
     try:
         with _known_run(run_id):
             answer: dict[str, Any] = await handle.execute_update("decide", d)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
+        if "closing workflow" in str(getattr(cause, "message", cause)):
+            raise RunEndedError(f"Run {run_id!r:.300} ended while the decision on {call_id!r:.80} was sent.") from exc
         raise DecisionRefused(
             f"Run {run_id!r} refused the decision on {call_id!r}: {getattr(cause, 'message', cause)}"
         ) from exc
@@ -224,7 +255,7 @@ async def _question_of(handle: Any, run_id: str, call_id: str) -> int | None:
     return None
 
 
-async def describe(client: Client, run_id: str) -> dict[str, Any]:
+async def describe(client: Client, run_id: str, *, query_timeout: float = 5.0) -> dict[str, Any]:
     """The run's status: Temporal's view (running, completed, failed...) and handrail's (waiting calls, usage)."""
     handle = client.get_workflow_handle(run_id)
     with _known_run(run_id):
@@ -232,7 +263,9 @@ async def describe(client: Client, run_id: str) -> dict[str, Any]:
     out: dict[str, Any] = {"run_id": run_id, "workflow_status": info.status.name if info.status else None,
                            "started": info.start_time.isoformat(), "history_length": info.history_length}  # fmt: skip
     try:
-        out.update(await handle.query("status"))
+        out.update(await asyncio.wait_for(handle.query("status"), query_timeout))
+    except TimeoutError:
+        out["status_error"] = f"no worker answered within {query_timeout:g} s (none may be running)"
     except Exception as exc:  # a closed run whose worker is gone, or a worker that cannot answer now
         out["status_error"] = str(exc)[:300]
     return out

@@ -174,6 +174,13 @@ class PostgresTemporalStore:
             raise ConfigurationError(
                 "A PostgreSQL ledger needs the postgres extra: pip install 'handrail[postgres]'."
             ) from exc
+        import psycopg
+
+        try:  # fail fast and clearly, not after the pool's 30 s wait for a first connection
+            psycopg.connect(dsn, connect_timeout=5).close()
+        except psycopg.Error as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigurationError(f"The Temporal store cannot reach PostgreSQL: {reason[:300]}") from exc
         self.url = dsn
         self._pool = ConnectionPool(dsn, min_size=1, max_size=8, open=True, kwargs={"autocommit": True})
         with self._pool.connection() as db:

@@ -81,6 +81,9 @@ class DecisionInput:
     asked: int | None = None
     """The number of the question this decision answers (``asked`` in the status' ``waiting``): a call asked again
     after an unknown outcome is a new question, and a late repeat of the first answer must not answer it."""
+    proposal: int | None = None
+    """The version of the arguments the person saw (``proposal`` in the status): an approval of an older version
+    (another approver edited the call since, under a quorum) is refused instead of approving what they never saw."""
 
 
 @dataclass

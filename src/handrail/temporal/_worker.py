@@ -112,4 +112,18 @@ def _approval_store(approvals: Any) -> Any:
             f"approvals must be the approval service's store (a FileSnapshotStore, SQLiteSnapshotStore or "
             f"PostgresSnapshotStore, or its URL), got {type(approvals).__name__}."
         )
+    import os
+    from pathlib import Path
+
+    from handrail.errors import ConfigurationError
+
+    found = getattr(approvals, "path", None)  # a SQLite file: its reads succeed on a file that is not there
+    path = Path(found) if isinstance(found, str | Path) and str(found) != ":memory:" else None
+    if path is not None and not path.exists() and not (path.parent.is_dir() and os.access(path.parent, os.W_OK)):
+        raise ConfigurationError(f"The approvals store {approvals!r} cannot be used: {path.parent} is not a "
+                                 "writable directory.")  # fmt: skip
+    try:  # now, not when the first record is due: a store that cannot be used would hold every run that asks
+        approvals.count_approvals()
+    except Exception as exc:
+        raise ConfigurationError(f"The approvals store {approvals!r} cannot be used: {exc}") from exc
     return approvals

@@ -54,7 +54,7 @@ _NOT_STATE = frozenset({"messages", "last_message", "step_count", "token_usage",
 
 def _failure(exc: BaseException) -> ApplicationError:
     """A handrail error as a workflow failure that is not retried (the same history would fail the same way)."""
-    return ApplicationError(f"{type(exc).__name__}: {exc}", type=type(exc).__name__, non_retryable=True)
+    return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)  # shown as "Type: message"
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -268,6 +268,7 @@ class AgentRunWorkflow:
             initiator_may_approve=settings.initiator_may_approve, created_at=now,
             expires_at=expires(now, settings.expires_after), on_expiry=settings.on_expiry,
             description=settings.description, validate=_validator(inv), kind=kind,
+            quorum_for=(lambda p: team_policy(original, p).quorum) if kind == "approval" else None,
         )  # fmt: skip
         self._waiting[waiting.call_id] = waiting
         self._usage["approvals"] += 1
