@@ -24,6 +24,9 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   ├── PermissionDeniedError                  2  the principal may not do this (HTTP 403): role, tool, initiator
     │   ├── ComponentError                         2  a bad component definition, or a bad pipeline connection
     │   ├── UnknownAgentError                      2  the service has no agent of that name, or none for a snapshot
+    │   ├── RunExistsError                         2  a Temporal run id was used before: a run id is used once
+    │   ├── RunEndedError                          2  a decision for a Temporal run that has ended
+    │   ├── DecisionRefused                        2  a Temporal run refused a decision (its validator's reason)
     │   └── SpecError                              2  a bad agent file: names file, line and field (handrail.specs)
     ├── ConfigurationTypeError (TypeError)         1  an argument of the wrong type
     ├── PersistenceError                           1  a snapshot, a recorded decision or a store cannot be used
@@ -45,6 +48,8 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   └── StoreError (RunError)                  1  a store is unreachable, holds a corrupt row, or is newer
     │       └── CorruptRecordError                 2  a stored row (message, memory, snapshot) cannot be read
     └── RunError                                   1  a failure while a run is under way
+        ├── TemporalUnavailableError (ConnectionError)
+        │                                          1  the Temporal server did not answer (address, TLS, network)
         ├── ToolNotFoundException                  1  the model called a tool that does not exist (raise mode)
         ├── ToolInvocationError                    1  a tool raised, or its arguments were invalid (raise mode)
         ├── ToolOutputMergeError                   1  a tool's outputs could not be merged into State
@@ -82,6 +87,10 @@ __all__ = [
     "PermissionDeniedError",
     "RunConflictError",
     "RunNotFoundError",
+    "RunEndedError",
+    "RunExistsError",
+    "DecisionRefused",
+    "TemporalUnavailableError",
     "CalculationError",
     "ComponentError",
     "ConfigurationError",
@@ -378,7 +387,7 @@ class ApprovalNotFoundError(PersistenceError, ConfigurationError):
 
 
 class RunNotFoundError(PersistenceError, ConfigurationError):
-    """No service run with this id in the store (the message names the store and the id; HTTP 404)."""
+    """No run with this id: a service run in the store (HTTP 404), or a run on Temporal (the message names it)."""
 
     exit_code: ClassVar[int] = 2
 
@@ -504,3 +513,29 @@ class PipelineMaxComponentRuns(PipelineError):
 
 class NoRouteSelectedException(RunError):
     """No route of a ConditionalRouter had a condition that rendered true; the message lists the routes."""
+
+
+class RunExistsError(ConfigurationError):
+    """A Temporal run with this id was started before (running or closed): a run id is used once."""
+
+    exit_code: ClassVar[int] = 2
+
+
+class RunEndedError(ConfigurationError):
+    """A decision for a Temporal run that has ended (answered, failed or terminated): nothing waits any more."""
+
+    exit_code: ClassVar[int] = 2
+
+
+class DecisionRefused(ConfigurationError):
+    """A Temporal run refused a decision; nothing entered the run's history.
+
+    An unknown call or question, a decision its policy does not allow, an invalid edit, or one that differs from the
+    decision already taken (the message gives the run's reason).
+    """
+
+    exit_code: ClassVar[int] = 2
+
+
+class TemporalUnavailableError(RunError, ConnectionError):
+    """The Temporal server could not be reached (its address, TLS settings or the network)."""

@@ -27,7 +27,7 @@ from handrail.errors import ApprovalClosedError, ApprovalDecisionError, Configur
 __all__ = ["TemporalDecisions"]
 
 
-class TemporalUnavailableError(StoreError):
+class _TemporalNotAnswering(StoreError):
     """Temporal did not answer (unreachable, timed out): nothing was decided; the same request again may be."""
 
 
@@ -119,7 +119,7 @@ class TemporalDecisions:
                 approval_id=approval.id, errors=({"pointer": "", "message": reason},),
             ) from None  # fmt: skip
         except (TimeoutError, concurrent.futures.TimeoutError) as exc:
-            raise TemporalUnavailableError(
+            raise _TemporalNotAnswering(
                 f"Temporal at {self.address} did not answer the decision on approval {approval.id} within "
                 f"{self.timeout:g} s ({type(exc).__name__}); it may still reach the run: send it again."
             ) from None
@@ -129,7 +129,7 @@ class TemporalDecisions:
                     f"Approval {approval.id}: its run {run_id} has ended; it takes no decision. Nothing was recorded.",
                     approval_id=approval.id, current=approval, expected_version=None,
                 ) from None  # fmt: skip
-            raise TemporalUnavailableError(
+            raise _TemporalNotAnswering(
                 f"The decision on approval {approval.id} could not reach Temporal at {self.address}: "
                 f"{type(exc).__name__}: {str(exc)[:300]}"
             ) from None

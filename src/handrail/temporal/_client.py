@@ -17,7 +17,14 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.errors import ConfigurationError, HandrailError
+from handrail.errors import (
+    ConfigurationError,
+    DecisionRefused,
+    RunEndedError,
+    RunExistsError,
+    RunNotFoundError,
+    TemporalUnavailableError,
+)
 from handrail.temporal._types import WORKFLOW_NAME, DecisionInput, RunInput, RunOptions
 
 if TYPE_CHECKING:
@@ -27,22 +34,6 @@ __all__ = ["DecisionRefused", "RunEndedError", "RunExistsError", "RunNotFoundErr
            "check_options", "connect", "decide", "describe", "get_result", "start_run"]  # fmt: skip
 
 del WithStartWorkflowOperation, WorkflowIDConflictPolicy  # imported to check the SDK offers them (1.35 or later)
-
-
-class RunExistsError(HandrailError):
-    """A run with this id was started before (running or closed): a run id is used once."""
-
-
-class RunNotFoundError(HandrailError, LookupError):
-    """No run of that id in the namespace (never started, or its history was deleted after retention)."""
-
-
-class RunEndedError(HandrailError, ValueError):
-    """The run has ended (answered, failed, terminated): a decision has nothing left to decide."""
-
-
-class TemporalUnavailableError(HandrailError, ConnectionError):
-    """The Temporal server could not be reached (its address, TLS settings or the network)."""
 
 
 @contextlib.contextmanager
@@ -57,10 +48,6 @@ def _known_run(run_id: str) -> Iterator[None]:
         if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
             raise TemporalUnavailableError(f"The Temporal server did not answer: {exc.message}") from exc
         raise
-
-
-class DecisionRefused(HandrailError, ValueError):
-    """The run refused a decision (unknown call, not allowed, invalid edit, conflicting with an earlier one)."""
 
 
 async def connect(address: str, store: TemporalStore, *, namespace: str = "default", tls: Any = None,
