@@ -71,16 +71,14 @@ class AgentRunWorkflow:
         self._status = "running"
         self._usage: dict[str, int] = {"model_calls": 0, "tool_calls": 0, "approvals": 0, **inp.usage}
         self._exit_reason: str | None = None
-        self._steps = 0
         self._encoded = _EncodedMessages()
 
     # -- the run ------------------------------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, inp: RunInput) -> dict[str, Any]:
-        catalog = _registry.catalog_for(workflow.info().task_queue)
         try:
-            agent = catalog.twin(inp.agent)
+            agent = _registry.catalog_for(workflow.info().task_queue).twin(inp.agent)
             state = {k: _decode(v, k) for k, v in inp.state.items()}
             if inp.snapshot is not None:
                 from handrail.dataclasses.snapshot import AgentSnapshot
@@ -88,7 +86,7 @@ class AgentRunWorkflow:
                 run = agent.start([], snapshot=AgentSnapshot.from_dict(inp.snapshot), **state)
             else:
                 run = agent.start([ChatMessage.from_dict(m) for m in inp.messages], **state)
-        except HandrailError as exc:
+        except (HandrailError, ValueError, TypeError) as exc:  # the same input fails the same way: not retried
             raise _failure(exc) from exc
         with run:
             result: Any = None
