@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from handrail.errors import HandrailError
     from handrail.human_in_the_loop._approval_settings import approval_settings, pause_needed, team_policy
     from handrail.temporal import _records, _registry
-    from handrail.temporal._activities import UNKNOWN_OUTCOME, is_idempotent, state_from_json, state_to_json
+    from handrail.temporal._activities import UNKNOWN_OUTCOME, state_from_json, state_to_json
     from handrail.temporal._asking import Waiting, digest, expires
     from handrail.temporal._types import WORKFLOW_NAME, DecisionInput, HookInput, ModelInput, RunInput, ToolInput
 
@@ -226,8 +226,7 @@ class AgentRunWorkflow:
                 return ToolOutcome(
                     call_id, False, None, _UNKNOWN_TEXT.format(tool=item.tool_name) + " It was not run again."
                 )
-            if opts.unknown_outcome == "retry" and is_idempotent(inv.tool):  # the activity ran it again already
-                continue
+            # "retry" reaches here only for a tool that is not idempotent (the activity runs one that is again): ask
             again = await self._ask_again(inv, item)
             if not again.execute:
                 return ToolOutcome(call_id, False, None, _UNKNOWN_TEXT.format(tool=item.tool_name) +
