@@ -41,6 +41,7 @@ from handrail.errors import (
     StoreError,
     UnknownAgentError,
 )
+from handrail.server._temporal import _TemporalNotAnswering
 
 __all__ = ["PROBLEM_JSON", "ApiProblem", "CatchAllMiddleware", "install", "problem", "problem_schema", "status_of"]
 
@@ -62,6 +63,7 @@ _MAPPING: tuple[tuple[type[BaseException], int, str], ...] = (
     (ApprovalDecisionError, 422, "decision-refused"),
     (SnapshotUnavailableError, 503, "snapshot-busy"),
     (CorruptRecordError, 500, "damaged-record"),
+    (_TemporalNotAnswering, 503, "temporal-unavailable"),
     (StoreError, 503, "store-unavailable"),
     (ConfigurationError, 400, "bad-request"),
     (ConfigurationTypeError, 400, "bad-request"),
@@ -69,6 +71,7 @@ _MAPPING: tuple[tuple[type[BaseException], int, str], ...] = (
 # What an error's message may not say to a client (it may name a database host): a fixed detail instead.
 _GENERIC_DETAIL: dict[str, str] = {
     "store-unavailable": "The store is unavailable right now; try again later.",
+    "temporal-unavailable": "Temporal did not answer; nothing was recorded. The same request again may decide it.",
     "damaged-record": "A record this request needs is damaged in the store; an administrator must repair it.",
 }
 
