@@ -8,9 +8,9 @@ SITE_DIR ?= site
 
 .PHONY: install test lint fmt typecheck importcheck docs docs-serve check bench bench-peers ci
 
-# Everything `make check` needs: the test tools, the lint and type tools, the docs tools.
+# Everything `make check` needs: the test tools, the lint and type tools (and temporalio, which mypy reads), the docs tools.
 install:
-	$(PYTHON) -m pip install -e '.[test,dev,docs]'
+	$(PYTHON) -m pip install -e '.[test,dev,docs,temporal]'
 
 test:
 	$(PYTHON) -m pytest -m '$(PYTEST_MARKERS)'
