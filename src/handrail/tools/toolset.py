@@ -69,6 +69,28 @@ class Toolset:
         _check_unique(t.name for t in [*self, *new_tools])
         self.tools.extend(new_tools)
 
+    def __add__(self, other: Tool | Toolset | list[Tool]) -> Toolset:
+        """A combined Toolset: this one's tools, then ``other``'s (a Tool, a list of Tools or another Toolset).
+
+        The combination reads each part as it is at every step (a dynamic Toolset's new tools appear) and warms up
+        each part through the part's own ``warm_up``. Serialized, it is one Toolset of the tools it holds then.
+
+        Raises:
+            ConfigurationError: A name in both parts (a ValueError, as Haystack raises), naming it.
+            ConfigurationTypeError: ``other`` is none of those.
+        """
+        if isinstance(other, Tool):
+            parts: list[Tool | Toolset] = [self, Toolset([other])]
+        elif isinstance(other, Toolset):
+            parts = [self, other]
+        elif isinstance(other, list | tuple) and all(isinstance(t, Tool) for t in other):
+            parts = [self, Toolset(list(other))]
+        else:
+            raise ConfigurationTypeError(
+                f"A Toolset can be added to a Tool, a list of Tools or another Toolset, not {type(other).__name__}."
+            )
+        return _Combined(parts)
+
     def warm_up(self) -> None:
         """Warm up every tool once (idempotent; tools added since the last call are warmed now)."""
         for item in self:
@@ -153,3 +175,33 @@ def _check_unique(names: Iterable[str]) -> None:
     duplicates = sorted(name for name, count in counts.items() if count > 1)
     if duplicates:
         raise ConfigurationError(f"Duplicate tool names found: {duplicates}")
+
+
+class _Combined(Toolset):
+    """``a + b``: the parts' tools, read afresh at every step, each part warmed up by its own ``warm_up``."""
+
+    def __init__(self, parts: list[Tool | Toolset]) -> None:
+        super().__init__([])
+        self._parts = parts
+        _check_unique(t.name for t in self)
+
+    def __iter__(self) -> Iterator[Tool]:
+        tools = [t for part in self._parts for t in part]  # type: ignore[union-attr]
+        return iter(tools)
+
+    def add(self, item: Tool | Toolset) -> None:
+        """Add a Tool or a Toolset as one more part (names stay unique)."""
+        if not isinstance(item, Tool | Toolset):
+            raise ConfigurationTypeError(f"Toolset.add expects a Tool or a Toolset, got {type(item).__name__}.")
+        part: Toolset = item if isinstance(item, Toolset) else Toolset([item])
+        _check_unique(t.name for t in [*self, *part])
+        self._parts.append(part)
+
+    def warm_up(self) -> None:
+        """Warm up each part through its own ``warm_up`` (each is idempotent)."""
+        for part in self._parts:
+            part.warm_up()
+
+    def to_dict(self) -> dict[str, Any]:
+        """One Toolset of the tools the parts hold now."""
+        return Toolset(list(self)).to_dict()

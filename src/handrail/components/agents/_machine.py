@@ -282,7 +282,9 @@ def agent_machine(plan: RunPlan, parts: RunParts, run: RunState) -> Generator[Ef
        without error (judged on names and error flags, not rewritten text) or a hook set ``stop_run``.
     6. When an exit condition holds, the ``on_exit`` hooks run; ``continue_run`` set there keeps the
        loop going. After ``max_agent_steps`` model calls the reason is ``"max_agent_steps"``.
-    7. ``after_run`` hooks run on every exit condition (not when an effect raised, nor at a pause).
+    7. ``after_run`` hooks run on every exit condition (not when an effect raised, nor at a pause). A fresh run
+       whose input is still empty after the stores and ``before_run`` hooks (no message, no system prompt) ends
+       at once with reason ``"empty_input"``, without a model call (as Haystack's ``Agent.run([])``).
     8. ``Finish`` marks the durable record done and writes the chat / memory stores.
 
     The outcome is written into ``run.state`` (messages, counters, ``exit_reason``).
@@ -296,6 +298,8 @@ def agent_machine(plan: RunPlan, parts: RunParts, run: RunState) -> Generator[Ef
         yield LoadStores()
     if run.enter is None and (yield from _run_hooks(plan, "before_run")) and data["stop_run"]:
         reason = data["exit_reason"] = str(data["stop_run"])
+    if reason is None and run.enter is None and not data["messages"]:
+        reason = data["exit_reason"] = "empty_input"  # nothing to answer (no system prompt either): no model call
     while reason is None and (data["step_count"] < plan.max_agent_steps or run.enter is not None):
         end = yield from _one_step(plan, parts, run)
         reason = end.reason
