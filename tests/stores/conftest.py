@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -62,5 +63,22 @@ def postgres_dsn(postgres_database: str) -> str:
         ).fetchall()
         if rows:
             tables = sql.SQL(", ").join(sql.Identifier(row[0]) for row in rows)
-            conn.execute(sql.SQL("TRUNCATE {} CASCADE").format(tables))
+            _truncate(conn, sql.SQL("TRUNCATE {} CASCADE").format(tables))
     return postgres_database
+
+
+def _truncate(conn: Any, statement: Any) -> None:
+    """TRUNCATE, again after a deadlock: a previous test's server may still be closing its connections (a pool
+    returning a connection, a listener ending), and TRUNCATE's exclusive locks can meet their last write."""
+    import time
+
+    import psycopg
+
+    for attempt in range(5):
+        try:
+            conn.execute(statement)
+            return
+        except psycopg.errors.DeadlockDetected:
+            if attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))
