@@ -55,7 +55,7 @@ def serving(script: ScriptedOpenAI) -> Iterator[ScriptedOpenAI]:
     """Serve ``script`` on a free loopback port for the duration of the block; ``script.base_url`` is set."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server hook's name
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path.rstrip("/") != "/v1/chat/completions":
@@ -69,7 +69,7 @@ def serving(script: ScriptedOpenAI) -> Iterator[ScriptedOpenAI]:
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the tests read the recorded requests instead."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
