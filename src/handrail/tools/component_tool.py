@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from handrail.core.component import MISSING, InputSocket, input_sockets, is_component
+from handrail.core.pipeline import pipeline_of
 from handrail.core.serialization import (
     deserialize_callable,
     init_parameters,
@@ -24,10 +25,10 @@ from handrail.core.serialization import (
     qualified_name,
     serialize_callable,
 )
-from handrail.core.pipeline import pipeline_of
 from handrail.errors import ComponentError, ConfigurationError
 from handrail.tools._conversion import is_plain_json
 from handrail.tools._docstrings import docstring_of, parse_docstring
+from handrail.tools._message_schema import message_schema
 from handrail.tools.from_function import (
     _is_callable_type,
     _is_injected,
@@ -35,7 +36,6 @@ from handrail.tools.from_function import (
     _unwrap_optional,
 )
 from handrail.tools.preview import Preview
-from handrail.tools._message_schema import message_schema
 from handrail.tools.tool import Tool, _map_handlers, read_preview
 from handrail.tools.toolset import Toolset
 
