@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from handrail import Pipeline, SuperComponent, component
+from handrail import Pipeline, SuperComponent, component, super_component
 from handrail.core.component import MISSING, input_sockets, output_sockets
 from handrail.core.super_component import InvalidMappingTypeError, InvalidMappingValueError
 from handrail.errors import ComponentError, ConfigurationTypeError
@@ -148,3 +148,32 @@ def test_a_pipeline_holding_a_super_component_round_trips() -> None:
     outer.add_component("inner", SuperComponent(pipeline(), output_mapping={"answer.out": "text"}))
     rebuilt = Pipeline.from_dict(outer.to_dict())
     assert rebuilt.run({"inner": {"query": "w"}}) == {"inner": {"text": "A:S:w:3:w!"}}
+
+
+@super_component
+class SearchAndAnswer:
+    def __init__(self, suffix: str = "?") -> None:
+        self.pipeline = pipeline()
+        self.input_mapping = {"question": ["search.query", "answer.query"]}
+        self.output_mapping = {"answer.out": "reply"}
+        self.suffix = suffix
+
+
+def test_super_component_decorator_wraps_the_pipeline_its_init_builds() -> None:
+    sc = SearchAndAnswer()
+    assert sorted(input_sockets(sc)) == ["question"]
+    assert sc.run(question="q") == {"reply": "A:S:q:3:q!"}
+    assert isinstance(sc, SearchAndAnswer) and SearchAndAnswer.__module__ == __name__
+    data = sc.to_dict()
+    assert data == {"type": f"{__name__}.SearchAndAnswer", "init_parameters": {"suffix": "?"}}
+    assert SearchAndAnswer.from_dict(data).run(question="r") == {"reply": "A:S:r:3:r!"}
+
+
+def test_super_component_decorator_needs_a_pipeline() -> None:
+    @super_component
+    class Empty:
+        def __init__(self) -> None:
+            self.other = 1
+
+    with pytest.raises(ComponentError, match="decorated with @super_component must define a 'pipeline'"):
+        Empty()

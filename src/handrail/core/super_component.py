@@ -21,16 +21,18 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from handrail.core import _super_mapping as mapping
 from handrail.core.component import component, output_sockets
 from handrail.core.pipeline import Pipeline
 from handrail.core.serialization import init_parameters, qualified_name
 from handrail.errors import (
+    ComponentError,
     ConfigurationError,
     ConfigurationTypeError,
     InvalidMappingTypeError,
@@ -38,36 +40,13 @@ from handrail.errors import (
     SerializationError,
 )
 
-__all__ = ["InvalidMappingTypeError", "InvalidMappingValueError", "SuperComponent"]
+__all__ = ["InvalidMappingTypeError", "InvalidMappingValueError", "SuperComponent", "super_component"]
+
+_T = TypeVar("_T")
 
 
-@component
-class SuperComponent:
-    """A Pipeline wrapped as one component: its inputs and outputs are the ones the mappings name.
-
-    ``run(**inputs)`` sends each input to every pipeline socket it is mapped to, runs the pipeline and returns
-    the mapped outputs under their new names (an output its component did not produce this run is left out).
-    A SuperComponent can be added to another Pipeline, or wrapped by a ComponentTool (a
-    :class:`~handrail.tools.PipelineTool` is exactly that).
-
-    Args:
-        pipeline: The pipeline to wrap (a ``Pipeline``; its components stay in it).
-        input_mapping: ``{input_name: ["component.socket", ...]}``: one input may feed several sockets, which
-            then need one common type; it is mandatory when any of them is. Left out: every free input of the
-            pipeline (an input socket no connection feeds), named after its socket, sockets of the same name
-            sharing one input.
-        output_mapping: ``{"component.socket": output_name}``: any output socket of any component (a consumed
-            one too). Left out: every output no connection consumes, named after its socket.
-
-    Raises:
-        ConfigurationError: When ``pipeline`` is None (a ``ValueError``).
-        ConfigurationTypeError: When ``pipeline`` is not a Pipeline.
-        InvalidMappingTypeError: When a mapping is not a dict (of lists of strings, for inputs), an output name
-            is not a string, or one input maps sockets of conflicting types.
-        InvalidMappingValueError: For a path that is not ``"component.socket"``, a component or socket the
-            pipeline does not have (for inputs: that is not free), an output name used twice, or, without an
-            ``output_mapping``, two components producing an output of the same name.
-    """
+class _SuperComponent:
+    """The machinery of SuperComponent and of classes decorated with :func:`super_component`."""
 
     def __init__(
         self,
@@ -75,6 +54,15 @@ class SuperComponent:
         input_mapping: dict[str, list[str]] | None = None,
         output_mapping: dict[str, str] | None = None,
     ) -> None:
+        self._wrap(pipeline, input_mapping, output_mapping)
+
+    def _wrap(
+        self,
+        pipeline: Pipeline,
+        input_mapping: dict[str, list[str]] | None,
+        output_mapping: dict[str, str] | None,
+    ) -> None:
+        """Check the pipeline and the mappings, and give this instance the sockets they define."""
         if pipeline is None:
             raise ConfigurationError("Pipeline must be provided to SuperComponent.")
         if not isinstance(pipeline, Pipeline):
@@ -159,6 +147,35 @@ class SuperComponent:
         """Write the wrapped pipeline's Mermaid flowchart to a local file (see ``Pipeline.draw``)."""
         self.pipeline.draw(path)
 
+
+@component
+class SuperComponent(_SuperComponent):
+    """A Pipeline wrapped as one component: its inputs and outputs are the ones the mappings name.
+
+    ``run(**inputs)`` sends each input to every pipeline socket it is mapped to, runs the pipeline and returns
+    the mapped outputs under their new names (an output its component did not produce this run is left out).
+    A SuperComponent can be added to another Pipeline, or wrapped by a ComponentTool (a
+    :class:`~handrail.tools.PipelineTool` is exactly that).
+
+    Args:
+        pipeline: The pipeline to wrap (a ``Pipeline``; its components stay in it).
+        input_mapping: ``{input_name: ["component.socket", ...]}``: one input may feed several sockets, which
+            then need one common type; it is mandatory when any of them is. Left out: every free input of the
+            pipeline (an input socket no connection feeds), named after its socket, sockets of the same name
+            sharing one input.
+        output_mapping: ``{"component.socket": output_name}``: any output socket of any component (a consumed
+            one too). Left out: every output no connection consumes, named after its socket.
+
+    Raises:
+        ConfigurationError: When ``pipeline`` is None (a ``ValueError``).
+        ConfigurationTypeError: When ``pipeline`` is not a Pipeline.
+        InvalidMappingTypeError: When a mapping is not a dict (of lists of strings, for inputs), an output name
+            is not a string, or one input maps sockets of conflicting types.
+        InvalidMappingValueError: For a path that is not ``"component.socket"``, a component or socket the
+            pipeline does not have (for inputs: that is not free), an output name used twice, or, without an
+            ``output_mapping``, two components producing an output of the same name.
+    """
+
     def to_dict(self) -> dict[str, Any]:
         """Serialize to ``{"type", "init_parameters": {pipeline, input_mapping, output_mapping, is_pipeline_async}}``.
 
@@ -202,3 +219,55 @@ class SuperComponent:
             pipeline_class = getattr(importlib.import_module("handrail"), "AsyncPipeline", Pipeline)
         pipeline = pipeline_class.from_dict(pipeline_data)
         return cls(pipeline, params.get("input_mapping"), params.get("output_mapping"))
+
+
+def super_component(cls: type[_T]) -> type[_T]:
+    """Turn a class whose ``__init__`` builds ``self.pipeline`` into a SuperComponent-like component.
+
+    After the class's own ``__init__`` ran, the instance wraps ``self.pipeline`` with ``self.input_mapping`` and
+    ``self.output_mapping`` when it set them (the defaults otherwise), exactly as :class:`SuperComponent` does.
+    The class is serialized from its own ``__init__`` arguments (the default component ``to_dict``).
+
+    Args:
+        cls: A class whose ``__init__`` sets ``self.pipeline`` (a Pipeline).
+
+    Returns:
+        A component class of the same name and module, with ``run``, ``run_async`` and ``warm_up``.
+
+    Raises:
+        ComponentError: When an instance's ``__init__`` set no ``pipeline`` (raised on construction).
+
+    Examples:
+        >>> from typing import Any
+        >>> @component
+        ... class Twice:
+        ...     @component.output_types(value=int)
+        ...     def run(self, value: int) -> dict[str, Any]:
+        ...         return {"value": 2 * value}
+        >>> @super_component
+        ... class Quadruple:
+        ...     def __init__(self) -> None:
+        ...         self.pipeline = Pipeline()
+        ...         self.pipeline.add_component("a", Twice())
+        ...         self.pipeline.add_component("b", Twice())
+        ...         self.pipeline.connect("a.value", "b.value")
+        >>> Quadruple().run(value=3)
+        {'value': 12}
+    """
+    original_init: Callable[..., None] = cls.__init__
+
+    @functools.wraps(original_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        if not isinstance(getattr(self, "pipeline", None), Pipeline):
+            raise ComponentError(
+                f"Class {cls.__name__} decorated with @super_component must define a 'pipeline' attribute "
+                f"(a Pipeline) in __init__."
+            )
+        self._wrap(self.pipeline, getattr(self, "input_mapping", None), getattr(self, "output_mapping", None))
+
+    namespace = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__")}
+    namespace["__init__"] = __init__
+    bases = (_SuperComponent, *(b for b in cls.__bases__ if b is not object))
+    built: type[_T] = type(cls.__name__, bases, namespace)
+    return component(built)
