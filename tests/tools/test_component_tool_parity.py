@@ -14,7 +14,7 @@ from handrail.components.tools import ToolInvoker
 from handrail.dataclasses.state import State
 from handrail.errors import ToolInvocationError
 from handrail.testing import ScriptedChatGenerator
-from handrail.tools import ComponentTool
+from handrail.tools import ComponentTool, Tool
 
 
 @dataclasses.dataclass
@@ -137,3 +137,12 @@ def test_the_tool_invoker_runs_a_component_tool_and_writes_its_outputs_to_state(
     result = invoker.run([ChatMessage.from_assistant(tool_calls=[call])], state=state)
     assert result["tool_messages"][0].tool_call_result.result == '{"temp": "20F in Oslo", "humidity": 60}'
     assert state.get("temp") == "20F in Oslo"
+
+
+def test_a_chat_generator_tool_round_trips() -> None:
+    t = ComponentTool(ScriptedChatGenerator([ChatMessage.from_assistant("hi")]), name="ask", description="Ask.")
+    data = t.to_dict()
+    rebuilt = Tool.from_dict(data)
+    assert isinstance(rebuilt, ComponentTool) and rebuilt.to_dict() == data
+    assert rebuilt.parameters == t.parameters
+    assert rebuilt.invoke(messages=[{"role": "user", "content": "x"}])["replies"][0].text == "hi"
