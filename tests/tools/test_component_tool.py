@@ -119,7 +119,7 @@ def test_snake_case_names_and_fallback_description() -> None:
 
 @pytest.mark.parametrize("value", [WeatherLookup, object(), len])
 def test_only_component_instances_are_accepted(value: Any) -> None:
-    with pytest.raises(ValueError, match="needs a component instance.*is not a component") as caught:
+    with pytest.raises(ValueError, match=r"needs a component instance.*is not a component") as caught:
         ComponentTool(value)
     assert isinstance(caught.value, HandrailError)  # Haystack raises ValueError here
 
