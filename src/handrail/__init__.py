@@ -28,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     "component": "handrail.core.component",
     "Pipeline": "handrail.core.pipeline",
     "ComponentTool": "handrail.tools.component_tool",
+    "SuperComponent": "handrail.core.super_component",
+    "super_component": "handrail.core.super_component",
     "resume": "handrail.specs._resume",
     "resume_async": "handrail.specs._resume",
     "register_snapshot_store": "handrail.stores._snapshot_locations",
@@ -42,6 +44,7 @@ __all__ = [
     "Pipeline",
     "State",
     "StreamingChunk",
+    "SuperComponent",
     "Tool",
     "ToolCall",
     "ToolCallId",
@@ -53,6 +56,7 @@ __all__ = [
     "register_snapshot_store",
     "resume",
     "resume_async",
+    "super_component",
     "tool",
 ]
 
@@ -61,6 +65,7 @@ if _typing.TYPE_CHECKING:
     from handrail.components.tools.tool_invoker import ToolInvoker
     from handrail.core.component import component
     from handrail.core.pipeline import Pipeline
+    from handrail.core.super_component import SuperComponent, super_component
     from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall, ToolCallResult
     from handrail.dataclasses.state import State
     from handrail.dataclasses.streaming import StreamingChunk

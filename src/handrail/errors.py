@@ -23,6 +23,8 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   │   └── IdempotencyKeyReusedError          2  an Idempotency-Key sent again with another decision
     │   ├── PermissionDeniedError                  2  the principal may not do this (HTTP 403): role, tool, initiator
     │   ├── ComponentError                         2  a bad component definition, or a bad pipeline connection
+    │   │   ├── InvalidMappingTypeError            2  a SuperComponent mapping of the wrong type, or a type conflict
+    │   │   └── InvalidMappingValueError           2  a SuperComponent mapping naming an unknown component or socket
     │   ├── UnknownAgentError                      2  the service has no agent of that name, or none for a snapshot
     │   ├── RunExistsError                         2  a Temporal run id was used before: a run id is used once
     │   ├── RunEndedError                          2  a decision for a Temporal run that has ended
@@ -100,6 +102,8 @@ __all__ = [
     "GenerationError",
     "HandrailError",
     "IdempotencyKeyReusedError",
+    "InvalidMappingTypeError",
+    "InvalidMappingValueError",
     "ModelFilesError",
     "NoRouteSelectedException",
     "NotSupportedYetError",
@@ -199,6 +203,20 @@ class ComponentError(ConfigurationError):
 
     Raised when a class is decorated with ``@component``, when sockets are set on an instance, or when
     a pipeline is assembled; the message names the component and the socket.
+    """
+
+
+class InvalidMappingTypeError(ComponentError):
+    """A SuperComponent's ``input_mapping``/``output_mapping`` is of the wrong type, or maps conflicting types.
+
+    Importable from :mod:`handrail.core.super_component` too, where Haystack users look for it.
+    """
+
+
+class InvalidMappingValueError(ComponentError):
+    """A SuperComponent mapping names a component or socket the pipeline lacks, a malformed path, or a name twice.
+
+    Importable from :mod:`handrail.core.super_component` too, where Haystack users look for it.
     """
 
 

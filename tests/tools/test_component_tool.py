@@ -10,7 +10,7 @@ import pytest
 from handrail import Agent, ChatMessage, ToolCall
 from handrail.core.component import component
 from handrail.dataclasses.state import State
-from handrail.errors import ConfigurationError, ConfigurationTypeError, ToolInvocationError
+from handrail.errors import ConfigurationError, HandrailError, ToolInvocationError
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import ComponentTool, Tool
 from handrail.tools.tool import ToolCallId
@@ -119,8 +119,9 @@ def test_snake_case_names_and_fallback_description() -> None:
 
 @pytest.mark.parametrize("value", [WeatherLookup, object(), len])
 def test_only_component_instances_are_accepted(value: Any) -> None:
-    with pytest.raises(ConfigurationTypeError, match="needs a component instance"):
+    with pytest.raises(ValueError, match=r"needs a component instance.*is not a component") as caught:
         ComponentTool(value)
+    assert isinstance(caught.value, HandrailError)  # Haystack raises ValueError here
 
 
 def test_supplied_and_callable_sockets_stay_out_of_the_schema() -> None:

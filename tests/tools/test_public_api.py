@@ -10,6 +10,7 @@ from handrail.tools import from_function, preview, toolset, utils
 def test_tools_package_exports_exactly_all() -> None:
     assert sorted(handrail.tools.__all__) == [
         "ComponentTool",
+        "PipelineTool",
         "Preview",
         "Tool",
         "ToolCallId",

@@ -34,7 +34,7 @@ from handrail.core._threads import FreshLockOnCopy, to_thread
 from handrail.core.component import is_component
 from handrail.errors import ComponentError, ConfigurationError, ConfigurationTypeError, PipelineError
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "pipeline_of"]
 
 _OWNER = "__handrail_pipeline__"
 
@@ -402,6 +402,18 @@ class Pipeline(FreshLockOnCopy):
         if target.suffix.lower() in (".md", ".markdown"):
             text = f"```mermaid\n{text}```\n"
         target.write_text(text, encoding="utf-8")
+
+
+def pipeline_of(instance: Any) -> Pipeline | None:
+    """Return the live pipeline holding this very component instance, if any (a copied instance belongs to none).
+
+    Args:
+        instance: Anything; an object without instance attributes belongs to no pipeline.
+
+    Returns:
+        The pipeline that :meth:`Pipeline.add_component` added ``instance`` to, while that pipeline lives.
+    """
+    return _owner_of(instance) if hasattr(instance, "__dict__") else None
 
 
 def _owner_of(instance: Any) -> Pipeline | None:

@@ -1,4 +1,4 @@
-"""Tools the model may call: :class:`Tool`, :class:`Toolset`, tools built from functions, and :class:`ComponentTool`.
+"""Tools the model may call: Tool, Toolset, tools built from functions, ComponentTool and PipelineTool.
 
 ``create_tool_from_function`` and ``@tool`` generate a tool's JSON Schema from type hints;
 pydantic is imported only when such a tool is built.
@@ -17,13 +17,18 @@ from handrail.tools.utils import flatten_tools
 # (``import handrail.tools.tool`` and dotted paths still resolve through ``sys.modules``).
 from handrail.tools.from_function import create_tool_from_function, tool  # isort: skip
 
-_EXPORTS = {"ComponentTool": "handrail.tools.component_tool"}  # loads on first use
+_EXPORTS = {  # load on first use
+    "ComponentTool": "handrail.tools.component_tool",
+    "PipelineTool": "handrail.tools.pipeline_tool",
+}
 
 if _typing.TYPE_CHECKING:
     from handrail.tools.component_tool import ComponentTool
+    from handrail.tools.pipeline_tool import PipelineTool
 
 __all__ = [
     "ComponentTool",
+    "PipelineTool",
     "Preview",
     "Tool",
     "ToolCallId",

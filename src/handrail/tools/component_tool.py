@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from handrail.core.component import MISSING, InputSocket, input_sockets, is_component
+from handrail.core.pipeline import pipeline_of
 from handrail.core.serialization import (
     deserialize_callable,
     init_parameters,
@@ -24,9 +25,10 @@ from handrail.core.serialization import (
     qualified_name,
     serialize_callable,
 )
-from handrail.errors import ConfigurationError, ConfigurationTypeError
+from handrail.errors import ComponentError, ConfigurationError
 from handrail.tools._conversion import is_plain_json
 from handrail.tools._docstrings import docstring_of, parse_docstring
+from handrail.tools._message_schema import message_schema
 from handrail.tools.from_function import (
     _is_callable_type,
     _is_injected,
@@ -35,6 +37,7 @@ from handrail.tools.from_function import (
 )
 from handrail.tools.preview import Preview
 from handrail.tools.tool import Tool, _map_handlers, read_preview
+from handrail.tools.toolset import Toolset
 
 __all__ = ["ComponentTool"]
 
@@ -99,10 +102,7 @@ class ComponentTool(Tool):
         outputs_to_state: dict[str, dict[str, Any]] | None = None,
         preview: Callable[[dict[str, Any]], Preview | str] | None = None,
     ) -> None:
-        if not is_component(component) or isinstance(component, type):
-            raise ConfigurationTypeError(
-                f"ComponentTool needs a component instance (a class decorated with @component), got {component!r:.100}."
-            )
+        _check_component(component)
         cls = type(component)
         tool_name = name if name is not None else _snake_case(cls.__name__)
         sockets = input_sockets(component)
@@ -110,7 +110,10 @@ class ComponentTool(Tool):
         fields = {
             n: s
             for n, s in sockets.items()
-            if n not in from_state and not _is_injected(s.type) and not _is_callable_type(s.type)
+            if n not in from_state
+            and not _is_injected(s.type)
+            and not _is_callable_type(s.type)
+            and not _holds_tools(s.type)
         }
         if parameters is None:
             _, param_docs = parse_docstring(docstring_of(cls.run))
@@ -184,6 +187,33 @@ class ComponentTool(Tool):
         return cls(**params)
 
 
+def _check_component(component: Any) -> None:
+    """Refuse what is not a component instance, and an instance a Pipeline holds (as Haystack does).
+
+    Raises:
+        ComponentError: A ``ValueError``, naming the object or the pipeline's name for the component.
+    """
+    if not is_component(component) or isinstance(component, type):
+        raise ComponentError(
+            f"ComponentTool needs a component instance (a class decorated with @component): {component!r:.100} "
+            f"is not a component."
+        )
+    owner = pipeline_of(component)
+    if owner is not None:
+        held_as = next(n for n, c in owner.walk() if c is component)
+        raise ComponentError(
+            f"This {type(component).__name__} has been added to a pipeline (as '{held_as}') and can't be used to "
+            f"create a ComponentTool: create the ComponentTool from an instance that is in no pipeline."
+        )
+
+
+def _holds_tools(tp: Any) -> bool:
+    """True when ``tp`` names Tool or Toolset anywhere (a generator's ``tools`` input): a model cannot send those."""
+    if isinstance(tp, type) and issubclass(tp, Tool | Toolset):
+        return True
+    return any(_holds_tools(arg) for arg in typing.get_args(tp) if not isinstance(arg, list | str))
+
+
 def _snake_case(name: str) -> str:
     """``WeatherLookup`` → ``weather_lookup``, ``LLMRouter`` → ``llm_router``."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
@@ -222,13 +252,28 @@ def _single_class(tp: Any) -> Any:
 
 
 def _schema_type(tp: Any) -> Any:
-    """The type the schema is generated from: objects with ``from_dict`` are written as JSON objects."""
+    """The type the schema is generated from: objects with ``from_dict`` are written as JSON objects.
+
+    A ``ChatMessage`` (alone or in a list) is described field by field, as its ``from_dict`` reads it.
+    """
     optional = type(None) in typing.get_args(tp)
-    if _single_class(tp) is not None:
-        return dict[str, Any] | None if optional else dict[str, Any]
-    if _element_class(tp) is not None:
-        return list[dict[str, Any]] | None if optional else list[dict[str, Any]]
-    return tp
+    single, element = _single_class(tp), _element_class(tp)
+    if single is None and element is None:
+        return tp
+    item = _object_type(single if single is not None else element)
+    shaped = item if single is not None else list[item]  # type: ignore[valid-type]
+    return shaped | None if optional else shaped
+
+
+def _object_type(cls: type) -> Any:
+    """``dict[str, Any]``, carrying the message schema when ``cls`` is ChatMessage."""
+    from handrail.dataclasses.chat_message import ChatMessage
+
+    if not issubclass(cls, ChatMessage):
+        return dict[str, Any]
+    import pydantic
+
+    return typing.Annotated[dict[str, Any], pydantic.WithJsonSchema(message_schema())]
 
 
 def _socket_schema(label: str, fields: Mapping[str, InputSocket], param_docs: Mapping[str, str]) -> dict[str, Any]:
@@ -253,10 +298,13 @@ def _converter(tp: Any) -> _Converter | None:
         )
     import pydantic
 
-    try:
-        adapter = pydantic.TypeAdapter(tp, config=pydantic.ConfigDict(arbitrary_types_allowed=True))
-    except (pydantic.PydanticUserError, TypeError):  # a type pydantic cannot validate: pass values through
-        return None
+    try:  # dataclasses, models and TypedDicts carry their own config: pydantic refuses one given here
+        adapter = pydantic.TypeAdapter(tp)
+    except (pydantic.PydanticUserError, TypeError):
+        try:
+            adapter = pydantic.TypeAdapter(tp, config=pydantic.ConfigDict(arbitrary_types_allowed=True))
+        except (pydantic.PydanticUserError, TypeError):  # a type pydantic cannot validate: pass values through
+            return None
     return adapter.validate_python
 
 
