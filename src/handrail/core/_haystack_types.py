@@ -73,7 +73,7 @@ def is_haystack_path(path: str) -> bool:
 
 
 def translate_haystack_path(path: str) -> str | None:
-    """handrail's path for Haystack's dotted ``path``, or None when the table has no entry for it."""
+    """The handrail path for Haystack's dotted ``path``, or None when the table has no entry for it."""
     return _TABLE.get(path)
 
 

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NewType
 
-from handrail.core._tool_threads import to_tool_thread
 from handrail.core._haystack_types import envelope_parameters
+from handrail.core._tool_threads import to_tool_thread
 from handrail.core.serialization import (
     active_allowlist,
     check_file_callable,
