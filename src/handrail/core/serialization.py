@@ -525,8 +525,11 @@ def _read_type(text: str, allowed_modules: Iterable[str] | None) -> Any:
         return Any
     if text == "...":
         return Ellipsis
-    if text.startswith("typing.") and text.count(".") == 1:
-        return import_object(text)
+    if text.startswith("typing.") and text.count(".") == 1:  # typing.List, typing.Optional: always allowed
+        found = getattr(typing, text.split(".", 1)[1], None)
+        if found is None or inspect.isroutine(found) or isinstance(found, types.ModuleType):
+            raise SerializationError(f"'{text}' is not a type of the typing module.")
+        return found
     if hasattr(builtins, text) and isinstance(getattr(builtins, text), type):
         return getattr(builtins, text)
     return import_object(text, allowed_modules=allowed_modules)
