@@ -28,9 +28,7 @@ _PIPELINE_ONLY_KEYS = ("connection_type_validation",)
 """Haystack pipeline keys handrail has no setting for (it always checks connection types)."""
 
 
-def load_haystack(
-    source: str | os.PathLike[str] | Mapping[str, Any], *, allowed_modules: Iterable[str] = ()
-) -> Any:
+def load_haystack(source: str | os.PathLike[str] | Mapping[str, Any], *, allowed_modules: Iterable[str] = ()) -> Any:
     """Build the pipeline or the component (an Agent, most often) that Haystack 2.x wrote.
 
     Args:
@@ -123,5 +121,3 @@ def _translate_text(text: str, where: str, unmapped: list[str]) -> str:
         else:
             text = text.replace(path, mapped)
     return text
-
-
