@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -213,3 +214,10 @@ def test_a_file_with_neither_components_nor_type_is_refused() -> None:
         load_haystack("metadata: {}\n")
     with pytest.raises(SerializationError, match="must hold a mapping"):
         load_haystack("- a\n- b\n")
+
+
+def test_the_docs_table_is_the_table() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "haystack.md").read_text(encoding="utf-8")
+    section = page.split("## Loading Haystack YAML", 1)[1]
+    rows = dict(re.findall(r"^\| `([\w.]+)` \| `([\w.]+)` \|$", section, re.MULTILINE))
+    assert rows == dict(HAYSTACK_TYPES)
