@@ -221,3 +221,10 @@ def test_the_docs_table_is_the_table() -> None:
     section = page.split("## Loading Haystack YAML", 1)[1]
     rows = dict(re.findall(r"^\| `([\w.]+)` \| `([\w.]+)` \|$", section, re.MULTILINE))
     assert rows == dict(HAYSTACK_TYPES)
+
+
+def test_agent_from_dict_reads_haystack_experimental_strategies() -> None:
+    data = yaml.safe_load((HERE / "agent_breakpoint_confirmation.yaml").read_text(encoding="utf-8"))
+    agent = Agent.from_dict(data)  # no load_haystack: the nested haystack_experimental types map on their own
+    assert isinstance(agent.confirmation_strategies["weather"], BreakpointConfirmationStrategy)
+    assert [t.name for t in agent.tools] == ["weather"]  # type: ignore[union-attr]
