@@ -7,7 +7,7 @@ import json
 import os.path
 import typing
 from collections.abc import Callable
-from typing import Any, Optional, Union
+from typing import Any, Dict, List, Optional, Union  # noqa: UP035
 
 import pytest
 
@@ -21,6 +21,7 @@ from handrail.core.serialization import (
     object_from_dict,
     object_to_dict,
     qualified_name,
+    restricted_imports,
     serialize_callable,
     serialize_type,
 )
@@ -413,6 +414,16 @@ def test_deserialize_type_allowlist_admits_builtins_typing_and_handrail_only() -
     assert deserialize_type(f"{__name__}.Configurable", allowed_modules=("tests.core",)) is Configurable
 
 
+def test_typing_aliases_are_read_under_an_allowlist() -> None:
+    # Haystack writes socket and route types as typing aliases: typing.List[...], typing.Optional[...]
+    assert deserialize_type("typing.List[handrail.dataclasses.ChatMessage]", allowed_modules=()) == List[ChatMessage]  # noqa: UP006
+    assert deserialize_type("typing.Optional[str]", allowed_modules=()) == Optional[str]  # noqa: UP045
+    with restricted_imports(()):
+        assert deserialize_type("typing.Dict[str, typing.Any]") == Dict[str, Any]  # noqa: UP006
+    with pytest.raises(SerializationError, match=r"'typing\.cast' is not a type"):
+        deserialize_type("typing.cast", allowed_modules=())
+
+
 def test_deserialize_type_does_not_walk_through_typing_into_other_modules() -> None:
     # typing imports other modules (sys, functools, ...); "typing.<x>.<y>" must not reach them
     with pytest.raises(SerializationError, match="not in the allowlist"):
@@ -422,6 +433,8 @@ def test_deserialize_type_does_not_walk_through_typing_into_other_modules() -> N
 def test_core_package_re_exports_the_helpers() -> None:
     assert sorted(core.__all__) == sorted(
         [
+            "HAYSTACK_TYPES",
+            "load_haystack",
             "Secret",
             "default_from_dict",
             "default_to_dict",
@@ -436,7 +449,9 @@ def test_core_package_re_exports_the_helpers() -> None:
         ]
     )
     for name in core.__all__:
-        module = "secret" if name == "Secret" else "serialization"
+        module = {"Secret": "secret", "HAYSTACK_TYPES": "haystack_yaml", "load_haystack": "haystack_yaml"}.get(
+            name, "serialization"
+        )
         assert getattr(core, name) is import_object(f"handrail.core.{module}.{name}")
 
 

@@ -24,6 +24,7 @@ import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from handrail.core._haystack_types import is_haystack_path, translate_haystack_path
 from handrail.core._init_types import check_scalar_types
 from handrail.errors import SerializationError
 
@@ -34,6 +35,7 @@ __all__ = [
     "check_scalar_types",
     "default_from_dict",
     "file_safe",
+    "haystack_to_handrail",
     "init_parameters",
     "default_to_dict",
     "deserialize_callable",
@@ -523,8 +525,11 @@ def _read_type(text: str, allowed_modules: Iterable[str] | None) -> Any:
         return Any
     if text == "...":
         return Ellipsis
-    if text.startswith("typing.") and text.count(".") == 1:
-        return import_object(text)
+    if text.startswith("typing.") and text.count(".") == 1:  # typing.List, typing.Optional: always allowed
+        found = getattr(typing, text.split(".", 1)[1], None)
+        if found is None or inspect.isroutine(found) or isinstance(found, types.ModuleType):
+            raise SerializationError(f"'{text}' is not a type of the typing module.")
+        return found
     if hasattr(builtins, text) and isinstance(getattr(builtins, text), type):
         return getattr(builtins, text)
     return import_object(text, allowed_modules=allowed_modules)
@@ -555,7 +560,8 @@ def object_to_dict(obj: Any) -> dict[str, Any]:
 def object_from_dict(data: dict[str, Any], *, allowed_modules: Iterable[str] | None = None) -> Any:
     """Rebuild an object from its envelope, importing the class named in ``type``.
 
-    The class's own ``from_dict`` is used when it has one, else :func:`default_from_dict`.
+    The class's own ``from_dict`` is used when it has one, else :func:`default_from_dict`. A Haystack 2.x
+    ``type`` (``haystack.tools.tool.Tool``) is read as handrail's class through :func:`haystack_to_handrail`.
 
     Args:
         data: ``{"type": ..., "init_parameters": ...}``; not modified.
@@ -565,10 +571,14 @@ def object_from_dict(data: dict[str, Any], *, allowed_modules: Iterable[str] | N
         The rebuilt object.
 
     Raises:
-        SerializationError: When ``data`` has no ``type`` or the type cannot be imported.
+        SerializationError: When ``data`` has no ``type``, the type cannot be imported, or it is a Haystack type
+            the table does not map.
     """
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise SerializationError(f"Expected a dict with a 'type' key, got {data!r}")
+    data = {**data, "type": haystack_to_handrail(data["type"])}
+    if "init_parameters" not in data and isinstance(data.get("data"), dict):  # Haystack's Tool and Toolset form
+        data["init_parameters"] = data.pop("data")
     cls = import_object(data["type"], allowed_modules=allowed_modules)
     if not isinstance(cls, type):
         raise SerializationError(
@@ -578,3 +588,28 @@ def object_from_dict(data: dict[str, Any], *, allowed_modules: Iterable[str] | N
     if callable(from_dict):
         return from_dict(copy.deepcopy(data))
     return default_from_dict(cls, data)
+
+
+def haystack_to_handrail(path: str) -> str:
+    """Return handrail's dotted path for a Haystack 2.x one (``haystack.tools.tool.Tool``); others unchanged.
+
+    The table is :data:`handrail.core.haystack_yaml.HAYSTACK_TYPES`.
+
+    Args:
+        path: A dotted path, Haystack's or any other.
+
+    Returns:
+        handrail's counterpart of a ``haystack.*`` / ``haystack_experimental.*`` path, else ``path`` itself.
+
+    Raises:
+        SerializationError: ``path`` is inside Haystack and the table has no counterpart for it (named).
+    """
+    if not is_haystack_path(path):
+        return path
+    mapped = translate_haystack_path(path)
+    if mapped is None:
+        raise SerializationError(
+            f"'{path}' is a Haystack type handrail has no counterpart for; see the table in "
+            f"handrail.core.haystack_yaml.HAYSTACK_TYPES (docs: Loading Haystack YAML)."
+        )
+    return mapped

@@ -10,12 +10,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NewType
 
+from handrail.core._haystack_types import envelope_parameters
 from handrail.core._tool_threads import to_tool_thread
 from handrail.core.serialization import (
     active_allowlist,
     check_file_callable,
     check_pattern_from_file,
     deserialize_callable,
+    haystack_to_handrail,
     import_object,
     init_parameters,
     qualified_name,
@@ -421,7 +423,8 @@ class Tool:
 
         A dotted path that names a Tool (a ``@tool``-decorated function) supplies that tool's
         function. Called on ``Tool`` with the dict of a subclass (its ``type``), the subclass's own
-        ``from_dict`` rebuilds it.
+        ``from_dict`` rebuilds it. Haystack 2.x's form, ``{"type": "haystack.tools.tool.Tool", "data": {...}}``,
+        is read too (its ``type`` through :func:`~handrail.core.serialization.haystack_to_handrail`).
 
         Raises:
             SerializationError: When ``init_parameters`` is missing, names a parameter Tool does not take or lacks
@@ -429,17 +432,19 @@ class Tool:
             ConfigurationError: As the constructor, for a value of the wrong type (naming the field).
         """
         declared = data.get("type") if isinstance(data, Mapping) else None
-        init = data.get("init_parameters") if isinstance(data, Mapping) else None
+        if isinstance(declared, str):
+            declared = haystack_to_handrail(declared)
+        init = envelope_parameters(data)
         if isinstance(init, Mapping) and active_allowlist() is not None:  # only a file's patterns are held to it
             _check_schema_patterns(init.get("parameters"), "parameters")
         if cls is Tool and isinstance(declared, str) and declared != qualified_name(Tool):
             subclass = import_object(declared)  # a Tool subclass's dict, read through the base class
             if isinstance(subclass, type) and issubclass(subclass, Tool) and subclass is not Tool:
-                rebuilt: Tool = subclass.from_dict(data)
+                rebuilt: Tool = subclass.from_dict({**data, "type": declared, "init_parameters": init})
                 return rebuilt
-        params = data.get("init_parameters") if isinstance(data, Mapping) else None
+        params = init
         if not isinstance(params, Mapping):
-            raise SerializationError(f"Tool data has no 'init_parameters': {data!r}")
+            raise SerializationError(f"Tool data has no 'init_parameters' (or Haystack's 'data'): {data!r:.300}")
         # Checked against the constructor (unknown or missing names); a copy: the Tool must not share ``data``'s values.
         kwargs = copy.deepcopy(init_parameters({"init_parameters": dict(params)}, cls))
         with reading("function"):

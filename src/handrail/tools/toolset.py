@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from handrail.core._haystack_types import envelope_parameters
 from handrail.core.serialization import object_from_dict, qualified_name
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 from handrail.tools.tool import Tool
@@ -139,7 +140,8 @@ class Toolset:
     def from_dict(cls, data: Mapping[str, Any]) -> Toolset:
         """Rebuild a Toolset from :meth:`to_dict` output (``data`` is not modified).
 
-        Each tool comes back with the class named in its own ``type`` (Tool subclasses included).
+        Each tool comes back with the class named in its own ``type`` (Tool subclasses included). Haystack 2.x's
+        form, ``{"type": "haystack.tools.toolset.Toolset", "data": {"tools": [...]}}``, is read too.
 
         Args:
             data: ``{"type": ..., "init_parameters": {"tools": [tool dicts]}}``.
@@ -150,9 +152,9 @@ class Toolset:
         Raises:
             SerializationError: When ``init_parameters`` or ``tools`` is malformed or an entry is not a Tool.
         """
-        params = data.get("init_parameters")
+        params = envelope_parameters(data)
         if not isinstance(params, Mapping):
-            raise SerializationError(f"Toolset data has no 'init_parameters': {data!r}")
+            raise SerializationError(f"Toolset data has no 'init_parameters' (or Haystack's 'data'): {data!r:.300}")
         tool_dicts = params.get("tools") or []
         if not isinstance(tool_dicts, list):
             raise SerializationError(f"Toolset 'tools' must be a list of tool dicts, got {type(tool_dicts).__name__}.")

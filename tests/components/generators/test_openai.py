@@ -511,6 +511,7 @@ def test_default_generator_builds_and_serializes_without_the_key() -> None:
             "max_retries": None,
             "tools": None,
             "tools_strict": False,
+            "http_client_kwargs": None,
         },
     }
 

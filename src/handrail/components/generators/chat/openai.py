@@ -10,7 +10,9 @@ the ``openai`` SDK's; it is imported when this module is loaded, which only happ
 from __future__ import annotations
 
 import copy
+import importlib
 import inspect
+import os
 import sys
 import threading
 import weakref
@@ -80,12 +82,17 @@ class OpenAIChatGenerator:
         organization: The OpenAI organization id, if any.
         generation_kwargs: Extra arguments of ``chat.completions.create`` (``temperature``,
             ``max_tokens``, ``tool_choice``, ``extra_body`` for server-specific ones, ...).
-        timeout: Seconds to wait for the server per request (default: the SDK's).
-        max_retries: Retries of failed requests, with the SDK's backoff (default: the SDK's, 2).
+        timeout: Seconds to wait for the server per request (default: the ``OPENAI_TIMEOUT`` environment
+            variable, else 30, as Haystack's).
+        max_retries: Retries of failed requests, with the SDK's backoff (default: ``OPENAI_MAX_RETRIES``, else 5,
+            as Haystack's).
         tools: Tools offered to the model unless a run passes its own.
         tools_strict: Ask the server to follow the tools' schemas exactly (OpenAI's ``strict``).
-        http_client: An ``httpx.Client`` for the sync SDK client (proxies, tests with a mock transport).
-        async_http_client: An ``httpx.AsyncClient`` for the async SDK client.
+        http_client_kwargs: Keyword arguments for the ``httpx.Client`` / ``httpx.AsyncClient`` the SDK is given
+            (``proxy``, ``verify``, ``limits``, ...), built on first use; serialized (Haystack's parameter).
+        http_client: An ``httpx.Client`` for the sync SDK client (proxies, tests with a mock transport);
+            keyword-only, never serialized.
+        async_http_client: An ``httpx.AsyncClient`` for the async SDK client; keyword-only, never serialized.
 
     Raises:
         ConfigurationTypeError: For an argument of the wrong type (an API key given as ``str``
@@ -112,12 +119,15 @@ class OpenAIChatGenerator:
         max_retries: int | None = None,
         tools: Sequence[Tool | Toolset] | Toolset | None = None,
         tools_strict: bool = False,
+        http_client_kwargs: dict[str, Any] | None = None,
+        *,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
     ) -> None:
         load_sdk()
         _check_settings(api_key, model, streaming_callback, api_base_url, organization, tools_strict)
         _check_transport(timeout, max_retries, http_client, async_http_client)
+        _check_http_client_kwargs(http_client_kwargs, http_client, async_http_client)
         check_generation_kwargs(generation_kwargs or {})
         flatten_tools(tools)
         self.api_key = api_key
@@ -131,6 +141,7 @@ class OpenAIChatGenerator:
         self.max_retries = max_retries
         self.tools = tools
         self.tools_strict = tools_strict
+        self.http_client_kwargs = copy.deepcopy(http_client_kwargs)
         self.http_client = http_client
         self.async_http_client = async_http_client
         self._lock = threading.Lock()
@@ -152,17 +163,18 @@ class OpenAIChatGenerator:
         options: dict[str, Any] = {"api_key": key or "none", "base_url": self.api_base_url}
         if self.organization is not None:
             options["organization"] = self.organization
-        if self.timeout is not None:
-            options["timeout"] = self.timeout
-        if self.max_retries is not None:
-            options["max_retries"] = self.max_retries
+        options["timeout"] = self.timeout if self.timeout is not None else _env_number("OPENAI_TIMEOUT", float, 30.0)
+        options["max_retries"] = (
+            self.max_retries if self.max_retries is not None else _env_number("OPENAI_MAX_RETRIES", int, 5)
+        )
         return options
 
     def _sync_client(self) -> OpenAI:
         with self._lock:
             if self._client is None:
                 options = self._client_options()
-                self._client = cast("OpenAI", load_sdk().OpenAI(http_client=cast(Any, self.http_client), **options))
+                http_client = self.http_client or _kwargs_client(self.http_client_kwargs, asynchronous=False)
+                self._client = cast("OpenAI", load_sdk().OpenAI(http_client=cast(Any, http_client), **options))
             return self._client
 
     async def _async_client(self) -> AsyncOpenAI:
@@ -176,9 +188,8 @@ class OpenAIChatGenerator:
             if held is not None:
                 return held[0]
             options = self._client_options()
-            client = cast(
-                "AsyncOpenAI", load_sdk().AsyncOpenAI(http_client=cast(Any, self.async_http_client), **options)
-            )
+            http_client = self.async_http_client or _kwargs_client(self.http_client_kwargs, asynchronous=True)
+            client = cast("AsyncOpenAI", load_sdk().AsyncOpenAI(http_client=cast(Any, http_client), **options))
             closer = _closed_with_the_loop(client, own=self.async_http_client is None)
             self._async_clients[loop] = (client, closer)
         await anext(closer)  # started: the loop now finalizes it at shutdown
@@ -319,12 +330,15 @@ class OpenAIChatGenerator:
                 "max_retries": self.max_retries,
                 "tools": serialize_tools(self.tools),
                 "tools_strict": self.tools_strict,
+                "http_client_kwargs": copy.deepcopy(self.http_client_kwargs),
             },
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> OpenAIChatGenerator:
         """Rebuild a generator from :meth:`to_dict` output (``data`` is not modified).
+
+        Haystack 2.x's form is read too: the same init parameters, its tools in ``{"type", "data"}`` envelopes.
 
         Raises:
             SerializationError: For a malformed secret, callback or tool, or a setting of the wrong type.
@@ -369,6 +383,51 @@ def _check_settings(
         raise ConfigurationTypeError(f"organization must be a str id or None, got {type(organization).__name__}.")
     if not isinstance(tools_strict, bool):
         raise ConfigurationTypeError(f"tools_strict must be a bool, got {tools_strict!r}.")
+
+
+def _check_http_client_kwargs(kwargs: Any, http_client: Any, async_http_client: Any) -> None:
+    """Check ``http_client_kwargs`` (a dict of str keys); a client given too would make it unused, so that is refused.
+
+    Raises:
+        ConfigurationTypeError: Not a dict, or a key that is not a str.
+        ConfigurationError: Given together with ``http_client`` or ``async_http_client``.
+    """
+    if kwargs is None:
+        return
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise ConfigurationTypeError(
+            f"http_client_kwargs must be a dict of httpx.Client keyword arguments, got {type(kwargs).__name__}."
+        )
+    if kwargs and (http_client is not None or async_http_client is not None):
+        raise ConfigurationError(
+            "Pass either http_client_kwargs or http_client/async_http_client, not both: the clients given would be "
+            "used and the kwargs ignored."
+        )
+
+
+def _kwargs_client(kwargs: dict[str, Any] | None, *, asynchronous: bool) -> Any:
+    """An httpx client built from ``http_client_kwargs``, or None (the SDK builds its own)."""
+    if not kwargs:
+        return None
+    try:  # the HTTP library the SDK itself is built on (httpx2 for openai ≥ 3, httpx before)
+        library: Any = importlib.import_module("httpx2")
+    except ImportError:
+        library = importlib.import_module("httpx")
+    try:
+        return library.AsyncClient(**kwargs) if asynchronous else library.Client(**kwargs)
+    except TypeError as exc:
+        raise ConfigurationTypeError(f"http_client_kwargs were refused by httpx: {exc}") from exc
+
+
+def _env_number(name: str, kind: type[float] | type[int], default: float) -> Any:
+    """``kind(os.environ[name])``, or ``default`` when unset; a value that is not a number is named."""
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return kind(default)
+    try:
+        return kind(text)
+    except ValueError:
+        raise ConfigurationError(f"The environment variable {name}={text!r} is not a number.") from None
 
 
 def _is_number(value: Any) -> bool:

@@ -1,0 +1,123 @@
+"""Load a pipeline or an agent that Haystack 2.x saved (``Pipeline.dumps()``, ``Agent.to_dict()``).
+
+:func:`load_haystack` reads the YAML, rewrites every ``haystack.*`` / ``haystack_experimental.*`` dotted path
+through :data:`HAYSTACK_TYPES` (an explicit table: component and tool classes, confirmation policies, UIs and
+strategies, message types named in routes and state schemas, State merge handlers), refuses a path the table
+does not map (naming each one and where it sits) before anything is built, then builds the objects under the
+allowlist every file goes through: handrail's own modules plus the ``allowed_modules`` given.
+
+Example:
+    >>> from handrail.core.haystack_yaml import HAYSTACK_TYPES
+    >>> HAYSTACK_TYPES["haystack.tools.tool.Tool"]
+    'handrail.tools.tool.Tool'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from handrail.core._haystack_types import HAYSTACK_TYPES, haystack_paths_in
+from handrail.errors import SerializationError
+
+__all__ = ["HAYSTACK_TYPES", "load_haystack", "translate_haystack"]
+
+_PIPELINE_ONLY_KEYS = ("connection_type_validation",)
+"""Haystack pipeline keys handrail has no setting for (it always checks connection types)."""
+
+
+def load_haystack(source: str | os.PathLike[str] | Mapping[str, Any], *, allowed_modules: Iterable[str] = ()) -> Any:
+    """Build the pipeline or the component (an Agent, most often) that Haystack 2.x wrote.
+
+    Args:
+        source: The YAML text, a path to a YAML file, or the dict already read (``Agent.to_dict()``).
+        allowed_modules: Module prefixes trusted besides handrail's, e.g. the module of your tool functions
+            (``("myapp.tools",)``); every other dotted path in the file is refused.
+
+    Returns:
+        A :class:`~handrail.core.pipeline.Pipeline` when the file has ``components``, else the object its ``type``
+        names (e.g. an :class:`~handrail.components.agents.Agent`).
+
+    Raises:
+        SerializationError: Invalid YAML; a Haystack path the table does not map (each named, with where it
+            sits); a path outside the allowlist; or a component that refuses its parameters (named).
+    """
+    from handrail.core._pipeline_io import yaml_load
+    from handrail.core.pipeline import Pipeline
+    from handrail.core.serialization import object_from_dict, restricted_imports
+
+    if isinstance(source, Mapping):
+        raw: Any = dict(source)
+    elif isinstance(source, os.PathLike):
+        raw = yaml_load(Path(source).read_text(encoding="utf-8"))
+    elif isinstance(source, str):
+        raw = yaml_load(source)
+    else:
+        raise SerializationError(f"load_haystack needs YAML text, a path or a dict, got {type(source).__name__}.")
+    data = translate_haystack(raw)
+    allowed = (allowed_modules,) if isinstance(allowed_modules, str) else tuple(allowed_modules)
+    if "components" in data:
+        for key in _PIPELINE_ONLY_KEYS:
+            data.pop(key, None)
+        return Pipeline.from_dict(data, allowed_modules=allowed)
+    if not isinstance(data.get("type"), str):
+        raise SerializationError(
+            "A Haystack file holds a pipeline (with 'components') or one object (with 'type' and "
+            f"'init_parameters'); this one has neither: keys {sorted(data)[:10]}."
+        )
+    with restricted_imports(allowed):
+        return object_from_dict(data, allowed_modules=allowed)
+
+
+def translate_haystack(data: Any) -> Any:
+    """Return a copy of Haystack's dict form with every Haystack dotted path replaced by handrail's.
+
+    Tool and Toolset envelopes (``{"type", "data"}``) become ``{"type", "init_parameters"}``. Text that is not
+    a dotted path or a type expression (a prompt mentioning Haystack) is left alone.
+
+    Args:
+        data: A dict as Haystack's ``to_dict()`` (or the YAML of ``dumps()``) holds it; not modified.
+
+    Returns:
+        The translated copy.
+
+    Raises:
+        SerializationError: Paths the table does not map, each named with the place it sits
+            (``components.agent.init_parameters.streaming_callback``), before anything is built.
+    """
+    unmapped: list[str] = []
+    result = _translate(data, "", unmapped)
+    if unmapped:
+        shown = "; ".join(unmapped[:20])
+        raise SerializationError(
+            f"Cannot load this Haystack file: handrail has no counterpart for {shown}. The table is "
+            f"handrail.core.haystack_yaml.HAYSTACK_TYPES; replace these in the file or remove them."
+        )
+    if not isinstance(result, dict):
+        raise SerializationError(f"A Haystack file must hold a mapping, got {type(result).__name__}.")
+    return result
+
+
+def _translate(value: Any, where: str, unmapped: list[str]) -> Any:
+    if isinstance(value, dict):
+        out = {key: _translate(item, f"{where}.{key}" if where else str(key), unmapped) for key, item in value.items()}
+        if isinstance(out.get("type"), str) and "init_parameters" not in out and isinstance(out.get("data"), dict):
+            out["init_parameters"] = out.pop("data")  # Haystack's Tool / Toolset envelope
+        return out
+    if isinstance(value, list):
+        return [_translate(item, f"{where}[{i}]", unmapped) for i, item in enumerate(value)]
+    if isinstance(value, str):
+        return _translate_text(value, where, unmapped)
+    return value
+
+
+def _translate_text(text: str, where: str, unmapped: list[str]) -> str:
+    for path in sorted(set(haystack_paths_in(text)), key=len, reverse=True):
+        mapped = HAYSTACK_TYPES.get(path)
+        if mapped is None:
+            unmapped.append(f"'{path}' (at {where or 'the top'})")
+        else:
+            text = text.replace(path, mapped)
+    return text
