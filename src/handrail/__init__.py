@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "HandrailError": "handrail.errors",
     "component": "handrail.core.component",
     "Pipeline": "handrail.core.pipeline",
+    "AsyncPipeline": "handrail.core.async_pipeline",
     "ComponentTool": "handrail.tools.component_tool",
     "resume": "handrail.specs._resume",
     "resume_async": "handrail.specs._resume",
@@ -35,6 +36,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Agent",
+    "AsyncPipeline",
     "ChatMessage",
     "ComponentTool",
     "ChatRole",
@@ -59,6 +61,7 @@ __all__ = [
 if _typing.TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
     from handrail.components.tools.tool_invoker import ToolInvoker
+    from handrail.core.async_pipeline import AsyncPipeline
     from handrail.core.component import component
     from handrail.core.pipeline import Pipeline
     from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall, ToolCallResult

@@ -270,12 +270,13 @@ class RunState:
         """``{component: {output: value}}``: unconsumed outputs, plus the last run's outputs of the included."""
         return self._result
 
-    def next_wave(self) -> list[Task]:
+    def next_wave(self, limit: int | None = None) -> list[Task]:
         """Hand out the components to start now, with their inputs, and count them as running.
 
         Every ready component that is not running already; when none is ready and nothing is running (nothing
         more can arrive), the first deferred one. An empty list while tasks are running means: wait for one to
         finish (:meth:`complete`), then ask again; an empty list with nothing running means the run is over.
+        With ``limit``, at most that many components run at once: the others stay ready for a later call.
 
         Raises:
             PipelineMaxComponentRuns: When a component to start has already run ``max_runs_per_component`` times.
@@ -284,6 +285,8 @@ class RunState:
         chosen = [name for name, status in statuses.items() if status == _READY]
         if not chosen and not self._running:
             chosen = [name for name, status in statuses.items() if status == _DEFERRED][:1]
+        if limit is not None:
+            chosen = chosen[: max(0, limit - len(self._running))]
         return [self._take(name) for name in chosen]
 
     def _take(self, name: str) -> Task:
@@ -407,11 +410,12 @@ async def call_async(task: Task) -> Any:
         raise _failure(task, exc) from exc
 
 
-async def drive_async(state: RunState) -> dict[str, dict[str, Any]]:
+async def drive_async(state: RunState, concurrency_limit: int | None = None) -> dict[str, dict[str, Any]]:
     """Run a pipeline event-driven: each component starts as soon as its inputs are ready.
 
     Every ready component becomes an asyncio task; as soon as one finishes, its outputs are delivered and
-    whatever became ready starts, while the others keep running. Tasks that finish together are completed in
+    whatever became ready starts, while the others keep running (at most ``concurrency_limit`` at once, when
+    given). Tasks that finish together are completed in
     the order they started. When one fails (or the run itself is cancelled) the others are cancelled (a sync
     ``run`` already in its worker thread finishes there, its outputs discarded) and the failure is raised.
 
@@ -427,7 +431,7 @@ async def drive_async(state: RunState) -> dict[str, dict[str, Any]]:
     running: dict[asyncio.Future[Any], Task] = {}
     try:
         while True:
-            for task in state.next_wave():
+            for task in state.next_wave(concurrency_limit):
                 running[asyncio.ensure_future(call_async(task))] = task
             if not running:
                 return state.result
