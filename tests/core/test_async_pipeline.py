@@ -125,5 +125,5 @@ def test_a_failure_names_the_component() -> None:
 
     pipeline = AsyncPipeline()
     pipeline.add_component("broken", Broken())
-    with pytest.raises(PipelineError, match="'broken'.*KeyError"):
+    with pytest.raises(PipelineError, match=r"'broken'.*KeyError"):
         asyncio.run(asyncio.wait_for(pipeline.run_async({"text": "a"}), GUARD_S))
