@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handrail.core._pipeline_graph import Graph, describe_type
+from handrail.core._pipeline_pause import PausedRun
 from handrail.core._threads import to_thread
 from handrail.core.component import InputSocket, input_sockets
 from handrail.errors import ConfigurationError, ConfigurationTypeError, PipelineError, PipelineMaxComponentRuns
@@ -42,12 +43,14 @@ class Task:
         label: ``"'name' (ClassName)"``, for messages.
         component: The component instance.
         inputs: The keyword arguments for its ``run`` (or ``run_async``).
+        received: The part of ``inputs`` that arrived along connections (given back if the run is paused).
     """
 
     name: str
     label: str
     component: Any
     inputs: dict[str, Any]
+    received: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -264,6 +267,47 @@ class RunState:
             node.fresh = bool(node.given) or not node.connected
         self._running: set[str] = set()
         self._result: dict[str, dict[str, Any]] = {}
+        self._extra: dict[str, dict[str, Any]] = {}
+        """Inputs added to one component's next run only (an Agent resumed from its snapshot)."""
+
+    def restore(self, paused: PausedRun) -> None:
+        """Go on from a paused run: visits, undelivered inputs, the result so far, the paused one's extra inputs.
+
+        A component is fresh again when something waits for it, or when it has not run yet and was fresh at the
+        start.
+        """
+        for name, node in self._nodes.items():
+            node.runs = paused.component_visits.get(name, 0)
+            node.received = dict(paused.received.get(name, {}))
+            node.fresh = bool(node.received) or (node.runs == 0 and node.fresh)
+        self._result = {name: dict(outputs) for name, outputs in paused.pipeline_outputs.items()}
+        if paused.resume_inputs:
+            self._extra[paused.component_name] = dict(paused.resume_inputs)
+
+    def visits(self, name: str) -> int:
+        """How often ``name`` was handed out in this run (including a run in progress)."""
+        return self._nodes[name].runs
+
+    def untake(self, task: Task) -> None:
+        """Give back a task that was handed out but did not run (the run pauses before it)."""
+        node = self._nodes[task.name]
+        node.received = {**task.received, **node.received}
+        node.fresh = True
+        node.runs -= 1
+        self._running.discard(task.name)
+
+    def pause(self, task: Task, original_input_data: Mapping[str, Any]) -> PausedRun:
+        """The state to resume from, the run stopped before ``task`` (call :meth:`untake` on it first)."""
+        return PausedRun(
+            component_name=task.name,
+            component_visits={name: node.runs for name, node in self._nodes.items()},
+            ordered_component_names=list(self._order),
+            original_input_data=dict(original_input_data),
+            received={name: dict(node.received) for name, node in self._nodes.items() if node.received},
+            pipeline_outputs={name: dict(outputs) for name, outputs in self._result.items()},
+            include_outputs_from=set(self._include),
+            component_inputs=dict(task.inputs),
+        )
 
     @property
     def result(self) -> dict[str, dict[str, Any]]:
@@ -301,11 +345,12 @@ class RunState:
         inputs = {n: s.default for n, s in node.sockets.items() if not s.is_mandatory}
         inputs.update(node.given)
         inputs.update(node.received)
-        node.received = {}
+        inputs.update(self._extra.pop(name, {}))
+        received, node.received = node.received, {}
         node.fresh = False
         node.runs += 1
         self._running.add(name)
-        return Task(name, label, self._graph.components[name], inputs)
+        return Task(name, label, self._graph.components[name], inputs, received)
 
     def complete(self, task: Task, outputs: Any) -> None:
         """Record what one run returned: send it along the connections, keep what nobody consumes.

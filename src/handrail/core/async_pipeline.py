@@ -84,7 +84,7 @@ class AsyncPipeline(Pipeline):
             warnings.warn(message, UserWarning, stacklevel=2)
         return result
 
-    def run(
+    def run(  # type: ignore[override]  # no breakpoints in an AsyncPipeline, as in Haystack
         self,
         data: Mapping[str, Any],
         include_outputs_from: Iterable[str] | None = None,
