@@ -161,3 +161,19 @@ def test_feeds_a_chat_generator_in_a_pipeline() -> None:
     result = pipeline.run({"prompt": {"a": "Be brief.", "b": "capital of France?"}})
     assert result["llm"]["replies"][0].text == "Paris"
     assert [m.text for m in generator.calls[0]["messages"]] == ["Sys Be brief.", "Hello capital of France?"]
+
+
+def test_templatize_part_places_a_tool_result_in_a_tool_message() -> None:
+    from handrail.dataclasses import ToolCallResult
+
+    result = ToolCallResult("3", ToolCall("add", {"a": 1}, "c1"), False)
+    text = '{% message role="tool" %}{{ result | templatize_part }}{% endmessage %}'
+    (message,) = ChatPromptBuilder(text, required_variables=[]).run(result=result)["prompt"]
+    assert message.role == ChatRole.TOOL
+    assert message.tool_call_results == [result]
+
+
+def test_templatize_part_refuses_what_is_no_part() -> None:
+    text = '{% message role="user" %}{{ thing | templatize_part }}{% endmessage %}'
+    with pytest.raises(ConfigurationError, match="templatize_part needs a content part"):
+        ChatPromptBuilder(text, required_variables=[]).run(thing=object())

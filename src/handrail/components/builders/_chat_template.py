@@ -50,10 +50,20 @@ def templatize_part(value: Any) -> str:
     return f"{START_TAG}{json.dumps(data, ensure_ascii=False)}{END_TAG}"
 
 
+def _role_for(data: Any) -> str:
+    """The role whose messages hold a part of this dict form (a tool result: tool; a call or reasoning: assistant)."""
+    if isinstance(data, dict) and "tool_call_result" in data:
+        return "tool"
+    if isinstance(data, dict) and ("tool_call" in data or "reasoning" in data):
+        return "assistant"
+    return "user"
+
+
 def _part_from_json(text: str) -> Any:
     try:
         data = json.loads(text)
-        return ChatMessage.from_dict({"role": "user", "content": [data], "meta": {}, "name": None})._content[0]
+        message = {"role": _role_for(data), "content": [data], "meta": {}, "name": None}
+        return ChatMessage.from_dict(message)._content[0]
     except (ValueError, ConfigurationError) as exc:
         raise ConfigurationError(f"A templatized content part does not read back: {exc}: {text[:80]!r}") from exc
 
