@@ -62,7 +62,7 @@ def _role_for(data: Any) -> str:
 def _part_from_json(text: str) -> Any:
     try:
         data = json.loads(text)
-        message = {"role": _role_for(data), "content": [data], "meta": {}, "name": None}
+        message: dict[str, Any] = {"role": _role_for(data), "content": [data], "meta": {}, "name": None}
         return ChatMessage.from_dict(message)._content[0]
     except (ValueError, ConfigurationError) as exc:
         raise ConfigurationError(f"A templatized content part does not read back: {exc}: {text[:80]!r}") from exc
