@@ -125,3 +125,17 @@ def test_in_a_pipeline_a_render_failure_names_the_component() -> None:
     data: dict[str, Any] = {"prompt": {"x": {}}}
     with pytest.raises(PipelineError, match="'prompt'"):
         pipeline.run(data)
+
+
+def test_builders_round_trip_through_pipeline_yaml() -> None:
+    from handrail.components.builders import ChatPromptBuilder
+    from handrail.dataclasses import ChatMessage
+
+    pipeline = Pipeline()
+    pipeline.add_component("text", PromptBuilder("Q: {{ q }}", required_variables="*"))
+    pipeline.add_component("chat", ChatPromptBuilder([ChatMessage.from_user("{{ q }}?")], required_variables="*"))
+    again = Pipeline.loads(pipeline.dumps())
+    assert again.to_dict() == pipeline.to_dict()
+    result = again.run({"q": "why"})
+    assert result["text"] == {"prompt": "Q: why"}
+    assert result["chat"]["prompt"][0].text == "why?"
