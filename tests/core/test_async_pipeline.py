@@ -127,3 +127,51 @@ def test_a_failure_names_the_component() -> None:
     pipeline.add_component("broken", Broken())
     with pytest.raises(PipelineError, match=r"'broken'.*KeyError"):
         asyncio.run(asyncio.wait_for(pipeline.run_async({"text": "a"}), GUARD_S))
+
+
+def test_run_async_generator_yields_each_component_then_the_result() -> None:
+    pipeline = AsyncPipeline()
+    pipeline.add_component("shout", SyncOnly())
+    pipeline.add_component("meter", Meter())
+    pipeline.connect("shout.text", "meter.text")
+
+    async def collect() -> list[dict[str, Any]]:
+        return [item async for item in pipeline.run_async_generator({"shout": {"text": "hi"}})]
+
+    assert asyncio.run(collect()) == [
+        {"shout": {"text": "HI"}},
+        {"meter": {"text": "HI."}},
+        {"meter": {"text": "HI."}},
+    ]
+
+
+def test_stopping_the_generator_early_cancels_what_still_runs() -> None:
+    cancelled = asyncio.Event()
+
+    @component
+    class Slow:
+        @component.output_types(text=str)
+        def run(self, text: str) -> dict[str, Any]:
+            raise AssertionError("run_async must be awaited")
+
+        @component.output_types(text=str)
+        async def run_async(self, text: str) -> dict[str, Any]:
+            try:
+                await asyncio.sleep(GUARD_S)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return {"text": text}
+
+    pipeline = AsyncPipeline()
+    pipeline.add_component("fast", Meter())
+    pipeline.add_component("slow", Slow())
+
+    async def first_only() -> dict[str, Any]:
+        generator = pipeline.run_async_generator({"text": "a"})
+        first = await generator.__anext__()
+        await generator.aclose()
+        return first
+
+    assert asyncio.run(first_only()) == {"fast": {"text": "a."}}
+    assert cancelled.is_set()

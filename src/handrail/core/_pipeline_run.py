@@ -10,7 +10,7 @@ running. Both share this one scheduler, so their semantics cannot drift apart.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "call_sync",
     "check_include",
     "drive_async",
+    "iterate_async",
     "normalize_data",
     "topological_order",
 ]
@@ -456,16 +457,30 @@ async def call_async(task: Task) -> Any:
 
 
 async def drive_async(state: RunState, concurrency_limit: int | None = None) -> dict[str, dict[str, Any]]:
-    """Run a pipeline event-driven: each component starts as soon as its inputs are ready.
-
-    Every ready component becomes an asyncio task; as soon as one finishes, its outputs are delivered and
-    whatever became ready starts, while the others keep running (at most ``concurrency_limit`` at once, when
-    given). Tasks that finish together are completed in
-    the order they started. When one fails (or the run itself is cancelled) the others are cancelled (a sync
-    ``run`` already in its worker thread finishes there, its outputs discarded) and the failure is raised.
+    """Run a pipeline event-driven (:func:`iterate_async` to its end).
 
     Returns:
         The run's result, :attr:`RunState.result`.
+
+    Raises:
+        PipelineError: The first failure (by start order among those finishing together).
+        PipelineMaxComponentRuns: When a component would run too often.
+    """
+    async for _ in iterate_async(state, concurrency_limit):
+        pass
+    return state.result
+
+
+async def iterate_async(
+    state: RunState, concurrency_limit: int | None = None
+) -> AsyncIterator[tuple[Task, Mapping[str, Any]]]:
+    """Run a pipeline event-driven, yielding each component run's ``(task, outputs)`` as it completes.
+
+    Every ready component becomes an asyncio task; as soon as one finishes, its outputs are delivered and
+    whatever became ready starts, while the others keep running (at most ``concurrency_limit`` at once, when
+    given). Tasks that finish together are completed in the order they started. When one fails (or the run
+    itself is cancelled, or the caller stops iterating) the others are cancelled (a sync ``run`` already in its
+    worker thread finishes there, its outputs discarded) and the failure is raised.
 
     Raises:
         PipelineError: The first failure (by start order among those finishing together).
@@ -479,10 +494,12 @@ async def drive_async(state: RunState, concurrency_limit: int | None = None) -> 
             for task in state.next_wave(concurrency_limit):
                 running[asyncio.ensure_future(call_async(task))] = task
             if not running:
-                return state.result
+                return
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for future in [f for f in running if f in done]:
-                state.complete(running.pop(future), future.result())
+                task, outputs = running.pop(future), future.result()
+                state.complete(task, outputs)
+                yield task, outputs
     except BaseException:
         for future in running:
             future.cancel()

@@ -27,11 +27,12 @@ Examples:
 
 from __future__ import annotations
 
+import copy
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from handrail.core._pipeline_run import drive_async
+from handrail.core._pipeline_run import drive_async, iterate_async
 from handrail.core._threads import to_thread
 from handrail.core.pipeline import Pipeline
 from handrail.errors import ConfigurationError, ConfigurationTypeError
@@ -83,6 +84,36 @@ class AsyncPipeline(Pipeline):
         for message in state.stuck():
             warnings.warn(message, UserWarning, stacklevel=2)
         return result
+
+    async def run_async_generator(
+        self,
+        data: Mapping[str, Any],
+        include_outputs_from: Iterable[str] | None = None,
+        concurrency_limit: int = 4,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Run like :meth:`run_async`, yielding each component's outputs as soon as it finishes.
+
+        Args:
+            data: As for :meth:`run_async`.
+            include_outputs_from: As for :meth:`run_async`.
+            concurrency_limit: As for :meth:`run_async`.
+
+        Yields:
+            ``{component: outputs}`` (a deep copy) after each component run, then the run's result (as
+            :meth:`run_async` returns it) last. Stopping the iteration early cancels the components still running.
+
+        Raises:
+            As :meth:`run_async`.
+        """
+        limit = _check_limit(concurrency_limit)
+        state = self._start(data, include_outputs_from)
+        if not self._warmed:
+            await to_thread(self._ensure_warm)
+        async for task, outputs in iterate_async(state, limit):
+            yield {task.name: copy.deepcopy(dict(outputs))}
+        for message in state.stuck():
+            warnings.warn(message, UserWarning, stacklevel=2)
+        yield copy.deepcopy(state.result)
 
     def run(  # type: ignore[override]  # no breakpoints in an AsyncPipeline, as in Haystack
         self,
