@@ -2,32 +2,28 @@
 
 :class:`RunState` decides *what* runs (the rules are listed in the ``Pipeline`` docstring); the drivers decide
 *how*. The sync driver (``Pipeline.run``) asks for the ready components, runs them one after the other, and asks
-again. The async driver (:func:`drive_async`) is event-driven: every ready component starts as an asyncio task,
-and as each one finishes its outputs are delivered and whatever became ready starts, while the others are still
-running. Both share this one scheduler, so their semantics cannot drift apart.
+again. The async driver (:mod:`handrail.core._pipeline_async`) is event-driven: every ready component starts as
+an asyncio task, and as each one finishes its outputs are delivered and whatever became ready starts, while the
+others are still running. Both share this one scheduler, so their semantics cannot drift apart.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from handrail.core._pipeline_graph import Graph, describe_type
 from handrail.core._pipeline_pause import PausedRun
-from handrail.core._threads import to_thread
 from handrail.core.component import InputSocket, input_sockets
 from handrail.errors import ConfigurationError, ConfigurationTypeError, PipelineError, PipelineMaxComponentRuns
 
 __all__ = [
     "RunState",
     "Task",
-    "call_async",
     "call_sync",
     "check_include",
-    "drive_async",
-    "iterate_async",
+    "failure",
     "normalize_data",
     "topological_order",
 ]
@@ -418,7 +414,8 @@ class RunState:
             )
 
 
-def _failure(task: Task, exc: Exception) -> PipelineError:
+def failure(task: Task, exc: Exception) -> PipelineError:
+    """The PipelineError for a component that raised: it names the component."""
     return PipelineError(
         f"Component {task.label} failed: {type(exc).__name__}: {exc}",
         component_name=task.name,
@@ -436,72 +433,4 @@ def call_sync(task: Task) -> Any:
     except Exception as exc:
         if getattr(exc, "handrail_signal", False):  # a breakpoint or approval pause: not a failure
             raise
-        raise _failure(task, exc) from exc
-
-
-async def call_async(task: Task) -> Any:
-    """Run one task with the component's ``run_async``, or its ``run`` in a worker thread when it has none.
-
-    Raises:
-        PipelineError: When the component raised; the original exception is chained.
-    """
-    run_async = getattr(task.component, "run_async", None)
-    try:
-        if inspect.iscoroutinefunction(run_async):
-            return await run_async(**task.inputs)
-        return await to_thread(task.component.run, **task.inputs)
-    except Exception as exc:
-        if getattr(exc, "handrail_signal", False):  # a breakpoint or approval pause: not a failure
-            raise
-        raise _failure(task, exc) from exc
-
-
-async def drive_async(state: RunState, concurrency_limit: int | None = None) -> dict[str, dict[str, Any]]:
-    """Run a pipeline event-driven (:func:`iterate_async` to its end).
-
-    Returns:
-        The run's result, :attr:`RunState.result`.
-
-    Raises:
-        PipelineError: The first failure (by start order among those finishing together).
-        PipelineMaxComponentRuns: When a component would run too often.
-    """
-    async for _ in iterate_async(state, concurrency_limit):
-        pass
-    return state.result
-
-
-async def iterate_async(
-    state: RunState, concurrency_limit: int | None = None
-) -> AsyncIterator[tuple[Task, Mapping[str, Any]]]:
-    """Run a pipeline event-driven, yielding each component run's ``(task, outputs)`` as it completes.
-
-    Every ready component becomes an asyncio task; as soon as one finishes, its outputs are delivered and
-    whatever became ready starts, while the others keep running (at most ``concurrency_limit`` at once, when
-    given). Tasks that finish together are completed in the order they started. When one fails (or the run
-    itself is cancelled, or the caller stops iterating) the others are cancelled (a sync ``run`` already in its
-    worker thread finishes there, its outputs discarded) and the failure is raised.
-
-    Raises:
-        PipelineError: The first failure (by start order among those finishing together).
-        PipelineMaxComponentRuns: When a component would run too often.
-    """
-    import asyncio  # imported on first use: keeps `import handrail` fast
-
-    running: dict[asyncio.Future[Any], Task] = {}
-    try:
-        while True:
-            for task in state.next_wave(concurrency_limit):
-                running[asyncio.ensure_future(call_async(task))] = task
-            if not running:
-                return
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for future in [f for f in running if f in done]:
-                task, outputs = running.pop(future), future.result()
-                state.complete(task, outputs)
-                yield task, outputs
-    except BaseException:
-        for future in running:
-            future.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-        raise
+        raise failure(task, exc) from exc

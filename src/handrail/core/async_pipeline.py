@@ -32,7 +32,7 @@ import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from handrail.core._pipeline_run import drive_async, iterate_async
+from handrail.core._pipeline_async import drive_async, iterate_async
 from handrail.core._threads import to_thread
 from handrail.core.pipeline import Pipeline
 from handrail.errors import ConfigurationError, ConfigurationTypeError

@@ -27,10 +27,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from handrail.core._pipeline_async import drive_async
 from handrail.core._pipeline_graph import Graph
 from handrail.core._pipeline_io import graph_to_dict, mermaid, read_spec, yaml_dump, yaml_load
 from handrail.core._pipeline_pause import PausedRun, break_hits, check_break_point
-from handrail.core._pipeline_run import RunState, Task, call_sync, check_include, drive_async, normalize_data
+from handrail.core._pipeline_run import RunState, Task, call_sync, check_include, normalize_data
 from handrail.core._threads import FreshLockOnCopy, to_thread
 from handrail.core.component import is_component
 from handrail.errors import ComponentError, ConfigurationError, ConfigurationTypeError, PipelineError
