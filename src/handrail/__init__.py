@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "HandrailError": "handrail.errors",
     "component": "handrail.core.component",
     "Pipeline": "handrail.core.pipeline",
+    "AsyncPipeline": "handrail.core.async_pipeline",
     "ComponentTool": "handrail.tools.component_tool",
     "SuperComponent": "handrail.core.super_component",
     "super_component": "handrail.core.super_component",
@@ -37,6 +38,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Agent",
+    "AsyncPipeline",
     "ChatMessage",
     "ComponentTool",
     "ChatRole",
@@ -63,6 +65,7 @@ __all__ = [
 if _typing.TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
     from handrail.components.tools.tool_invoker import ToolInvoker
+    from handrail.core.async_pipeline import AsyncPipeline
     from handrail.core.component import component
     from handrail.core.pipeline import Pipeline
     from handrail.core.super_component import SuperComponent, super_component

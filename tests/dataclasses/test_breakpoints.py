@@ -39,12 +39,15 @@ def test_defaults() -> None:
     )
 
 
-def test_a_breakpoint_is_for_the_chat_generator_only() -> None:
+def test_an_agent_breakpoint_is_for_the_chat_generator_only() -> None:
+    # As in Haystack 2.19: a Breakpoint may name any Pipeline component; inside an AgentBreakpoint it must
+    # name the chat generator.
+    assert Breakpoint(component_name="tool_invoker").component_name == "tool_invoker"
     with pytest.raises(
         ConfigurationError,
         match="If the break_point is a Breakpoint, it must have the component_name 'chat_generator'",
     ):
-        Breakpoint(component_name="tool_invoker")
+        AgentBreakpoint("agent", Breakpoint(component_name="tool_invoker"))
 
 
 def test_a_tool_breakpoint_is_for_the_tool_invoker_only() -> None:

@@ -2,30 +2,28 @@
 
 :class:`RunState` decides *what* runs (the rules are listed in the ``Pipeline`` docstring); the drivers decide
 *how*. The sync driver (``Pipeline.run``) asks for the ready components, runs them one after the other, and asks
-again. The async driver (:func:`drive_async`) is event-driven: every ready component starts as an asyncio task,
-and as each one finishes its outputs are delivered and whatever became ready starts, while the others are still
-running. Both share this one scheduler, so their semantics cannot drift apart.
+again. The async driver (:mod:`handrail.core._pipeline_async`) is event-driven: every ready component starts as
+an asyncio task, and as each one finishes its outputs are delivered and whatever became ready starts, while the
+others are still running. Both share this one scheduler, so their semantics cannot drift apart.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from handrail.core._pipeline_graph import Graph, describe_type
-from handrail.core._threads import to_thread
+from handrail.core._pipeline_pause import PausedRun
 from handrail.core.component import InputSocket, input_sockets
 from handrail.errors import ConfigurationError, ConfigurationTypeError, PipelineError, PipelineMaxComponentRuns
 
 __all__ = [
     "RunState",
     "Task",
-    "call_async",
     "call_sync",
     "check_include",
-    "drive_async",
+    "failure",
     "normalize_data",
     "topological_order",
 ]
@@ -42,12 +40,14 @@ class Task:
         label: ``"'name' (ClassName)"``, for messages.
         component: The component instance.
         inputs: The keyword arguments for its ``run`` (or ``run_async``).
+        received: The part of ``inputs`` that arrived along connections (given back if the run is paused).
     """
 
     name: str
     label: str
     component: Any
     inputs: dict[str, Any]
+    received: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -264,18 +264,60 @@ class RunState:
             node.fresh = bool(node.given) or not node.connected
         self._running: set[str] = set()
         self._result: dict[str, dict[str, Any]] = {}
+        self._extra: dict[str, dict[str, Any]] = {}
+        """Inputs added to one component's next run only (an Agent resumed from its snapshot)."""
+
+    def restore(self, paused: PausedRun) -> None:
+        """Go on from a paused run: visits, undelivered inputs, the result so far, the paused one's extra inputs.
+
+        A component is fresh again when something waits for it, or when it has not run yet and was fresh at the
+        start.
+        """
+        for name, node in self._nodes.items():
+            node.runs = paused.component_visits.get(name, 0)
+            node.received = dict(paused.received.get(name, {}))
+            node.fresh = bool(node.received) or (node.runs == 0 and node.fresh)
+        self._result = {name: dict(outputs) for name, outputs in paused.pipeline_outputs.items()}
+        if paused.resume_inputs:
+            self._extra[paused.component_name] = dict(paused.resume_inputs)
+
+    def visits(self, name: str) -> int:
+        """How often ``name`` was handed out in this run (including a run in progress)."""
+        return self._nodes[name].runs
+
+    def untake(self, task: Task) -> None:
+        """Give back a task that was handed out but did not run (the run pauses before it)."""
+        node = self._nodes[task.name]
+        node.received = {**task.received, **node.received}
+        node.fresh = True
+        node.runs -= 1
+        self._running.discard(task.name)
+
+    def pause(self, task: Task, original_input_data: Mapping[str, Any]) -> PausedRun:
+        """The state to resume from, the run stopped before ``task`` (call :meth:`untake` on it first)."""
+        return PausedRun(
+            component_name=task.name,
+            component_visits={name: node.runs for name, node in self._nodes.items()},
+            ordered_component_names=list(self._order),
+            original_input_data=dict(original_input_data),
+            received={name: dict(node.received) for name, node in self._nodes.items() if node.received},
+            pipeline_outputs={name: dict(outputs) for name, outputs in self._result.items()},
+            include_outputs_from=set(self._include),
+            component_inputs=dict(task.inputs),
+        )
 
     @property
     def result(self) -> dict[str, dict[str, Any]]:
         """``{component: {output: value}}``: unconsumed outputs, plus the last run's outputs of the included."""
         return self._result
 
-    def next_wave(self) -> list[Task]:
+    def next_wave(self, limit: int | None = None) -> list[Task]:
         """Hand out the components to start now, with their inputs, and count them as running.
 
         Every ready component that is not running already; when none is ready and nothing is running (nothing
         more can arrive), the first deferred one. An empty list while tasks are running means: wait for one to
         finish (:meth:`complete`), then ask again; an empty list with nothing running means the run is over.
+        With ``limit``, at most that many components run at once: the others stay ready for a later call.
 
         Raises:
             PipelineMaxComponentRuns: When a component to start has already run ``max_runs_per_component`` times.
@@ -284,6 +326,8 @@ class RunState:
         chosen = [name for name, status in statuses.items() if status == _READY]
         if not chosen and not self._running:
             chosen = [name for name, status in statuses.items() if status == _DEFERRED][:1]
+        if limit is not None:
+            chosen = chosen[: max(0, limit - len(self._running))]
         return [self._take(name) for name in chosen]
 
     def _take(self, name: str) -> Task:
@@ -298,11 +342,12 @@ class RunState:
         inputs = {n: s.default for n, s in node.sockets.items() if not s.is_mandatory}
         inputs.update(node.given)
         inputs.update(node.received)
-        node.received = {}
+        inputs.update(self._extra.pop(name, {}))
+        received, node.received = node.received, {}
         node.fresh = False
         node.runs += 1
         self._running.add(name)
-        return Task(name, label, self._graph.components[name], inputs)
+        return Task(name, label, self._graph.components[name], inputs, received)
 
     def complete(self, task: Task, outputs: Any) -> None:
         """Record what one run returned: send it along the connections, keep what nobody consumes.
@@ -369,7 +414,8 @@ class RunState:
             )
 
 
-def _failure(task: Task, exc: Exception) -> PipelineError:
+def failure(task: Task, exc: Exception) -> PipelineError:
+    """The PipelineError for a component that raised: it names the component."""
     return PipelineError(
         f"Component {task.label} failed: {type(exc).__name__}: {exc}",
         component_name=task.name,
@@ -387,55 +433,4 @@ def call_sync(task: Task) -> Any:
     except Exception as exc:
         if getattr(exc, "handrail_signal", False):  # a breakpoint or approval pause: not a failure
             raise
-        raise _failure(task, exc) from exc
-
-
-async def call_async(task: Task) -> Any:
-    """Run one task with the component's ``run_async``, or its ``run`` in a worker thread when it has none.
-
-    Raises:
-        PipelineError: When the component raised; the original exception is chained.
-    """
-    run_async = getattr(task.component, "run_async", None)
-    try:
-        if inspect.iscoroutinefunction(run_async):
-            return await run_async(**task.inputs)
-        return await to_thread(task.component.run, **task.inputs)
-    except Exception as exc:
-        if getattr(exc, "handrail_signal", False):  # a breakpoint or approval pause: not a failure
-            raise
-        raise _failure(task, exc) from exc
-
-
-async def drive_async(state: RunState) -> dict[str, dict[str, Any]]:
-    """Run a pipeline event-driven: each component starts as soon as its inputs are ready.
-
-    Every ready component becomes an asyncio task; as soon as one finishes, its outputs are delivered and
-    whatever became ready starts, while the others keep running. Tasks that finish together are completed in
-    the order they started. When one fails (or the run itself is cancelled) the others are cancelled (a sync
-    ``run`` already in its worker thread finishes there, its outputs discarded) and the failure is raised.
-
-    Returns:
-        The run's result, :attr:`RunState.result`.
-
-    Raises:
-        PipelineError: The first failure (by start order among those finishing together).
-        PipelineMaxComponentRuns: When a component would run too often.
-    """
-    import asyncio  # imported on first use: keeps `import handrail` fast
-
-    running: dict[asyncio.Future[Any], Task] = {}
-    try:
-        while True:
-            for task in state.next_wave():
-                running[asyncio.ensure_future(call_async(task))] = task
-            if not running:
-                return state.result
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for future in [f for f in running if f in done]:
-                state.complete(running.pop(future), future.result())
-    except BaseException:
-        for future in running:
-            future.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-        raise
+        raise failure(task, exc) from exc

@@ -27,9 +27,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from handrail.core._pipeline_async import drive_async
 from handrail.core._pipeline_graph import Graph
 from handrail.core._pipeline_io import graph_to_dict, mermaid, read_spec, yaml_dump, yaml_load
-from handrail.core._pipeline_run import RunState, call_sync, check_include, drive_async, normalize_data
+from handrail.core._pipeline_pause import PausedRun, break_hits, check_break_point
+from handrail.core._pipeline_run import RunState, Task, call_sync, check_include, normalize_data
 from handrail.core._threads import FreshLockOnCopy, to_thread
 from handrail.core.component import is_component
 from handrail.errors import ComponentError, ConfigurationError, ConfigurationTypeError, PipelineError
@@ -224,8 +226,39 @@ class Pipeline(FreshLockOnCopy):
         inputs = normalize_data(self._graph, data)
         return RunState(self._graph, inputs, include, self.max_runs_per_component)
 
+    def _resume(self, pipeline_snapshot: Any) -> tuple[RunState, Mapping[str, Any]]:
+        paused_run = getattr(pipeline_snapshot, "_paused_run", None)
+        if not callable(paused_run):
+            raise ConfigurationTypeError(
+                f"pipeline_snapshot must be a PipelineSnapshot, got {type(pipeline_snapshot).__name__}."
+            )
+        paused: PausedRun = paused_run()
+        if sorted(paused.ordered_component_names) != sorted(self._graph.components):
+            raise ConfigurationError(
+                f"The pipeline snapshot does not fit this pipeline: it has the components "
+                f"{sorted(paused.ordered_component_names)}, the pipeline {sorted(self._graph.components)}."
+            )
+        state = self._start(paused.original_input_data, paused.include_outputs_from)
+        state.restore(paused)
+        return state, paused.original_input_data
+
+    def _pause(self, state: RunState, pending: list[Task], data: Mapping[str, Any], reason: Any) -> BaseException:
+        """Give back the tasks that did not run and turn ``reason`` (a breakpoint or a signal) into what to raise."""
+        for task in reversed(pending):
+            state.untake(task)
+        paused = state.pause(pending[0], data)
+        if hasattr(reason, "_pause_pipeline"):
+            reason._pause_pipeline(paused)  # raises the breakpoint exception
+        converted: BaseException = reason._in_pipeline(paused)
+        return converted
+
     def run(
-        self, data: Mapping[str, Any], include_outputs_from: Iterable[str] | None = None
+        self,
+        data: Mapping[str, Any],
+        include_outputs_from: Iterable[str] | None = None,
+        *,
+        break_point: Any = None,
+        pipeline_snapshot: Any = None,
     ) -> dict[str, dict[str, Any]]:
         """Run the pipeline until no component has anything left to do.
 
@@ -235,6 +268,14 @@ class Pipeline(FreshLockOnCopy):
                 that component's inputs). Not modified.
             include_outputs_from: Components whose outputs go into the result, consumed or not: exactly those
                 of the component's last run (a single string names one component).
+            break_point: A :class:`~handrail.dataclasses.Breakpoint` naming a component of this pipeline: the run
+                stops before that component's run after ``visit_count`` completed ones and raises
+                :class:`~handrail.dataclasses.BreakpointException` carrying the ``pipeline_snapshot`` (written
+                into ``snapshot_file_path`` when it is set). An
+                :class:`~handrail.dataclasses.AgentBreakpoint` is handed to the Agent it names.
+            pipeline_snapshot: A :class:`~handrail.dataclasses.PipelineSnapshot` to go on from (``data`` and
+                ``include_outputs_from`` are then the snapshot's): the component it stopped before runs next.
+                An Agent that paused inside the pipeline resumes from the snapshot's ``agent_snapshot``.
 
         Returns:
             ``{component: {output: value}}``: the outputs no connection consumes (the latest value of each),
@@ -254,12 +295,34 @@ class Pipeline(FreshLockOnCopy):
                 connected input, a missing mandatory input, or an unknown name in ``include_outputs_from``.
             PipelineError: When a component raised (named; the original is chained) or returned no dict.
             PipelineMaxComponentRuns: When a component would run more than ``max_runs_per_component`` times.
+            ComponentError: When ``break_point`` names no component of the pipeline.
+            BreakpointException: At the breakpoint, or when an Agent in the pipeline paused (an
+                approval pause is an ``HITLBreakpointException``); ``.pipeline_snapshot`` resumes the run.
         """
-        state = self._start(data, include_outputs_from)
+        if break_point is not None and pipeline_snapshot is not None:
+            raise ConfigurationError(
+                "pipeline_breakpoint and pipeline_snapshot cannot be provided at the same time: give break_point "
+                "to stop a run, pipeline_snapshot to go on from one."
+            )
+        agent_break = check_break_point(break_point, self._graph.components)
+        if pipeline_snapshot is not None:
+            state, data = self._resume(pipeline_snapshot)
+        else:
+            state = self._start(data, include_outputs_from)
         self._ensure_warm()
         while wave := state.next_wave():
-            for task in wave:
-                state.complete(task, call_sync(task))
+            for index, task in enumerate(wave):
+                if break_hits(break_point, task.name, state.visits(task.name) - 1):
+                    raise self._pause(state, wave[index:], data, break_point)
+                if agent_break == task.name and getattr(break_point, "agent_name", None) is not None:
+                    task.inputs["break_point"] = break_point
+                try:
+                    outputs = call_sync(task)
+                except Exception as exc:
+                    if not callable(getattr(exc, "_in_pipeline", None)):
+                        raise
+                    raise self._pause(state, wave[index:], data, exc) from None
+                state.complete(task, outputs)
         for message in state.stuck():
             warnings.warn(message, UserWarning, stacklevel=2)
         return state.result

@@ -23,6 +23,9 @@ _EXPORTS = {
     "AgentSnapshot": "handrail.dataclasses.snapshot",
     "LedgerEntry": "handrail.dataclasses.snapshot",
     "load_snapshot": "handrail.dataclasses.snapshot",
+    "PipelineSnapshot": "handrail.dataclasses.pipeline_snapshot",
+    "PipelineState": "handrail.dataclasses.pipeline_snapshot",
+    "load_pipeline_snapshot": "handrail.dataclasses.pipeline_snapshot",
 }
 
 if _typing.TYPE_CHECKING:
@@ -33,6 +36,7 @@ if _typing.TYPE_CHECKING:
         HITLBreakpointException,
         ToolBreakpoint,
     )
+    from handrail.dataclasses.pipeline_snapshot import PipelineSnapshot, PipelineState, load_pipeline_snapshot
     from handrail.dataclasses.snapshot import AgentSnapshot, LedgerEntry, load_snapshot
 
 __all__ = [
@@ -45,6 +49,8 @@ __all__ = [
     "ChunkAssembler",
     "HITLBreakpointException",
     "LedgerEntry",
+    "PipelineSnapshot",
+    "PipelineState",
     "State",
     "StreamingCallback",
     "StreamingChunk",
@@ -54,6 +60,7 @@ __all__ = [
     "ToolCallDelta",
     "ToolCallResult",
     "assemble_chunks",
+    "load_pipeline_snapshot",
     "load_snapshot",
 ]
 

@@ -17,12 +17,14 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from handrail.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from handrail.core._pipeline_pause import PausedRun
     from handrail.dataclasses.chat_message import ChatMessage
+    from handrail.dataclasses.pipeline_snapshot import PipelineSnapshot
     from handrail.dataclasses.snapshot import AgentSnapshot
 
 __all__ = ["AgentBreakpoint", "Breakpoint", "BreakpointException", "HITLBreakpointException", "ToolBreakpoint"]
@@ -56,21 +58,23 @@ def _checked_fields(cls: type, data: Any, allowed: tuple[str, ...]) -> dict[str,
 
 @dataclass(frozen=True, init=False)
 class Breakpoint:
-    """Stop an Agent run before a chat generator call.
+    """Stop a run before a component: any component of a Pipeline, or an Agent's chat generator.
 
     Args:
-        component_name: Must be ``"chat_generator"``.
-        visit_count: Completed visits before the stop: 0 stops before the first model call, 1 before the second.
+        component_name: The Pipeline component to stop before; for an Agent (alone, or in an
+            :class:`AgentBreakpoint`) it must be ``"chat_generator"``.
+        visit_count: Completed visits before the stop: 0 stops before the first run (model call), 1 before the
+            second.
         snapshot_file_path: A directory to write the snapshot file into (str or os.PathLike; stored as str);
             None writes no file.
 
     Raises:
-        ConfigurationError: For another component name, a visit_count that is not an int >= 0 (bools refused),
+        ConfigurationError: For an empty component name, a visit_count that is not an int >= 0 (bools refused),
             or a snapshot_file_path that is not a path.
     """
 
     component_name: str
-    """``"chat_generator"`` (``"tool_invoker"`` for a :class:`ToolBreakpoint`)."""
+    """The component: a Pipeline's component name, or ``"chat_generator"`` / ``"tool_invoker"`` in an Agent."""
     visit_count: int
     """Completed visits of the component before the run stops (0 = before the first)."""
     snapshot_file_path: str | None
@@ -82,11 +86,8 @@ class Breakpoint:
         visit_count: int = 0,
         snapshot_file_path: str | os.PathLike[str] | None = None,
     ) -> None:
-        if type(self) is Breakpoint and component_name != "chat_generator":
-            raise ConfigurationError(
-                "If the break_point is a Breakpoint, it must have the component_name 'chat_generator', "
-                f"got {component_name!r}."
-            )
+        if not isinstance(component_name, str) or not component_name:
+            raise ConfigurationError(f"Breakpoint.component_name must be a non-empty str, got {component_name!r}.")
         _check_visit_count(visit_count)
         object.__setattr__(self, "component_name", component_name)
         object.__setattr__(self, "visit_count", visit_count)
@@ -110,6 +111,19 @@ class Breakpoint:
         if cls is Breakpoint and isinstance(data, dict) and "tool_name" in data:
             return ToolBreakpoint.from_dict(data)
         return cls(**_checked_fields(cls, data, ("component_name", "visit_count", "snapshot_file_path")))
+
+    def _pause_pipeline(self, paused: PausedRun) -> NoReturn:
+        """Stop a Pipeline run here: write the snapshot when a directory is set, raise BreakpointException."""
+        from handrail.dataclasses.pipeline_snapshot import PipelineSnapshot, write_pipeline_snapshot
+
+        snapshot = PipelineSnapshot._from_paused(paused, self)
+        path = write_pipeline_snapshot(snapshot, self.snapshot_file_path) if self.snapshot_file_path else None
+        message = f"Breaking at component {self.component_name} at visit count {self.visit_count}"
+        error = BreakpointException(message + (f" Snapshot: {path}" if path else ""))
+        error.component = self.component_name
+        error.pipeline_snapshot = snapshot
+        error.pipeline_snapshot_file_path = path
+        raise error
 
 
 @dataclass(frozen=True, init=False)
@@ -181,6 +195,11 @@ class AgentBreakpoint:
             raise ConfigurationError(
                 f"AgentBreakpoint.break_point must be a Breakpoint or ToolBreakpoint, got {self.break_point!r}."
             )
+        if not isinstance(self.break_point, ToolBreakpoint) and self.break_point.component_name != "chat_generator":
+            raise ConfigurationError(
+                "If the break_point is a Breakpoint, it must have the component_name 'chat_generator', "
+                f"got {self.break_point.component_name!r}."
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"agent_name", "break_point": break_point.to_dict()}``."""
@@ -219,6 +238,27 @@ class BreakpointException(Exception):
 
     handrail_signal = True
     """Marks a control-flow signal: a Pipeline lets it through instead of wrapping it in PipelineError."""
+    pipeline_snapshot: PipelineSnapshot | None = None
+    """The :class:`~handrail.dataclasses.PipelineSnapshot` to resume a Pipeline run from, when the stop happened
+    in a Pipeline (at a component's breakpoint, or an Agent's pause inside it); None for a standalone Agent."""
+    pipeline_snapshot_file_path: str | None = None
+    """The full path of the pipeline snapshot file written, or None."""
+
+    def _in_pipeline(self, paused: PausedRun) -> BreakpointException:
+        """This Agent stop, raised by the component ``paused.component_name`` of a Pipeline, as the Pipeline's.
+
+        A copy (same class, same attributes) carrying the pipeline snapshot, which holds the Agent's snapshot;
+        the pipeline snapshot file is written next to the Agent's snapshot file when there is one.
+        """
+        from handrail.dataclasses.pipeline_snapshot import PipelineSnapshot, write_pipeline_snapshot
+
+        inner = self.break_point.break_point if self.break_point is not None else Breakpoint()
+        snapshot = PipelineSnapshot._from_paused(paused, AgentBreakpoint(paused.component_name, inner), self.snapshot)
+        directory = os.path.dirname(self.snapshot_file_path) if self.snapshot_file_path else None
+        clone = copy.copy(self)
+        clone.pipeline_snapshot = snapshot
+        clone.pipeline_snapshot_file_path = write_pipeline_snapshot(snapshot, directory) if directory else None
+        return clone
 
     def __init__(
         self,
