@@ -393,12 +393,67 @@ def _schema_from_fields(
             f"Function '{func_label}': cannot build a JSON Schema from its type hints: {exc}"
         ) from exc
     cleaned = _strip_titles(schema)
+    _describe_defs(cleaned.get("$defs"), [hint for hint, _ in fields.values()])
     ordered: dict[str, Any] = {"type": "object", "properties": cleaned.pop("properties", {})}
     if "required" in cleaned:
         ordered["required"] = cleaned.pop("required")
     cleaned.pop("type", None)
     ordered.update(cleaned)
     return ordered
+
+
+def _describe_defs(defs: Any, hints: list[Any]) -> None:
+    """Describe the ``$defs`` of dataclasses and pydantic models from their class docstrings, in place.
+
+    A definition's description becomes its docstring's text without the field sections, and a field
+    without a description takes its text from the docstring (any of the three styles).
+    """
+    if not isinstance(defs, dict):
+        return
+    for cls in _described_classes(hints, set()):
+        entry = defs.get(cls.__name__)
+        doc = docstring_of(cls)
+        if not isinstance(entry, dict) or not doc:
+            continue
+        summary, field_docs = parse_docstring(doc)
+        if entry.get("description") == inspect.cleandoc(doc):  # pydantic copied the whole docstring
+            if summary:
+                entry["description"] = summary
+            else:
+                del entry["description"]
+        for field_name, prop in entry.get("properties", {}).items():
+            if isinstance(prop, dict) and "description" not in prop and field_name in field_docs:
+                prop["description"] = field_docs[field_name]
+
+
+def _described_classes(hints: list[Any], seen: set[type]) -> list[type]:
+    """The dataclasses and pydantic models in ``hints``, their fields' types and type arguments."""
+    import pydantic
+
+    found: list[type] = []
+    for hint in hints:
+        args = typing.get_args(hint)
+        if args:
+            found += _described_classes(list(args), seen)
+        if not isinstance(hint, type) or hint in seen:
+            continue
+        if dataclasses.is_dataclass(hint):
+            seen.add(hint)
+            found.append(hint)
+            found += _described_classes(list(_field_hints(hint).values()), seen)
+        elif issubclass(hint, pydantic.BaseModel):
+            seen.add(hint)
+            found.append(hint)
+            found += _described_classes([f.annotation for f in hint.model_fields.values()], seen)
+    return found
+
+
+def _field_hints(cls: type) -> dict[str, Any]:
+    """A dataclass's resolved field types (``{}`` when they cannot be resolved)."""
+    try:
+        return typing.get_type_hints(cls)
+    except (NameError, TypeError, AttributeError, SyntaxError):
+        return {}
 
 
 @functools.lru_cache(maxsize=1)
