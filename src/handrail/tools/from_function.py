@@ -3,8 +3,8 @@
 :func:`create_tool_from_function` (and the :func:`tool` decorator) read the function's
 name, docstring and type hints and generate the JSON Schema of its arguments with
 pydantic, imported only when a tool is built so that ``import handrail`` stays cheap.
-A Google-style docstring gives the tool's description (the text before its first section)
-and the parameters' descriptions (its ``Args:`` section).
+The docstring (Google, reST/Sphinx or NumPy style, or a mix) gives the tool's description (the
+text before its first section) and the parameters' descriptions (its parameter sections).
 
 Parameters kept out of the schema (the model never fills them):
 
@@ -78,13 +78,15 @@ def create_tool_from_function(
     function is called, and such a tool is a :class:`FunctionTool`; see that class. Otherwise the
     Tool calls ``function`` itself, with the arguments as they came.
 
-    The docstring is read as Google style. The tool's description is its text before the first
-    section header (``Args:``, ``Arguments:``, ``Parameters:``, ``Returns:``, ``Yields:``,
-    ``Raises:``, ``Example(s):`` or ``Note(s):``, alone on a line at any indentation), cleaned by
-    ``inspect.cleandoc``; a docstring without such a header is used whole. The entries of its
-    ``Args:`` (or ``Arguments:``/``Parameters:``) section, ``name: text`` or
-    ``name (type): text`` with more-indented continuation lines joined by a space, become the
-    properties' descriptions. An ``Annotated[T, "text"]`` description wins over the docstring's.
+    The docstring is read in Google, reST/Sphinx or NumPy style (or a mix of them). The tool's
+    description is its text before the first section: a Google header (``Args:``, ``Returns:``,
+    ``Raises:``...), a reST field (``:param x:``, ``:type x:``, ``:returns:``, ``:raises E:``...)
+    or a NumPy header underlined with dashes (``Parameters``, ``Returns``...), cleaned by
+    ``inspect.cleandoc``; a docstring without sections is used whole. The entries of its parameter
+    sections (``Args:``, ``:param x:``, NumPy ``Parameters``), with more-indented continuation lines
+    joined by a space, become the properties' descriptions. An ``Annotated[T, "text"]`` description
+    wins over the docstring's. A dataclass or pydantic model used as a type is described the same way
+    under ``$defs``: its docstring's field entries describe its properties.
 
     Args:
         function: A sync function, or an ``async def`` function (it becomes the Tool's
