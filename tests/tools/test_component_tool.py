@@ -95,6 +95,7 @@ def test_schema_name_and_description_come_from_the_component() -> None:
             "days": {"type": "integer", "description": "How many days ahead.", "default": 1},
         },
         "required": ["city"],
+        "description": "Return the weather.",
     }
     assert t.invoke(city="Oslo") == {"temp": "20C in Oslo for 1d", "humidity": 60}
 

@@ -116,8 +116,10 @@ class ComponentTool(Tool):
             and not _holds_tools(s.type)
         }
         if parameters is None:
-            _, param_docs = parse_docstring(docstring_of(cls.run))
+            run_description, param_docs = parse_docstring(docstring_of(cls.run))
             parameters = _socket_schema(cls.__name__, fields, param_docs)
+            if run_description:  # the schema's top-level description, as Haystack's carries
+                parameters["description"] = run_description
             self._unresolved_parameters: dict[str, Any] | None = None
         else:
             self._unresolved_parameters = copy.deepcopy(parameters)

@@ -3,8 +3,8 @@
 :func:`create_tool_from_function` (and the :func:`tool` decorator) read the function's
 name, docstring and type hints and generate the JSON Schema of its arguments with
 pydantic, imported only when a tool is built so that ``import handrail`` stays cheap.
-A Google-style docstring gives the tool's description (the text before its first section)
-and the parameters' descriptions (its ``Args:`` section).
+The docstring (Google, reST/Sphinx or NumPy style, or a mix) gives the tool's description (the
+text before its first section) and the parameters' descriptions (its parameter sections).
 
 Parameters kept out of the schema (the model never fills them):
 
@@ -78,13 +78,15 @@ def create_tool_from_function(
     function is called, and such a tool is a :class:`FunctionTool`; see that class. Otherwise the
     Tool calls ``function`` itself, with the arguments as they came.
 
-    The docstring is read as Google style. The tool's description is its text before the first
-    section header (``Args:``, ``Arguments:``, ``Parameters:``, ``Returns:``, ``Yields:``,
-    ``Raises:``, ``Example(s):`` or ``Note(s):``, alone on a line at any indentation), cleaned by
-    ``inspect.cleandoc``; a docstring without such a header is used whole. The entries of its
-    ``Args:`` (or ``Arguments:``/``Parameters:``) section, ``name: text`` or
-    ``name (type): text`` with more-indented continuation lines joined by a space, become the
-    properties' descriptions. An ``Annotated[T, "text"]`` description wins over the docstring's.
+    The docstring is read in Google, reST/Sphinx or NumPy style (or a mix of them). The tool's
+    description is its text before the first section: a Google header (``Args:``, ``Returns:``,
+    ``Raises:``...), a reST field (``:param x:``, ``:type x:``, ``:returns:``, ``:raises E:``...)
+    or a NumPy header underlined with dashes (``Parameters``, ``Returns``...), cleaned by
+    ``inspect.cleandoc``; a docstring without sections is used whole. The entries of its parameter
+    sections (``Args:``, ``:param x:``, NumPy ``Parameters``), with more-indented continuation lines
+    joined by a space, become the properties' descriptions. An ``Annotated[T, "text"]`` description
+    wins over the docstring's. A dataclass or pydantic model used as a type is described the same way
+    under ``$defs``: its docstring's field entries describe its properties.
 
     Args:
         function: A sync function, or an ``async def`` function (it becomes the Tool's
@@ -393,12 +395,67 @@ def _schema_from_fields(
             f"Function '{func_label}': cannot build a JSON Schema from its type hints: {exc}"
         ) from exc
     cleaned = _strip_titles(schema)
+    _describe_defs(cleaned.get("$defs"), [hint for hint, _ in fields.values()])
     ordered: dict[str, Any] = {"type": "object", "properties": cleaned.pop("properties", {})}
     if "required" in cleaned:
         ordered["required"] = cleaned.pop("required")
     cleaned.pop("type", None)
     ordered.update(cleaned)
     return ordered
+
+
+def _describe_defs(defs: Any, hints: list[Any]) -> None:
+    """Describe the ``$defs`` of dataclasses and pydantic models from their class docstrings, in place.
+
+    A definition's description becomes its docstring's text without the field sections, and a field
+    without a description takes its text from the docstring (any of the three styles).
+    """
+    if not isinstance(defs, dict):
+        return
+    for cls in _described_classes(hints, set()):
+        entry = defs.get(cls.__name__)
+        doc = docstring_of(cls)
+        if not isinstance(entry, dict) or not doc:
+            continue
+        summary, field_docs = parse_docstring(doc)
+        if entry.get("description") == inspect.cleandoc(doc):  # pydantic copied the whole docstring
+            if summary:
+                entry["description"] = summary
+            else:
+                del entry["description"]
+        for field_name, prop in entry.get("properties", {}).items():
+            if isinstance(prop, dict) and "description" not in prop and field_name in field_docs:
+                prop["description"] = field_docs[field_name]
+
+
+def _described_classes(hints: list[Any], seen: set[type]) -> list[type]:
+    """The dataclasses and pydantic models in ``hints``, their fields' types and type arguments."""
+    import pydantic
+
+    found: list[type] = []
+    for hint in hints:
+        args = typing.get_args(hint)
+        if args:
+            found += _described_classes(list(args), seen)
+        if not isinstance(hint, type) or hint in seen:
+            continue
+        if dataclasses.is_dataclass(hint):
+            seen.add(hint)
+            found.append(hint)
+            found += _described_classes(list(_field_hints(hint).values()), seen)
+        elif issubclass(hint, pydantic.BaseModel):
+            seen.add(hint)
+            found.append(hint)
+            found += _described_classes([f.annotation for f in hint.model_fields.values()], seen)
+    return found
+
+
+def _field_hints(cls: type) -> dict[str, Any]:
+    """A dataclass's resolved field types (``{}`` when they cannot be resolved)."""
+    try:
+        return typing.get_type_hints(cls)
+    except (NameError, TypeError, AttributeError, SyntaxError):
+        return {}
 
 
 @functools.lru_cache(maxsize=1)
