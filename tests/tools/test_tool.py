@@ -32,9 +32,15 @@ def test_tool_spec() -> None:
     assert t.tool_spec == {"name": "weather", "description": "Weather.", "parameters": STRING_SCHEMA}
 
 
-@pytest.mark.parametrize("name", ["", None, 3])
-def test_name_must_be_a_non_empty_string(name: Any) -> None:
-    with pytest.raises(ConfigurationError, match="1-64 letters"):
+@pytest.mark.parametrize("name", ["", " ", "\t\n"])
+def test_name_must_not_be_blank(name: str) -> None:
+    with pytest.raises(ConfigurationError, match="must not be empty or blank"):
+        Tool(name=name, description="", parameters=STRING_SCHEMA, function=weather)
+
+
+@pytest.mark.parametrize("name", [None, 3])
+def test_name_must_be_a_string(name: Any) -> None:
+    with pytest.raises(ConfigurationTypeError, match="must be a str, got"):
         Tool(name=name, description="", parameters=STRING_SCHEMA, function=weather)
 
 
