@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from handrail.tools import tool
+
 
 def shout(text: str) -> str:
     """Return the text in capitals."""
@@ -59,3 +61,9 @@ class Flagged:
     def run(self, messages: list[object], tools: object = None) -> dict[str, list[object]]:
         """Never called by the tests."""
         raise AssertionError("not run")
+
+
+@tool(name="Addition tool")
+def addition(a: int, b: int) -> int:
+    """Add two numbers (a tool named with a space, as Haystack allows)."""
+    return a + b

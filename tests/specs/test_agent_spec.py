@@ -531,3 +531,18 @@ def test_a_generator_setting_of_the_wrong_scalar_type_is_refused_at_its_line(
     text = f"generator:\n  type: tests.specs.helpers.Flagged\n  init_parameters:\n    {setting}\ntools: [calculator]\n"
     with pytest.raises(SpecError, match=fragment):
         build_agent(load_agent_spec(write(tmp_path, text)), allowed_modules=["tests.specs"])
+
+
+def test_a_tool_named_with_a_space_is_configured_and_run_from_a_file(tmp_path: Path) -> None:
+    call = ToolCall(tool_name="Addition tool", arguments={"a": 1, "b": 2}, id="c1")
+    replies = [ChatMessage.from_assistant(tool_calls=[call]), ChatMessage.from_assistant("done")]
+    text = scripted_generator_yaml(replies) + "\ntools: [tests.specs.helpers.addition]\n"
+    text += "allowed_modules: [tests.specs.helpers]\nconfirmation:\n  Addition tool: always\n"
+    spec = load_agent_spec(write(tmp_path, text))
+    agent = build_agent(spec, approve="none")
+    assert agent.confirmation_strategies is not None and set(agent.confirmation_strategies) == {"Addition tool"}
+    rejected = agent.run([ChatMessage.from_user("1+2?")])["messages"][2].tool_call_result
+    assert rejected is not None and rejected.error and "'Addition tool'" in rejected.result
+    result = build_agent(spec, approve="all").run([ChatMessage.from_user("1+2?")])
+    assert result["messages"][2].tool_call_result.result == "3"
+    assert result["tool_call_counts"] == {"Addition tool": 1}

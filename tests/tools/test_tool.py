@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from typing import Any
 
@@ -32,9 +33,15 @@ def test_tool_spec() -> None:
     assert t.tool_spec == {"name": "weather", "description": "Weather.", "parameters": STRING_SCHEMA}
 
 
-@pytest.mark.parametrize("name", ["", None, 3])
-def test_name_must_be_a_non_empty_string(name: Any) -> None:
-    with pytest.raises(ConfigurationError, match="1-64 letters"):
+@pytest.mark.parametrize("name", ["", " ", "\t\n"])
+def test_name_must_not_be_blank(name: str) -> None:
+    with pytest.raises(ConfigurationError, match="must not be empty or blank"):
+        Tool(name=name, description="", parameters=STRING_SCHEMA, function=weather)
+
+
+@pytest.mark.parametrize("name", [None, 3])
+def test_name_must_be_a_string(name: Any) -> None:
+    with pytest.raises(ConfigurationTypeError, match="must be a str, got"):
         Tool(name=name, description="", parameters=STRING_SCHEMA, function=weather)
 
 
@@ -217,3 +224,16 @@ def test_warm_up_is_a_no_op() -> None:
     t.warm_up()
     t.warm_up()
     assert t.invoke(a=1) == 2
+
+
+@pytest.mark.parametrize("name", ["Addition tool", "météo à Genève", "a.b/c", "x" * 200, "天气"])
+def test_any_readable_name_is_accepted_as_in_haystack(name: str) -> None:
+    t = Tool(name=name, description="", parameters=STRING_SCHEMA, function=weather)
+    assert t.name == name and t.tool_spec["name"] == name
+    assert Tool.from_dict(t.to_dict()).name == name
+
+
+@pytest.mark.parametrize(("name", "code"), [("a\nb", "U+000A"), ("a\u200bb", "U+200B"), ("pay\u202eyou", "U+202E")])
+def test_control_and_invisible_characters_are_refused_naming_them(name: str, code: str) -> None:
+    with pytest.raises(ConfigurationError, match=rf"position \d+ \({re.escape(code)}\)"):
+        Tool(name=name, description="", parameters=STRING_SCHEMA, function=weather)

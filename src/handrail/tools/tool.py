@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import re
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,11 +30,10 @@ from handrail.errors import (
     SerializationError,
     ToolInvocationError,
 )
+from handrail.tools._names import check_tool_name
 from handrail.tools.preview import Preview, as_preview
 
 __all__ = ["Tool", "ToolCallId", "signature_roles"]
-
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 ToolCallId = NewType("ToolCallId", str)
 """Annotate a tool parameter with this type to receive the call's id (an idempotency key).
@@ -183,7 +181,10 @@ class Tool:
     """A function the model may call.
 
     Args:
-        name: The name the model uses; non-empty.
+        name: The tool's name, which the model calls it by: any readable text, spaces and
+            non-ASCII letters included (``"Addition tool"``); not blank, no control characters. A
+            generator whose API needs ``[a-zA-Z0-9_-]{1,64}`` sends a mapped name and maps the
+            model's calls back to this one.
         description: What the tool does, shown to the model.
         parameters: A JSON Schema (Draft 2020-12) of the arguments, checked at construction.
         function: The sync function to run (called with the arguments as keyword arguments).
@@ -206,10 +207,11 @@ class Tool:
             sent to the model.
 
     Raises:
-        ConfigurationError: For an empty name, an invalid JSON Schema, an ``inputs_from_state``
-            naming a parameter the function does not have, or a malformed output config.
-        ConfigurationTypeError: When no function is given, a function has the wrong kind, or ``preview`` is
-            not a sync callable.
+        ConfigurationError: For a blank name or one with control characters, an invalid JSON Schema,
+            an ``inputs_from_state`` naming a parameter the function does not have, or a malformed
+            output config.
+        ConfigurationTypeError: When the name is not a str, no function is given, a function has the
+            wrong kind, or ``preview`` is not a sync callable.
 
     Examples:
         >>> t = Tool(name="echo", description="Echo.", function=lambda text: text,
@@ -232,10 +234,7 @@ class Tool:
     _roles: SignatureRoles = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
-            raise ConfigurationError(
-                f"Tool name must be 1-64 letters, digits, '_' or '-' (what model APIs accept), got {self.name!r}."
-            )
+        check_tool_name(self.name)
         if not isinstance(self.description, str):
             raise ConfigurationTypeError(f"Tool '{self.name}': description must be a str.")
         self._check_functions()

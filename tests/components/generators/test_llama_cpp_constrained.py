@@ -231,3 +231,20 @@ def test_streaming_any_text_never_raises(fragments: list[str]) -> None:
     stream = FinalAnswerStream()
     out = "".join(stream.feed('{"final_answer": "' if i == 0 else f) for i, f in enumerate(["", *fragments]))
     assert out == stream.text
+
+
+# --------------------------------------------------------------------------- names with spaces and non-ASCII
+
+
+@pytest.mark.parametrize("name", ["Addition tool", "météo à Genève", 'say "hi"'])
+def test_the_embedded_model_calls_a_tool_by_its_own_name(name: str) -> None:
+    """The llama.cpp runtime takes any tool name: the schema holds it as a JSON string constant, no mapping."""
+    tool = Tool(name=name, description="d.", parameters={"type": "object", "properties": {}}, function=lambda: 1)
+    validator = Draft202012Validator(reply_schema([tool]))
+    raw = json.dumps({"name": name, "arguments": {}})  # ASCII-escaped, as the grammar generates it
+    assert validator.is_valid(json.loads(raw))
+    assert not validator.is_valid({"name": name.replace(" ", "_"), "arguments": {}})
+    parsed = parse_reply(raw)
+    assert (parsed.kind, parsed.tool_name) == ("tool_call", name)
+    salvaged = parse_reply(raw[:-2])  # cut short: the name is still read
+    assert (salvaged.kind, salvaged.tool_name) == ("tool_call", name)

@@ -210,7 +210,7 @@ class TestCustomFolder:
             ({"top_k": "3"}, ConfigurationTypeError, "top_k must be an int"),
             ({"top_k": True}, ConfigurationTypeError, "top_k must be an int"),
             ({"folder": 5}, ConfigurationTypeError, "folder must be a str or a path"),
-            ({"name": ""}, ConfigurationError, "1-64 letters"),
+            ({"name": ""}, ConfigurationError, "must not be empty"),
         ],
     )
     def test_misuse_is_refused_at_construction(

@@ -29,6 +29,7 @@ from handrail.components.generators.chat._openai_wire import (
     messages_to_wire,
     tool_to_wire,
 )
+from handrail.components.generators.chat._wire_names import WireNames
 from handrail.core._urls import register_url_passwords
 from handrail.core.component import component
 from handrail.core.secret import Secret, deserialize_secret
@@ -56,6 +57,8 @@ class _Request:
     """Keyword arguments for ``chat.completions.create``."""
     callback: StreamingCallback | None
     """The callback of this run; the request streams exactly when it is set."""
+    names: WireNames
+    """The tools' names as sent; the reply's calls are mapped back through it."""
 
 
 @component
@@ -72,6 +75,12 @@ class OpenAIChatGenerator:
     :class:`~handrail.dataclasses.ToolCallDelta`), goes to the callback in order, and the
     reply is assembled by :class:`~handrail.dataclasses.streaming.ChunkAssembler`. Replies
     carry ``meta`` ``{"model", "index", "finish_reason", "usage"}`` (OpenAI's usage names).
+
+    OpenAI takes tool names of ``[a-zA-Z0-9_-]{1,64}`` only. A tool whose name does not fit
+    (``"Addition tool"``) is sent under a mapped name (``"Addition_tool"``; a non-ASCII or
+    over-long name gets a short hash suffix), and the model's calls, streamed fragments
+    included, come back under the tool's own name. Two tools that would be sent under one
+    name are refused before anything is sent.
 
     Args:
         api_key: The API key (default: read ``OPENAI_API_KEY`` on first use).
@@ -97,7 +106,8 @@ class OpenAIChatGenerator:
     Raises:
         ConfigurationTypeError: For an argument of the wrong type (an API key given as ``str``
             included: wrap it in a Secret).
-        ConfigurationError: For an invalid value or a reserved or unknown generation kwarg.
+        ConfigurationError: For an invalid value, a reserved or unknown generation kwarg, or two
+            tools whose names would be sent as one.
         ImportError: When the ``openai`` package is not installed.
 
     Examples:
@@ -129,7 +139,7 @@ class OpenAIChatGenerator:
         _check_transport(timeout, max_retries, http_client, async_http_client)
         _check_http_client_kwargs(http_client_kwargs, http_client, async_http_client)
         check_generation_kwargs(generation_kwargs or {})
-        flatten_tools(tools)
+        WireNames.of(flatten_tools(tools))
         self.api_key = api_key
         self.model = model
         self.streaming_callback = streaming_callback
@@ -227,14 +237,16 @@ class OpenAIChatGenerator:
         check_generation_kwargs(kwargs)
         body: dict[str, Any] = {"model": self.model, "messages": messages_to_wire(messages), **kwargs}
         run_tools = flatten_tools(tools if tools is not None else self.tools)
+        names = WireNames.of(run_tools)
         if run_tools:
             body["tools"] = [tool_to_wire(t, self.tools_strict) for t in run_tools]
+        names.request(body)
         if callback is not None:
             if kwargs.get("n") not in (None, 1):
                 raise ConfigurationError(f"Cannot stream several choices (n={kwargs['n']}); set n=1 or stream none.")
             body["stream"] = True
             body.setdefault("stream_options", {"include_usage": True})
-        return _Request(body, callback)
+        return _Request(body, callback, names)
 
     @component.output_types(replies=list[ChatMessage])
     def run(
@@ -258,7 +270,8 @@ class OpenAIChatGenerator:
 
         Raises:
             ConfigurationTypeError: An async callback, or messages that are not ChatMessages.
-            ConfigurationError: A missing API key or call id, or bad generation kwargs; nothing was sent.
+            ConfigurationError: A missing API key or call id, bad generation kwargs, or two tools
+                whose names would be sent as one; nothing was sent.
             GenerationError: The server is unreachable (one line naming its URL), timed out, lost
                 the connection before its reply was complete, answered with an error status
                 (``status_code`` set), or answered with something that is not a chat completion
@@ -271,14 +284,14 @@ class OpenAIChatGenerator:
             if request.callback is None:
                 with decoding("the response body"):
                     completion = client.chat.completions.create(**request.body)
-                return {"replies": completion_to_replies(completion)}
+                return {"replies": [request.names.reply(m) for m in completion_to_replies(completion)]}
             reader = StreamReader()
             with cast("Stream[ChatCompletionChunk]", client.chat.completions.create(**request.body)) as stream:
                 exchange.streaming = True
                 events = iter(stream)
                 while (chunk := reader.next_chunk(events)) is not None:
-                    request.callback(chunk)
-            return {"replies": [reader.message()]}
+                    request.callback(request.names.chunk(chunk))
+            return {"replies": [request.names.reply(reader.message())]}
 
     async def run_async(
         self,
@@ -295,17 +308,17 @@ class OpenAIChatGenerator:
             if request.callback is None:
                 with decoding("the response body"):
                     completion = await client.chat.completions.create(**request.body)
-                return {"replies": completion_to_replies(completion)}
+                return {"replies": [request.names.reply(m) for m in completion_to_replies(completion)]}
             reader = StreamReader()
             stream = cast("AsyncStream[ChatCompletionChunk]", await client.chat.completions.create(**request.body))
             async with stream:
                 exchange.streaming = True
                 events = aiter(stream)
                 while (chunk := await reader.anext_chunk(events)) is not None:
-                    result = request.callback(chunk)
+                    result = request.callback(request.names.chunk(chunk))
                     if inspect.isawaitable(result):
                         await result
-            return {"replies": [reader.message()]}
+            return {"replies": [request.names.reply(reader.message())]}
 
     # ---------------------------------------------------------- serialization
 
