@@ -98,7 +98,12 @@ def test_the_constructor_takes_haystacks_parameters() -> None:
 def test_the_schema_comes_from_the_mapped_inputs_and_invoke_returns_the_mapped_outputs() -> None:
     t = search_tool()
     assert isinstance(t, ComponentTool) and isinstance(t.component, SuperComponent)
-    assert t.parameters == {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    assert t.parameters == {
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+        "required": ["query"],
+        "description": t.description,  # the tool's own text, not SuperComponent.run's docstring
+    }
     assert t.invoke(query="tea") == {"text": "tea doc 0; tea doc 1", "documents": ["tea doc 0", "tea doc 1"]}
     assert asyncio.run(t.invoke_async(query="ink"))["text"] == "ink doc 0; ink doc 1"
 

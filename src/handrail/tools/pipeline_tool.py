@@ -88,6 +88,8 @@ class PipelineTool(ComponentTool):
             outputs_to_state=outputs_to_state,
             preview=preview,
         )
+        if parameters is None:  # the schema's top-level text: this tool's description, not SuperComponent.run's
+            self.parameters["description"] = description
         self.pipeline = pipeline
         self.input_mapping = input_mapping
         self.output_mapping = output_mapping
