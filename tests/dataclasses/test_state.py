@@ -227,10 +227,12 @@ def test_initial_data_goes_through_the_handlers() -> None:
     assert state.get("n") == 1
 
 
-def test_get_returns_the_live_value_and_data_is_the_live_dict() -> None:
+def test_get_returns_a_copy_and_data_is_the_live_dict() -> None:
     state = State({"info": {"type": dict}})
     state.set("info", {"a": 1})
     state.get("info")["b"] = 2
+    assert state.get("info") == {"a": 1}
+    state.data["info"]["b"] = 2
     assert state.get("info") == {"a": 1, "b": 2}
     state.data["info"] = {"c": 3}
     assert state.get("info") == {"c": 3}

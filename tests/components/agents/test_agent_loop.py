@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 from typing import Any
 
 import pytest
@@ -440,11 +441,16 @@ class TestSystemPrompt:
         for recorded in gen.calls:
             assert system_messages(recorded["messages"]) == [0]
 
-    def test_a_system_message_after_the_first_position_is_named_in_a_warning(self) -> None:
+    def test_a_system_message_after_the_first_position_is_named_in_a_warning(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
         agent, gen = agent_with([reply("ok")], system_prompt="sys")
         history = [user("a"), reply("b"), ChatMessage.from_system("late"), user("c")]
-        with pytest.warns(UserWarning, match=r"system messages after the first position \(indexes \[3\]\)"):
+        with caplog.at_level(logging.WARNING, logger="handrail.components.agents"):
             agent.run(history)
+        [record] = [r for r in caplog.records if "after the first position" in r.getMessage()]
+        assert (record.name, record.levelno) == ("handrail.components.agents", logging.WARNING)
+        assert "(indexes [3])" in record.getMessage()
         assert system_messages(gen.calls[0]["messages"]) == [0, 3]
 
 

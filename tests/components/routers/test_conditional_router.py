@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import subprocess
 import sys
 from typing import Any, List, Optional
@@ -233,9 +234,13 @@ def test_optional_variables_default_to_none():
     assert router.run(question="why?", path="followup_short") == {"followup_short": "why?"}
 
 
-def test_an_optional_variable_no_route_reads_is_warned_about():
-    with pytest.warns(UserWarning, match=r"\['pth'\]"):
+def test_an_optional_variable_no_route_reads_is_warned_about(caplog: pytest.LogCaptureFixture):
+    with caplog.at_level(logging.WARNING, logger="handrail.components.routers"):
         router = ConditionalRouter(STREAM_ROUTES, optional_variables=["pth"])
+    [record] = [r for r in caplog.records if r.name == "handrail.components.routers"]
+    assert record.levelno == logging.WARNING
+    assert "['pth']" in record.getMessage()
+    assert "not used in any route" in record.getMessage()
 
     assert "pth" not in input_sockets(router)
     assert router.run(streams=[1]) == {"insufficient_streams": [1]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import logging
 import operator
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from handrail.components.generators.types import ChatGenerator
     from handrail.human_in_the_loop.types import ConfirmationStrategy
     from handrail.stores.types import ChatMessageStore, MemoryStore
+
+_LOG = logging.getLogger("handrail.components.agents")
 
 __all__ = [
     "TOOL_INVOKER_KEYS",
@@ -406,14 +409,16 @@ def with_system_prompt(messages: list[ChatMessage], run_prompt: str | None, init
             messages.insert(0, ChatMessage.from_system(run_prompt))
     elif not leading and init_prompt is not None:
         messages.insert(0, ChatMessage.from_system(init_prompt))
+    if messages and all(m.role is ChatRole.SYSTEM for m in messages):
+        _LOG.warning("All messages provided to the Agent component are system messages. This is not recommended.")
     if ChatRole.SYSTEM not in map(_ROLE, itertools.islice(messages, 1, None)):
         return
     extra = [i for i, m in enumerate(messages) if i > 0 and m.role is ChatRole.SYSTEM]
     if extra:
-        warnings.warn(
-            f"messages hold system messages after the first position (indexes {extra}); every model input "
-            f"should have one system message, first.",
-            stacklevel=5,
+        _LOG.warning(
+            "messages hold system messages after the first position (indexes %s); every model input "
+            "should have one system message, first.",
+            extra,
         )
 
 

@@ -8,6 +8,7 @@ run's context.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,9 @@ from handrail.tools.utils import flatten_tools
 
 if TYPE_CHECKING:
     from handrail.components.agents._checkpoints import Checkpoints
+
+_LOG = logging.getLogger("handrail.components.agents")
+"""Runtime conditions of agent runs (the names Haystack logs at WARNING, under handrail's own logger)."""
 
 __all__ = ["HookTable", "RunParts", "RunPlan", "agent_machine"]
 
@@ -316,6 +320,7 @@ def agent_machine(plan: RunPlan, parts: RunParts, run: RunState) -> Generator[Ef
         data["exit_reason"] = reason = None
     if reason is None:
         data["exit_reason"] = "max_agent_steps"
+        _LOG.warning("Agent reached maximum agent steps of %d, stopping.", plan.max_agent_steps)
     data["stop_run"] = None
     data["continue_run"] = False
     yield from _run_hooks(plan, "after_run")

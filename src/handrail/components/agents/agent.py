@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -134,6 +135,11 @@ class Agent(FreshLockOnCopy):
         self.chat_generator = chat_generator
         self.tools: list[Tool | Toolset] | Toolset = tools if tools is not None else []
         self.system_prompt = system_prompt
+        if not flatten_tools(self.tools) and not isinstance(self.tools, Toolset):
+            logging.getLogger("handrail.components.agents").warning(
+                "No tools provided to the Agent: it behaves like its chat generator and only returns text. "
+                "Pass tools to the Agent (not to the chat generator) to let the model call them."
+            )
         self.exit_conditions = cfg.check_exit_conditions(exit_conditions)
         self.state_schema = state_schema
         self.max_agent_steps = max_agent_steps

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import copy
-import warnings
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -119,10 +119,10 @@ class ConditionalRouter:
         used: set[str] = set().union(*self._variables.values())
         unused = sorted(set(self.optional_variables) - used)
         if unused:
-            warnings.warn(
-                f"ConditionalRouter: optional_variables {unused} are read by no route; check their spelling.",
-                UserWarning,
-                stacklevel=3,  # past @component's __init__ wrapper, to the caller
+            logging.getLogger("handrail.components.routers").warning(
+                "ConditionalRouter: the optional variables %s are specified but not used in any route; check "
+                "their spelling.",
+                unused,
             )
         self._mandatory = sorted(used - set(self.optional_variables))
         component.set_input_types(self, **dict.fromkeys(self._mandatory, Any))
