@@ -28,13 +28,12 @@ Examples:
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from handrail.core._pipeline_async import drive_async, iterate_async
 from handrail.core._threads import to_thread
-from handrail.core.pipeline import Pipeline
+from handrail.core.pipeline import Pipeline, report_stuck
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
 __all__ = ["AsyncPipeline"]
@@ -81,8 +80,7 @@ class AsyncPipeline(Pipeline):
         if not self._warmed:
             await to_thread(self._ensure_warm)
         result = await drive_async(state, limit)
-        for message in state.stuck():
-            warnings.warn(message, UserWarning, stacklevel=2)
+        report_stuck(state)
         return result
 
     async def run_async_generator(
@@ -111,8 +109,7 @@ class AsyncPipeline(Pipeline):
             await to_thread(self._ensure_warm)
         async for task, outputs in iterate_async(state, limit):
             yield {task.name: copy.deepcopy(dict(outputs))}
-        for message in state.stuck():
-            warnings.warn(message, UserWarning, stacklevel=2)
+        report_stuck(state)
         yield copy.deepcopy(state.result)
 
     def run(  # type: ignore[override]  # no breakpoints in an AsyncPipeline, as in Haystack

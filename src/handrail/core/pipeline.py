@@ -19,9 +19,9 @@ Pipeline(components=['first', 'second'], connections=["'first.value' -> 'second.
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import threading
-import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -35,6 +35,16 @@ from handrail.core._pipeline_run import RunState, Task, call_sync, check_include
 from handrail.core._threads import FreshLockOnCopy, to_thread
 from handrail.core.component import is_component
 from handrail.errors import ComponentError, ConfigurationError, ConfigurationTypeError, PipelineError
+
+logger = logging.getLogger("handrail.core")
+"""Runtime conditions of pipeline runs (a component left waiting), at WARNING, as Haystack logs them."""
+
+
+def report_stuck(state: RunState) -> None:
+    """Log, at WARNING on ``handrail.core``, each component the run left waiting for a mandatory input."""
+    for message in state.stuck():
+        logger.warning(message)
+
 
 __all__ = ["Pipeline", "pipeline_of"]
 
@@ -323,8 +333,7 @@ class Pipeline(FreshLockOnCopy):
                         raise
                     raise self._pause(state, wave[index:], data, exc) from None
                 state.complete(task, outputs)
-        for message in state.stuck():
-            warnings.warn(message, UserWarning, stacklevel=2)
+        report_stuck(state)
         return state.result
 
     async def run_async(
@@ -359,8 +368,7 @@ class Pipeline(FreshLockOnCopy):
         if not self._warmed:
             await to_thread(self._ensure_warm)
         result = await drive_async(state)
-        for message in state.stuck():
-            warnings.warn(message, UserWarning, stacklevel=2)
+        report_stuck(state)
         return result
 
     # ---- writing out ---------------------------------------------------------------------------------------
