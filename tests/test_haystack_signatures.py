@@ -63,7 +63,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("haystack.dataclasses.ToolCall", "__init__", "extra"): _TODO,
     ("haystack.dataclasses.breakpoints.ToolBreakpoint", "__init__", "*"): _TODO,
     ("haystack.tools.Tool", "__init__", "*"): _TODO,
-    ("haystack.tools.Toolset", "add", "*"): _TODO + " (parameter named item, Haystack's tool)",
     ("haystack.tools.create_tool_from_function", "__call__", "*"): _TODO,
     (H + "RichConsoleUI", "get_user_confirmation", "*"): _TODO,
     (H + "SimpleConsoleUI", "*", "*"): _TODO,
