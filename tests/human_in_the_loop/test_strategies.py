@@ -415,8 +415,9 @@ def test_construction_checks_policy_and_ui() -> None:
         BlockingConfirmationStrategy(confirmation_policy=object(), confirmation_ui=ScriptedUI())  # type: ignore[arg-type]
     with pytest.raises(ConfigurationTypeError, match="confirmation_ui"):
         BlockingConfirmationStrategy(confirmation_policy=AlwaysAskPolicy(), confirmation_ui=object())  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        BlockingConfirmationStrategy(AlwaysAskPolicy(), ScriptedUI())  # type: ignore[call-arg]
+    # Positional, as in Haystack (issue 20, item 1).
+    ui = ScriptedUI()
+    assert BlockingConfirmationStrategy(AlwaysAskPolicy(), ui).confirmation_ui is ui
 
 
 @pytest.mark.parametrize(

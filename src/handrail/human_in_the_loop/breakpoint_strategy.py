@@ -168,11 +168,11 @@ class BreakpointConfirmationStrategy:
 
     def run(
         self,
-        *,
         tool_name: str,
         tool_description: str,
         tool_params: dict[str, Any],
         tool_call_id: str | None = None,
+        *,
         confirmation_strategy_context: dict[str, Any] | None = None,
         injected_params: dict[str, Any] | None = None,
         validate_params: ParamsValidator | None = None,

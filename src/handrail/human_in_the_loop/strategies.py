@@ -149,9 +149,9 @@ class BlockingConfirmationStrategy:
 
     def __init__(
         self,
-        *,
         confirmation_policy: ConfirmationPolicy,
         confirmation_ui: ConfirmationUI | AsyncConfirmationUI,
+        *,
         reject_template: str = DEFAULT_REJECT_TEMPLATE,
         modify_template: str = DEFAULT_MODIFY_TEMPLATE,
         user_feedback_template: str = DEFAULT_USER_FEEDBACK_TEMPLATE,
@@ -176,11 +176,11 @@ class BlockingConfirmationStrategy:
 
     def run(
         self,
-        *,
         tool_name: str,
         tool_description: str,
         tool_params: dict[str, Any],
         tool_call_id: str | None = None,
+        *,
         confirmation_strategy_context: dict[str, Any] | None = None,
         injected_params: dict[str, Any] | None = None,
         validate_params: ParamsValidator | None = None,

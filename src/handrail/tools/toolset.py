@@ -51,22 +51,22 @@ class Toolset:
         """The tools, in the order they were given."""
         self._warmed: dict[int, Tool] = {}
 
-    def add(self, item: Tool | Toolset) -> None:
+    def add(self, tool: Tool | Toolset) -> None:
         """Add a Tool, or every tool of another Toolset (as they are now).
 
         Args:
-            item: A Tool or a Toolset.
+            tool: A Tool or a Toolset.
 
         Raises:
             ConfigurationError: When a name would be in this Toolset twice (nothing is added then).
-            ConfigurationTypeError: When ``item`` is neither a Tool nor a Toolset.
+            ConfigurationTypeError: When ``tool`` is neither a Tool nor a Toolset.
         """
-        if isinstance(item, Tool):
-            new_tools = [item]
-        elif isinstance(item, Toolset):
-            new_tools = list(item)
+        if isinstance(tool, Tool):
+            new_tools = [tool]
+        elif isinstance(tool, Toolset):
+            new_tools = list(tool)
         else:
-            raise ConfigurationTypeError(f"Toolset.add expects a Tool or a Toolset, got {type(item).__name__}.")
+            raise ConfigurationTypeError(f"Toolset.add expects a Tool or a Toolset, got {type(tool).__name__}.")
         _check_unique(t.name for t in [*self, *new_tools])
         self.tools.extend(new_tools)
 
@@ -191,11 +191,11 @@ class _Combined(Toolset):
         tools = [t for part in self._parts for t in part]  # type: ignore[union-attr]
         return iter(tools)
 
-    def add(self, item: Tool | Toolset) -> None:
+    def add(self, tool: Tool | Toolset) -> None:
         """Add a Tool or a Toolset as one more part (names stay unique)."""
-        if not isinstance(item, Tool | Toolset):
-            raise ConfigurationTypeError(f"Toolset.add expects a Tool or a Toolset, got {type(item).__name__}.")
-        part: Toolset = item if isinstance(item, Toolset) else Toolset([item])
+        if not isinstance(tool, Tool | Toolset):
+            raise ConfigurationTypeError(f"Toolset.add expects a Tool or a Toolset, got {type(tool).__name__}.")
+        part: Toolset = tool if isinstance(tool, Toolset) else Toolset([tool])
         _check_unique(t.name for t in [*self, *part])
         self._parts.append(part)
 
