@@ -3,7 +3,15 @@
 import typing as _typing
 
 from handrail.core._lazy import lazy_exports as _lazy_exports
-from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
+from handrail.dataclasses.chat_message import (
+    ChatMessage,
+    ChatRole,
+    ImageContent,
+    ReasoningContent,
+    TextContent,
+    ToolCall,
+    ToolCallResult,
+)
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import (
     ChunkAssembler,
@@ -44,7 +52,9 @@ __all__ = [
     "ChatRole",
     "ChunkAssembler",
     "HITLBreakpointException",
+    "ImageContent",
     "LedgerEntry",
+    "ReasoningContent",
     "State",
     "StreamingCallback",
     "StreamingChunk",
