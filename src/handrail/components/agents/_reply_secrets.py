@@ -32,7 +32,7 @@ def masked(reply: ChatMessage) -> ChatMessage:
 
 
 def _masked_part(part: Any) -> Any:
-    """``part`` (text, reasoning, or a tool call: its name, arguments at any depth, id and extra) masked; else itself."""
+    """``part`` (text, reasoning, or a tool call: name, arguments at any depth, id, extra) masked; else itself."""
     if type(part) is TextContent:
         text = mask_secrets(part.text)
         return part if text is part.text else TextContent(text)
