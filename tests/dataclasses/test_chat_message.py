@@ -255,8 +255,8 @@ def test_from_dict_accepts_plain_string_content() -> None:
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        ({"content": []}, "needs 'role' and 'content'"),
-        ({"role": "user"}, "needs 'role' and 'content'"),
+        ({"content": []}, "needs 'role' and 'content'.*The `role` field is required in the message dictionary"),
+        ({"role": "user"}, "needs 'role' and 'content'.*Missing 'content' or '_content' in serialized ChatMessage"),
         ({"role": "robot", "content": []}, "Unknown chat role"),
         ({"role": "user", "content": [{"audio": "x"}]}, "unknown content part"),
         (

@@ -120,7 +120,12 @@ class _Checker:
 
     def message(self, data: Any) -> None:
         if isinstance(data, dict) and not ("role" in data and "content" in data):
-            raise self.fail((), f"needs 'role' and 'content' keys: {data!r:.200}")
+            phrase = (  # Haystack's wording, for a user who searches for it
+                "The `role` field is required in the message dictionary"
+                if "role" not in data
+                else "Missing 'content' or '_content' in serialized ChatMessage"
+            )
+            raise self.fail((), f"needs 'role' and 'content' keys ({phrase}; roles: {list(_ROLES)}): {data!r:.200}")
         self.keys(data, (), _MESSAGE_KEYS, ("role", "content"))
         role = data["role"]
         if not isinstance(role, str):
