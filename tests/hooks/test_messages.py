@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from handrail.dataclasses import ChatMessage, ChatRole
+from handrail.dataclasses import ChatMessage, ChatRole, ReasoningContent
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks._messages import map_texts, pending_calls, refuse_calls, replace_result, step_results
 from handrail.testing import call
@@ -127,3 +127,12 @@ def test_refuse_calls_needs_pending_calls_and_valid_positions() -> None:
         refuse_calls([ChatMessage.from_user("x")], {0: "no"})
     with pytest.raises(ConfigurationError, match=r"positions \[2\] are out of range for 1"):
         refuse_calls([ChatMessage.from_assistant(tool_calls=[A])], {2: "no"})
+
+
+def test_refuse_calls_keeps_the_models_reasoning() -> None:
+    c1, c2 = call("t", id="c1"), call("t", id="c2")
+    last = ChatMessage.from_assistant(reasoning="think", tool_calls=[c1, c2])
+    kept = refuse_calls([last], {0: "no"})
+    assert kept[0].reasoning is None and kept[2].reasoning == ReasoningContent("think")
+    every = refuse_calls([last], {0: "no", 1: "no"})  # no call remains: the reasoning goes with the first refusal
+    assert every[0].reasoning == ReasoningContent("think") and every[2].reasoning is None

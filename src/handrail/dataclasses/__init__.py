@@ -3,7 +3,15 @@
 import typing as _typing
 
 from handrail.core._lazy import lazy_exports as _lazy_exports
-from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
+from handrail.dataclasses.chat_message import (
+    ChatMessage,
+    ChatRole,
+    ImageContent,
+    ReasoningContent,
+    TextContent,
+    ToolCall,
+    ToolCallResult,
+)
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import (
     ChunkAssembler,
@@ -48,9 +56,11 @@ __all__ = [
     "ChatRole",
     "ChunkAssembler",
     "HITLBreakpointException",
+    "ImageContent",
     "LedgerEntry",
     "PipelineSnapshot",
     "PipelineState",
+    "ReasoningContent",
     "State",
     "StreamingCallback",
     "StreamingChunk",

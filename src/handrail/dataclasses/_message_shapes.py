@@ -14,13 +14,17 @@ from typing import Any
 
 from handrail.errors import SerializationError
 
-__all__ = ["check_message_data", "check_part_data", "check_result_data", "check_tool_call_data", "render_path"]
+__all__ = ["check_image_data", "check_message_data", "check_part_data", "check_reasoning_data", "check_result_data",
+           "check_text_data", "check_tool_call_data", "current_layout", "render_path"]  # fmt: skip
 
 Path = tuple[str | int, ...]
 
 _ROLES = ("user", "system", "assistant", "tool")
 _MESSAGE_KEYS = ("role", "content", "meta", "name")
-_PART_KEYS = ("text", "tool_call", "tool_call_result")
+_PART_KEYS = ("text", "tool_call", "tool_call_result", "image", "reasoning")
+_IMAGE_KEYS = ("base64_image", "mime_type", "detail", "meta", "validation")
+_REASONING_KEYS = ("reasoning_text", "extra")
+_OLD_LAYOUT = {"_role": "role", "_content": "content", "_name": "name", "_meta": "meta"}
 _CALL_KEYS = ("tool_name", "arguments", "id", "extra")
 _RESULT_KEYS = ("result", "origin", "error")
 
@@ -81,24 +85,47 @@ class _Checker:
             )
         self.tool_call(data["origin"], (*path, "origin"))
 
-    def part(self, data: Any, path: Path) -> None:
+    def image(self, data: Any, path: Path) -> None:
+        self.keys(data, path, _IMAGE_KEYS, ("base64_image",))
+        self.typed(data, "base64_image", path, (str,), "a str")
+        self.typed(data, "mime_type", path, (str, type(None)), "a str or null")
+        self.typed(data, "detail", path, (str, type(None)), "'auto', 'high', 'low' or null")
+        self.typed(data, "meta", path, (dict, type(None)), "a mapping or null")
+        self.typed(data, "validation", path, (bool,), "true or false")
+
+    def reasoning(self, data: Any, path: Path) -> None:
+        self.keys(data, path, _REASONING_KEYS, ("reasoning_text",))
+        self.typed(data, "reasoning_text", path, (str,), "a str")
+        self.typed(data, "extra", path, (dict, type(None)), "a mapping or null")
+
+    def part(self, data: Any, path: Path, only: str | None = None) -> None:
         if not isinstance(data, dict):
             raise self.fail(path, f"must be a mapping, got {_kind(data)} {data!r:.80}.")
-        kinds = [k for k in _PART_KEYS if k in data]
+        kinds = [k for k in ((only,) if only else _PART_KEYS) if k in data]
         if len(kinds) != 1:
             got = sorted(map(str, data))
-            raise self.fail(path, f"is an unknown content part: it must hold one of {list(_PART_KEYS)}, got {got}.")
+            expected = [only] if only else list(_PART_KEYS)
+            raise self.fail(path, f"is an unknown content part: it must hold one of {expected}, got {got}.")
         self.keys(data, path, (kinds[0],), ())
         if kinds[0] == "text":
             self.typed(data, "text", path, (str,), "a str")
         elif kinds[0] == "tool_call":
             self.tool_call(data["tool_call"], (*path, "tool_call"))
+        elif kinds[0] == "image":
+            self.image(data["image"], (*path, "image"))
+        elif kinds[0] == "reasoning":
+            self.reasoning(data["reasoning"], (*path, "reasoning"))
         else:
             self.result(data["tool_call_result"], (*path, "tool_call_result"))
 
     def message(self, data: Any) -> None:
         if isinstance(data, dict) and not ("role" in data and "content" in data):
-            raise self.fail((), f"needs 'role' and 'content' keys: {data!r:.200}")
+            phrase = (  # Haystack's wording, for a user who searches for it
+                "The `role` field is required in the message dictionary"
+                if "role" not in data
+                else "Missing 'content' or '_content' in serialized ChatMessage"
+            )
+            raise self.fail((), f"needs 'role' and 'content' keys ({phrase}; roles: {list(_ROLES)}): {data!r:.200}")
         self.keys(data, (), _MESSAGE_KEYS, ("role", "content"))
         role = data["role"]
         if not isinstance(role, str):
@@ -125,13 +152,53 @@ def check_message_data(data: Any) -> None:
     _Checker("ChatMessage").message(data)
 
 
-def check_part_data(data: Any, index: int) -> None:
-    """Refuse a content part (``content[index]`` of a message) of the wrong shape.
+def current_layout(data: Any) -> Any:
+    """A message dict in today's keys: Haystack 2.9-2.11's ``_role``/``_content``/``_name``/``_meta`` renamed.
+
+    A dict with ``content`` (or anything else) is returned as it is; so is one mixing both layouts, which
+    :func:`check_message_data` then refuses, naming the unknown key.
+    """
+    if not isinstance(data, dict) or "content" in data or "_content" not in data:
+        return data
+    if any(k in data for k in _MESSAGE_KEYS):
+        return data
+    return {_OLD_LAYOUT.get(k, k): v for k, v in data.items()}
+
+
+def check_part_data(data: Any, index: int, only: str | None = None) -> None:
+    """Refuse a content part (``content[index]`` of a message) of the wrong shape (not of kind ``only``, if given).
 
     Raises:
         SerializationError: Naming ``content[index]`` and the field inside it.
     """
-    _Checker("ChatMessage").part(data, ("content", index))
+    _Checker("ChatMessage").part(data, ("content", index), only)
+
+
+def check_text_data(data: Any) -> None:
+    """Refuse a text part's dict that is not ``{"text": <str>}``.
+
+    Raises:
+        SerializationError: Naming the problem.
+    """
+    _Checker("TextContent").part(data, (), "text")
+
+
+def check_image_data(data: Any) -> None:
+    """Refuse an image part's dict of the wrong shape (an unknown key, ``base64_image`` not a str, ...).
+
+    Raises:
+        SerializationError: Naming the field.
+    """
+    _Checker("ImageContent").image(data, ())
+
+
+def check_reasoning_data(data: Any) -> None:
+    """Refuse a reasoning part's dict of the wrong shape.
+
+    Raises:
+        SerializationError: Naming the field.
+    """
+    _Checker("ReasoningContent").reasoning(data, ())
 
 
 def check_tool_call_data(data: Any) -> None:

@@ -281,7 +281,12 @@ def snapshot_schema(deep: bool) -> dict[str, Check]:
     tool_call = obj({"tool_name": _string, "arguments": either(_string, free)},
                     {"id": _optional_string, "extra": nullable(free)})  # fmt: skip
     result = obj({"result": _string, "origin": tool_call, "error": _boolean})
-    part = tagged({"text": _string, "tool_call": tool_call, "tool_call_result": result})
+    detail = nullable(one_of("auto", "high", "low"))
+    image_keys = {"mime_type": _optional_string, "detail": detail, "meta": nullable(free), "validation": _boolean}
+    image = obj({"base64_image": _string}, image_keys)
+    reasoning = obj({"reasoning_text": _string}, {"extra": nullable(free)})
+    part = tagged({"text": _string, "tool_call": tool_call, "tool_call_result": result, "image": image,
+                   "reasoning": reasoning})  # fmt: skip
     message = obj({"role": one_of(*_ROLES), "content": either(_string, list_of(part))},
                   {"meta": nullable(free), "name": _optional_string})  # fmt: skip
     if not deep:

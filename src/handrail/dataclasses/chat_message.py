@@ -1,22 +1,26 @@
 """Chat messages and their content parts.
 
 The shapes follow Haystack's ``ChatMessage`` family: a message has a role, a list of
-content parts (text, tool calls, tool call results), an optional name and a ``meta``
-dict. ``to_dict`` / ``from_dict`` round-trip losslessly (non-ASCII included).
+content parts (text, images, reasoning, tool calls, tool call results), an optional name and a ``meta``
+dict. ``to_dict`` / ``from_dict`` round-trip losslessly (non-ASCII included) in Haystack 2.19's layout;
+``from_dict`` also reads the layout of Haystack before 2.12 (``_role``, ``_content``, ``_name``, ``_meta``).
+``to_openai_dict_format`` / ``from_openai_dict_format`` convert to and from OpenAI's Chat API dicts.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from handrail.dataclasses import _message_shapes as shapes
+from handrail.dataclasses.image_content import ImageContent
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 
-__all__ = ["MAX_CALL_ID_CHARS", "ChatMessage", "ChatRole", "TextContent", "ToolCall", "ToolCallResult", "call_id_from",
-           "call_id_problem"]  # fmt: skip
+__all__ = ["MAX_CALL_ID_CHARS", "ChatMessage", "ChatRole", "ImageContent", "ReasoningContent", "TextContent",
+           "ToolCall", "ToolCallResult", "call_id_from", "call_id_problem"]  # fmt: skip
 
 MAX_CALL_ID_CHARS = 256
 """The longest call id kept as given (provider ids are 20-60 characters); a longer one is replaced."""
@@ -55,6 +59,49 @@ class TextContent:
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"text": text}``."""
         return {"text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TextContent:
+        """Rebuild a TextContent from ``{"text": ...}``.
+
+        Raises:
+            SerializationError: When ``data`` is not ``{"text": <str>}`` (naming the problem).
+        """
+        shapes.check_text_data(data)
+        return cls(text=data["text"])
+
+
+@dataclass(slots=True)
+class ReasoningContent:
+    """The reasoning a model showed before its answer (an assistant message's part).
+
+    Generators do not send it back to the model (OpenAI's Chat API has no place for it).
+    """
+
+    reasoning_text: str
+    """The reasoning, as the model wrote it."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Provider-specific data (a signature, ...), carried along unchanged; keep it JSON data."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reasoning_text, str):
+            raise ConfigurationTypeError(
+                f"ReasoningContent reasoning_text must be a str, got {type(self.reasoning_text).__name__}."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"reasoning_text", "extra"}``."""
+        return {"reasoning_text": self.reasoning_text, "extra": self.extra}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReasoningContent:
+        """Rebuild a ReasoningContent from :meth:`to_dict` output (``extra`` may be left out).
+
+        Raises:
+            SerializationError: When a key is missing or unknown, or a field has the wrong type (naming it).
+        """
+        shapes.check_reasoning_data(data)
+        return cls(reasoning_text=data["reasoning_text"], extra=dict(data.get("extra") or {}))
 
 
 def call_id_problem(call_id: str, *, ascii_only: bool = True) -> str | None:
@@ -196,7 +243,7 @@ class ToolCallResult:
         return cls(result=data["result"], origin=_call(data["origin"]), error=bool(data["error"]))
 
 
-ContentPart = TextContent | ToolCall | ToolCallResult
+ContentPart = TextContent | ToolCall | ToolCallResult | ImageContent | ReasoningContent
 
 
 def _part_to_dict(part: ContentPart) -> dict[str, Any]:
@@ -204,6 +251,10 @@ def _part_to_dict(part: ContentPart) -> dict[str, Any]:
         return {"text": part.text}
     if isinstance(part, ToolCall):
         return {"tool_call": part.to_dict()}
+    if isinstance(part, ImageContent):
+        return {"image": part.to_dict()}
+    if isinstance(part, ReasoningContent):
+        return {"reasoning": part.to_dict()}
     return {"tool_call_result": part.to_dict()}
 
 
@@ -217,6 +268,12 @@ def _part_from_dict(data: dict[str, Any]) -> ContentPart:
         return TextContent(text=data["text"])
     if "tool_call" in data:
         return _call(data["tool_call"])
+    if "image" in data:
+        image = data["image"]
+        return ImageContent(**{k: image[k] for k in image if k != "meta"}, meta=dict(image.get("meta") or {}))
+    if "reasoning" in data:
+        reasoning = data["reasoning"]
+        return ReasoningContent(reasoning["reasoning_text"], dict(reasoning.get("extra") or {}))
     result = data["tool_call_result"]
     return ToolCallResult(result["result"], _call(result["origin"]), bool(result["error"]))
 
@@ -283,16 +340,76 @@ class ChatMessage:
         """Return True when the message has ``role`` (a ChatRole or its string value)."""
         return self.role == role
 
+    @property
+    def images(self) -> list[ImageContent]:
+        """Every image part, in order."""
+        return [p for p in self._content if type(p) is ImageContent]
+
+    @property
+    def image(self) -> ImageContent | None:
+        """The first image part, or None."""
+        for p in self._content:
+            if type(p) is ImageContent:
+                return p
+        return None
+
+    @property
+    def reasonings(self) -> list[ReasoningContent]:
+        """Every reasoning part, in order."""
+        return [p for p in self._content if type(p) is ReasoningContent]
+
+    @property
+    def reasoning(self) -> ReasoningContent | None:
+        """The first reasoning part, or None."""
+        for p in self._content:
+            if type(p) is ReasoningContent:
+                return p
+        return None
+
     @classmethod
-    def from_user(cls, text: str, meta: dict[str, Any] | None = None, name: str | None = None) -> ChatMessage:
-        """Build a user message.
+    def from_user(
+        cls,
+        text: str | None = None,
+        meta: dict[str, Any] | None = None,
+        name: str | None = None,
+        *,
+        content_parts: Sequence[TextContent | str | ImageContent] | None = None,
+    ) -> ChatMessage:
+        """Build a user message from ``text``, or from ``content_parts`` (text and images, in order; a str is text).
 
         Raises:
+            ConfigurationError: (a ValueError) When both or neither of ``text`` and ``content_parts`` are given,
+                a part is neither text nor an image, or ``content_parts`` is empty.
             ConfigurationTypeError: When ``text`` is not a string.
         """
-        if not isinstance(text, str):
-            raise ConfigurationTypeError(f"ChatMessage.from_user needs a str text, got {type(text).__name__}.")
-        return cls(ChatRole.USER, [TextContent(text)], name, meta or {})
+        if text is None and content_parts is None:
+            raise ConfigurationError("ChatMessage.from_user: Either text or content_parts must be provided.")
+        if text is not None and content_parts is not None:
+            raise ConfigurationError("ChatMessage.from_user: Only one of text or content_parts can be provided.")
+        if content_parts is None:
+            if not isinstance(text, str):
+                raise ConfigurationTypeError(f"ChatMessage.from_user needs a str text, got {type(text).__name__}.")
+            return cls(ChatRole.USER, [TextContent(text)], name, meta or {})
+        if isinstance(content_parts, str | bytes) or not isinstance(content_parts, Sequence):
+            raise ConfigurationTypeError(
+                f"ChatMessage.from_user needs content_parts as a list, got {type(content_parts).__name__}."
+            )
+        parts: list[ContentPart] = []
+        for i, part in enumerate(content_parts):
+            if isinstance(part, str):
+                parts.append(TextContent(part))
+            elif isinstance(part, TextContent | ImageContent):
+                parts.append(part)
+            else:
+                raise ConfigurationError(
+                    "ChatMessage.from_user: The user message must contain only text or image parts. "
+                    f"Unsupported part: content_parts[{i}] is a {type(part).__name__} {part!r:.80}."
+                )
+        if not parts:
+            raise ConfigurationError(
+                "ChatMessage.from_user: The user message must contain at least one textual or image part."
+            )
+        return cls(ChatRole.USER, parts, name, meta or {})
 
     @classmethod
     def from_system(cls, text: str, meta: dict[str, Any] | None = None, name: str | None = None) -> ChatMessage:
@@ -312,16 +429,35 @@ class ChatMessage:
         meta: dict[str, Any] | None = None,
         name: str | None = None,
         tool_calls: list[ToolCall] | None = None,
+        *,
+        reasoning: str | ReasoningContent | None = None,
     ) -> ChatMessage:
-        """Build an assistant message: an optional text part followed by the tool calls.
+        """Build an assistant message: the reasoning (if any), an optional text part, then the tool calls.
 
-        ``text=None`` adds no text part; ``text=""`` adds an empty one.
+        ``text=None`` adds no text part; ``text=""`` adds an empty one. ``reasoning`` is a str or a
+        :class:`ReasoningContent`; an empty one adds no part.
+
+        Raises:
+            ConfigurationTypeError: When ``text`` is not a str or None, ``reasoning`` is not a str or a
+                ReasoningContent, or ``tool_calls`` holds something that is not a ToolCall.
         """
         if text is not None and not isinstance(text, str):
             raise ConfigurationTypeError(
                 f"ChatMessage.from_assistant needs a str text or None, got {type(text).__name__}."
             )
-        parts: list[ContentPart] = [] if text is None else [TextContent(text)]
+        parts: list[ContentPart] = []
+        if reasoning:
+            if isinstance(reasoning, str):
+                parts.append(ReasoningContent(reasoning))
+            elif isinstance(reasoning, ReasoningContent):
+                parts.append(reasoning)
+            else:
+                raise ConfigurationTypeError(
+                    f"ChatMessage.from_assistant: reasoning must be a string or a ReasoningContent object, "
+                    f"got {type(reasoning).__name__}."
+                )
+        if text is not None:
+            parts.append(TextContent(text))
         if tool_calls:
             if not isinstance(tool_calls, list | tuple):
                 raise ConfigurationTypeError(
@@ -358,10 +494,14 @@ class ChatMessage:
     def from_dict(cls, data: dict[str, Any]) -> ChatMessage:
         """Rebuild a message from :meth:`to_dict` output (``data`` is not modified).
 
+        Also reads what Haystack wrote: a ``content`` str (before 2.9), and the ``_role`` / ``_content`` /
+        ``_name`` / ``_meta`` layout of 2.9 to 2.11.
+
         Raises:
             SerializationError: When a key is missing or unknown, a field has the wrong type or a part cannot be
                 built, at any depth; the message names the field, :attr:`SerializationError.path` holds it.
         """
+        data = shapes.current_layout(data)
         shapes.check_message_data(data)
         content = data["content"]
         parts: list[ContentPart] = [TextContent(content)] if isinstance(content, str) else []
@@ -371,6 +511,37 @@ class ChatMessage:
             except ConfigurationError as exc:  # a ToolCall's own checks (an unreadable id): say which part
                 raise SerializationError(f"ChatMessage content[{i}]: {exc}", path=("content", i)) from exc
         return cls(ChatRole.from_str(data["role"]), parts, data.get("name"), dict(data.get("meta") or {}))
+
+    def to_openai_dict_format(self, require_tool_call_ids: bool = True) -> dict[str, Any]:
+        """Return the message as OpenAI's Chat API takes it (images as ``image_url`` parts; reasoning left out).
+
+        Args:
+            require_tool_call_ids: Refuse a tool call (or a tool result) without an id; pass False for
+                OpenAI-compatible servers that do without.
+
+        Raises:
+            ConfigurationError: (a ValueError) When the message has no text, image, tool call or result, holds a
+                tool call result beside other parts, or a tool call has no id while ``require_tool_call_ids``.
+        """
+        from handrail.dataclasses._openai_format import to_openai_dict
+
+        return to_openai_dict(self, require_tool_call_ids)
+
+    @classmethod
+    def from_openai_dict_format(cls, message: dict[str, Any]) -> ChatMessage:
+        """Build a message from an OpenAI Chat API message dict (``role`` ``developer`` becomes a system message).
+
+        A ``tool_call_id`` may be missing (shallow OpenAI-compatible servers); the tool message's origin then has
+        no id and an empty tool name.
+
+        Raises:
+            ConfigurationError: (a ValueError) When ``role`` is missing or unknown, a user, system or tool message
+                has no content, an assistant message has neither content nor tool calls, or a tool call has no
+                ``function`` or arguments that are not JSON.
+        """
+        from handrail.dataclasses._openai_format import from_openai_dict
+
+        return from_openai_dict(message)
 
     def to_json(self) -> str:
         """Return :meth:`to_dict` as JSON text, non-ASCII kept as is."""

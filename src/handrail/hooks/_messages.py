@@ -20,7 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall, ToolCallResult
+from handrail.dataclasses.chat_message import (
+    ChatMessage,
+    ChatRole,
+    ReasoningContent,
+    TextContent,
+    ToolCall,
+    ToolCallResult,
+)
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
 __all__ = ["map_texts", "pending_calls", "refuse_calls", "replace_result", "step_results"]
@@ -111,7 +118,7 @@ def map_texts(message: ChatMessage, function: Callable[[str], str]) -> ChatMessa
 
 
 def _assistant(source: ChatMessage, calls: list[ToolCall], keep_text: bool) -> ChatMessage:
-    texts: list[Any] = [p for p in source._content if keep_text and type(p) is TextContent]
+    texts: list[Any] = [p for p in source._content if keep_text and type(p) in (TextContent, ReasoningContent)]
     return ChatMessage(ChatRole.ASSISTANT, [*texts, *calls], source.name, dict(source.meta))
 
 
@@ -127,7 +134,7 @@ def refuse_calls(messages: Sequence[ChatMessage], refusals: Mapping[int, str]) -
         order) an assistant message holding that call alone and a tool message with its error
         result, then the last message rewritten to hold the remaining calls (same ids, text and
         name kept). When no call remains that message is dropped, and its text (if any is not
-        blank) goes to the first refused call's assistant message, so nothing the model said is lost.
+        blank) and reasoning go to the first refused call's assistant message, so nothing the model said is lost.
 
     Raises:
         ConfigurationError: When the last message holds no tool calls or a position is out of range.
@@ -140,7 +147,7 @@ def refuse_calls(messages: Sequence[ChatMessage], refusals: Mapping[int, str]) -
         raise ConfigurationError(f"refuse_calls: positions {bad} are out of range for {len(calls)} pending calls.")
     last = messages[-1]
     remaining = [c for i, c in enumerate(calls) if i not in refusals]
-    has_text = any(t.strip() for t in last.texts)
+    has_text = any(t.strip() for t in last.texts) or bool(last.reasonings)
     pairs: list[ChatMessage] = []
     for i, call in enumerate(calls):
         if i in refusals:

@@ -15,7 +15,7 @@ import pytest
 
 from handrail.components.agents import Agent, _reply_secrets
 from handrail.core import Secret, _secret_values
-from handrail.dataclasses import ChatMessage, ToolCall
+from handrail.dataclasses import ChatMessage, ReasoningContent, ToolCall
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
@@ -97,3 +97,11 @@ def test_with_no_secret_known_a_reply_is_not_even_looked_at(monkeypatch: pytest.
     monkeypatch.setattr(_reply_secrets, "mask_data", None)  # would raise if called
     reply = ChatMessage.from_assistant(f"echo {TOKEN}")
     assert _reply_secrets.masked(reply) is reply
+
+
+def test_a_key_in_the_models_reasoning_is_masked() -> None:
+    Secret.from_token(TOKEN)
+    reply = ChatMessage.from_assistant("ok", reasoning=ReasoningContent(f"I saw {TOKEN}", {"sig": TOKEN}))
+    masked = _reply_secrets.masked(reply)
+    assert masked.reasoning is not None and TOKEN not in str(masked.to_dict())
+    assert masked.reasoning.reasoning_text.startswith("I saw ") and masked.text == "ok"

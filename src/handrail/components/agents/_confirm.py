@@ -20,7 +20,7 @@ from handrail.components.effects import AskApproval, Persist
 from handrail.components.tools._effects import Invocation
 from handrail.components.tools._step import Held, ToolStepOptions, make_invocation
 from handrail.core._threads import to_thread
-from handrail.dataclasses.chat_message import ChatMessage, ChatRole, TextContent, ToolCall
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ReasoningContent, TextContent, ToolCall
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.state import State
 from handrail.errors import ConfigurationError, ConfigurationTypeError
@@ -288,7 +288,8 @@ class Approvals:
 
 
 def _without_calls(message: ChatMessage, calls: list[ToolCall], keep_text: bool) -> ChatMessage:
-    parts: list[Any] = [p for p in message._content if keep_text and type(p) is TextContent]
+    # The text keeps the model's reasoning beside it (ReasoningContent); a call shown alone has neither.
+    parts: list[Any] = [p for p in message._content if keep_text and type(p) in (TextContent, ReasoningContent)]
     return ChatMessage(ChatRole.ASSISTANT, [*parts, *calls], message.name, message.meta)
 
 

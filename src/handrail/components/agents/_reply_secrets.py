@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from handrail.core._secret_values import mask_data, mask_secrets, may_hold_secret, secrets_known
-from handrail.dataclasses.chat_message import ChatMessage, TextContent, ToolCall
+from handrail.dataclasses.chat_message import ChatMessage, ReasoningContent, TextContent, ToolCall
 
 __all__ = ["masked"]
 
@@ -21,7 +21,7 @@ def masked(reply: ChatMessage) -> ChatMessage:
     strings: list[str] = []
     _strings(reply.meta, strings)
     for part in reply._content:
-        _strings(part.text if type(part) is TextContent else part.to_dict() if type(part) is ToolCall else "", strings)
+        _strings(part.to_dict() if type(part) in (ToolCall, ReasoningContent) else getattr(part, "text", ""), strings)
     if not may_hold_secret("\n".join(strings)):  # one quick check of the whole reply
         return reply
     content = [_masked_part(part) for part in reply._content]
@@ -32,7 +32,7 @@ def masked(reply: ChatMessage) -> ChatMessage:
 
 
 def _masked_part(part: Any) -> Any:
-    """``part`` (text or a tool call: its name, arguments at any depth, id and extra) masked; else itself."""
+    """``part`` (text, reasoning, or a tool call: name, arguments at any depth, id, extra) masked; else itself."""
     if type(part) is TextContent:
         text = mask_secrets(part.text)
         return part if text is part.text else TextContent(text)
@@ -40,6 +40,9 @@ def _masked_part(part: Any) -> Any:
         fields = (part.tool_name, part.arguments, part.id, part.extra)
         new = tuple(mask_data(value) for value in fields)
         return part if all(a is b for a, b in zip(new, fields, strict=True)) else ToolCall(*new)
+    if type(part) is ReasoningContent:  # the model's reasoning may echo a key as its text may
+        text, extra = mask_secrets(part.reasoning_text), mask_data(part.extra)
+        return part if text is part.reasoning_text and extra is part.extra else ReasoningContent(text, extra)
     return part
 
 

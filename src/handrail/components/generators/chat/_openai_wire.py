@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ToolCall
+from handrail.dataclasses._openai_format import image_part
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ImageContent, TextContent, ToolCall
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.tools.tool import Tool
 
@@ -55,6 +56,21 @@ def _text_content(texts: list[str]) -> str | list[dict[str, str]] | None:
     return [{"type": "text", "text": t} for t in texts]
 
 
+def _content(message: ChatMessage, where: str) -> str | list[dict[str, Any]] | None:
+    """The text of a message; a user message with images is a list of text and ``image_url`` parts, in order."""
+    if not message.images:
+        return _text_content(message.texts)  # reasoning parts are never sent back
+    if message.role is not ChatRole.USER:
+        raise ConfigurationError(
+            f"{where}: the message holds an image; OpenAI's Chat API takes images in user messages only."
+        )
+    return [
+        {"type": "text", "text": p.text} if isinstance(p, TextContent) else image_part(p)
+        for p in message._content
+        if isinstance(p, TextContent | ImageContent)
+    ]
+
+
 def _call_to_wire(call: ToolCall, where: str) -> dict[str, Any]:
     if not call.id:
         raise ConfigurationError(f"{where}: the tool call '{call.tool_name}' has no id; OpenAI requires call ids.")
@@ -76,7 +92,7 @@ def _message_to_wire(message: ChatMessage, position: int) -> list[dict[str, Any]
                 )
         return [{"role": "tool", "tool_call_id": r.origin.id, "content": r.result} for r in results]
     wire: dict[str, Any] = {"role": message.role.value}
-    content = _text_content(message.texts)
+    content = _content(message, where)
     if message.role is ChatRole.ASSISTANT:
         calls = [_call_to_wire(c, where) for c in message.tool_calls]
         if content is not None or not calls:  # content may be left out only beside tool calls
@@ -96,14 +112,15 @@ def messages_to_wire(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     """Convert a conversation to OpenAI's ``messages`` list.
 
     System and user messages carry their text (several text parts become a list of text
-    parts); assistant messages carry their text and ``tool_calls`` (dict arguments as JSON
+    parts; a user message's images are ``image_url`` parts with a ``data:`` URL, in order); reasoning parts are
+    not sent; assistant messages carry their text and ``tool_calls`` (dict arguments as JSON
     text, raw-string arguments exactly as the model sent them); each tool result becomes a
     ``{"role": "tool", "tool_call_id", "content"}`` message.
 
     Raises:
         ConfigurationTypeError: When ``messages`` is not a list of ChatMessage.
-        ConfigurationError: When a call or result has no id, or a user/system message has no text
-            (the message names its position).
+        ConfigurationError: When a call or result has no id, a user/system message has no text, or a message
+            other than a user message holds an image (the message names its position).
     """
     if not isinstance(messages, list | tuple):
         raise ConfigurationTypeError(f"messages must be a list of ChatMessage, got {type(messages).__name__}.")

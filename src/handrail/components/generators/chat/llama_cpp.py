@@ -145,6 +145,17 @@ class _Emitter:
         self._send(StreamingChunk(meta=meta, finish_reason=message.meta.get("finish_reason")))
 
 
+def _refuse_images(messages: Sequence[ChatMessage]) -> None:
+    """Refuse a conversation holding an image: the embedded model reads text only (the model is not loaded)."""
+    for i, message in enumerate(messages):
+        if isinstance(message, ChatMessage) and message.images:
+            raise ConfigurationError(
+                f"LlamaCppChatGenerator does not accept images: messages[{i}] ({message.role.value}) holds "
+                f"{len(message.images)} ImageContent part(s); the embedded model reads text only. Remove the images "
+                "or use a generator whose model takes images (OpenAIChatGenerator with a vision model)."
+            )
+
+
 @component
 class LlamaCppChatGenerator:
     """The embedded chat model: llama.cpp in-process, with tool calls constrained to valid JSON.
@@ -353,12 +364,14 @@ class LlamaCppChatGenerator:
 
         Raises:
             ConfigurationTypeError: An async callback (use :meth:`run_async`).
-            ConfigurationError: Bad generation kwargs, or missing model files (``ModelFilesError``).
+            ConfigurationError: Bad generation kwargs, missing model files (``ModelFilesError``), or a message
+                holding an image (the embedded model reads text only; refused before the model loads).
             GenerationError: The runtime failed, or the reply could not be read.
             Exception: Whatever the streaming callback raised (generation stops at once).
             KeyboardInterrupt: Ctrl-C during generation (on the main thread generation stops at
                 the next token, then this is raised).
         """
+        _refuse_images(messages)
         run_tools, callback, kwargs = self._prepare(tools, streaming_callback, generation_kwargs)
         if callback is not None and is_async_callback(callback):
             raise ConfigurationTypeError("LlamaCppChatGenerator.run needs a sync streaming_callback; use run_async.")
@@ -377,6 +390,7 @@ class LlamaCppChatGenerator:
         An async callback is awaited on the calling event loop; cancelling the awaiting task stops
         generation at the next token.
         """
+        _refuse_images(messages)
         run_tools, callback, kwargs = self._prepare(tools, streaming_callback, generation_kwargs)
         loop = asyncio.get_running_loop()
         on_chunk: Callable[[StreamingChunk], None] | None = None
