@@ -42,7 +42,7 @@ TARGETS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("handrail.dataclasses.State", "haystack.components.agents.State", None),
     ("handrail.components.routers.ConditionalRouter", "haystack.components.routers.ConditionalRouter", None),
     ("handrail.core.pipeline.Pipeline", "haystack.Pipeline", ("__init__", "run", "add_component", "connect")),
-    ("handrail.core.pipeline.AsyncPipeline", "haystack.AsyncPipeline", ("__init__", "run", "run_async")),
+    ("handrail.core.async_pipeline.AsyncPipeline", "haystack.AsyncPipeline", ("__init__", "run", "run_async")),
     ("handrail.core.component.component", "haystack.component", ()),
     ("handrail.core.Secret", "haystack.utils.Secret", None),
     ("handrail.dataclasses.Breakpoint", "haystack.dataclasses.breakpoints.Breakpoint", None),

@@ -20,6 +20,7 @@ from handrail.errors import (
     ConfigurationTypeError,
     PipelineError,
     PipelineMaxComponentRuns,
+    SerializationError,
 )
 
 # ---- components -------------------------------------------------------------------------------------------
@@ -696,3 +697,19 @@ def test_a_deep_copy_of_an_agent_or_a_pipeline_gets_its_own_warm_up_lock_and_run
         assert "_warm_lock" not in copied.__getstate__()
     copied_agent = copy.deepcopy(agent)
     assert copied_agent.run([ChatMessage.from_user("x")])["last_message"].text == "hi"
+
+
+def test_connection_type_validation_is_haystack_s_switch_and_only_true_is_taken() -> None:
+    assert Pipeline(None, 100, True).max_runs_per_component == 100  # Haystack's positional call binds
+    with pytest.raises(ConfigurationError, match="connection_type_validation=False is not supported"):
+        Pipeline(connection_type_validation=False)
+    loaded = Pipeline.from_dict({"components": {}, "connections": [], "connection_type_validation": True})
+    assert loaded.to_dict()["components"] == {}
+    with pytest.raises(SerializationError, match="connection_type_validation"):
+        Pipeline.from_dict({"components": {}, "connections": [], "connection_type_validation": False})
+
+
+def test_an_unknown_key_of_a_haystack_file_points_to_load_haystack() -> None:
+    data = {"components": {"r": {"type": "haystack.components.routers.ConditionalRouter"}}, "connections": [], "x": 1}
+    with pytest.raises(SerializationError, match="load_haystack"):
+        Pipeline.from_dict(data)

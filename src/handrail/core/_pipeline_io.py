@@ -63,9 +63,17 @@ def read_spec(data: Any, allowed_modules: Iterable[str] | None) -> PipelineSpec:
     """
     if not isinstance(data, dict):
         raise SerializationError(f"A pipeline must be a mapping, got {type(data).__name__}.")
-    unknown = sorted(set(data) - {"metadata", "max_runs_per_component", "components", "connections"})
+    known = {"metadata", "max_runs_per_component", "components", "connections", "connection_type_validation"}
+    unknown = sorted(set(data) - known)
     if unknown:
-        raise SerializationError(f"Unknown pipeline keys {unknown}.")
+        hint = ""
+        if any(str(key).startswith("haystack") for key in unknown) or "haystack" in str(data.get("components", "")):
+            hint = " A file written by Haystack loads with handrail.core.load_haystack."
+        raise SerializationError(f"Unknown pipeline keys {unknown}.{hint}")
+    if data.get("connection_type_validation", True) is not True:
+        raise SerializationError(
+            "connection_type_validation: handrail always checks connection types; only true (or no key) is read."
+        )
     metadata = _or_empty(data.get("metadata"), dict)
     max_runs = data.get("max_runs_per_component", 100)
     if not isinstance(metadata, dict):

@@ -74,19 +74,32 @@ class Pipeline(FreshLockOnCopy):
        itself); a component about to run more than ``max_runs_per_component`` times raises
        :class:`~handrail.errors.PipelineMaxComponentRuns`. A component left waiting for a mandatory input that
        never arrived, although it received others along connections (or feeds that input itself), is reported
-       with a ``UserWarning`` at the end of the run.
+       with a WARNING on the ``handrail.core`` logger at the end of the run.
 
     Args:
         metadata: Free-form data kept with the pipeline (and in its dict form).
         max_runs_per_component: How often one component may run within one run; a loop that goes beyond it
             raises :class:`~handrail.errors.PipelineMaxComponentRuns`.
+        connection_type_validation: Haystack's switch; only ``True`` is accepted, as handrail always checks
+            that connected sockets' types match.
 
     Raises:
         ConfigurationTypeError: When ``metadata`` is not a dict or ``max_runs_per_component`` not an integer.
-        ConfigurationError: When ``max_runs_per_component`` is below 1.
+        ConfigurationError: When ``max_runs_per_component`` is below 1, or ``connection_type_validation`` is not
+            ``True``.
     """
 
-    def __init__(self, metadata: dict[str, Any] | None = None, max_runs_per_component: int = 100) -> None:
+    def __init__(
+        self,
+        metadata: dict[str, Any] | None = None,
+        max_runs_per_component: int = 100,
+        connection_type_validation: bool = True,
+    ) -> None:
+        if connection_type_validation is not True:
+            raise ConfigurationError(
+                f"connection_type_validation={connection_type_validation!r} is not supported: handrail always checks "
+                "the types of connections (Haystack's default, True)."
+            )
         if metadata is not None and not isinstance(metadata, dict):
             raise ConfigurationTypeError(f"Pipeline metadata must be a dict or None, got {type(metadata).__name__}.")
         if not isinstance(max_runs_per_component, int) or isinstance(max_runs_per_component, bool):

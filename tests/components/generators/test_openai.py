@@ -126,6 +126,19 @@ def test_tools_strict_and_run_time_tools_override_init_tools() -> None:
     assert "tools" not in third
 
 
+def test_tools_strict_of_a_run_wins_over_the_init_one() -> None:
+    server = RecordedServer(*[recorded("completion_text.json")] * 2)
+    gen = server.generator(tools=[WEATHER])
+    gen.run([ChatMessage.from_user("a")], tools_strict=True)
+    gen.run([ChatMessage.from_user("b")])
+    first, second = server.bodies
+    assert first["tools"][0]["function"]["strict"] is True
+    assert "strict" not in second["tools"][0]["function"]
+    with pytest.raises(ConfigurationTypeError, match="tools_strict"):
+        gen.run([ChatMessage.from_user("c")], tools_strict="yes")  # type: ignore[arg-type]
+    assert len(server.requests) == 2  # refused before anything was sent
+
+
 def test_history_in_wire_format() -> None:
     server = RecordedServer(recorded("completion_text.json"))
     gen = server.generator()

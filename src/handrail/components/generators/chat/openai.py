@@ -223,6 +223,7 @@ class OpenAIChatGenerator:
         streaming_callback: StreamingCallback | None,
         generation_kwargs: Mapping[str, Any] | None,
         tools: Sequence[Tool | Toolset] | Toolset | None,
+        tools_strict: bool | None,
         *,
         sync_run: bool,
     ) -> _Request:
@@ -233,13 +234,16 @@ class OpenAIChatGenerator:
             raise ConfigurationTypeError(
                 "OpenAIChatGenerator.run needs a sync streaming_callback; use run_async for an async one."
             )
+        if tools_strict is not None and not isinstance(tools_strict, bool):
+            raise ConfigurationTypeError(f"tools_strict must be a bool or None, got {tools_strict!r}.")
+        strict = self.tools_strict if tools_strict is None else tools_strict
         kwargs = {**self.generation_kwargs, **(generation_kwargs or {})}
         check_generation_kwargs(kwargs)
         body: dict[str, Any] = {"model": self.model, "messages": messages_to_wire(messages), **kwargs}
         run_tools = flatten_tools(tools if tools is not None else self.tools)
         names = WireNames.of(run_tools)
         if run_tools:
-            body["tools"] = [tool_to_wire(t, self.tools_strict) for t in run_tools]
+            body["tools"] = [tool_to_wire(t, strict) for t in run_tools]
         names.request(body)
         if callback is not None:
             if kwargs.get("n") not in (None, 1):
@@ -256,6 +260,7 @@ class OpenAIChatGenerator:
         generation_kwargs: dict[str, Any] | None = None,
         *,
         tools: Sequence[Tool | Toolset] | Toolset | None = None,
+        tools_strict: bool | None = None,
     ) -> dict[str, list[ChatMessage]]:
         """Send ``messages`` to the server and return its reply.
 
@@ -264,6 +269,7 @@ class OpenAIChatGenerator:
             streaming_callback: A sync callback for this run (wins over the init one); streams the reply.
             generation_kwargs: Merged over the init ones for this run.
             tools: This run's tools (replace the init ones; ``[]`` offers none).
+            tools_strict: This run's ``strict`` for the tools' schemas (None: the init one).
 
         Returns:
             ``{"replies": [ChatMessage]}``: one assistant message per choice (one when streaming).
@@ -278,7 +284,7 @@ class OpenAIChatGenerator:
                 (not JSON, no choices, an ``{"error": ...}`` body, a stream without events or one
                 that ended before a ``finish_reason``).
         """
-        request = self._prepare(messages, streaming_callback, generation_kwargs, tools, sync_run=True)
+        request = self._prepare(messages, streaming_callback, generation_kwargs, tools, tools_strict, sync_run=True)
         client = self._sync_client()
         with server_errors(str(client.base_url).rstrip("/")) as exchange:
             if request.callback is None:
@@ -300,9 +306,10 @@ class OpenAIChatGenerator:
         generation_kwargs: dict[str, Any] | None = None,
         *,
         tools: Sequence[Tool | Toolset] | Toolset | None = None,
+        tools_strict: bool | None = None,
     ) -> dict[str, list[ChatMessage]]:
         """Async twin of :meth:`run` (same arguments, result and errors); the callback may be sync or async."""
-        request = self._prepare(messages, streaming_callback, generation_kwargs, tools, sync_run=False)
+        request = self._prepare(messages, streaming_callback, generation_kwargs, tools, tools_strict, sync_run=False)
         client = await self._async_client()
         with server_errors(str(client.base_url).rstrip("/")) as exchange:
             if request.callback is None:
