@@ -192,13 +192,13 @@ def test_an_unmapped_type_is_named_with_its_place_before_anything_is_built() -> 
     data["components"]["tool_invoker"]["init_parameters"]["tools"][0]["data"]["function"] = "no_such_module.f"
     data["components"]["router"]["type"] = "haystack.components.routers.metadata_router.MetadataRouter"
     data["components"]["generator"]["init_parameters"]["streaming_callback"] = (
-        "haystack.components.generators.utils.print_streaming_chunk"
+        "haystack.components.generators.utils.no_such_callback"
     )
     with pytest.raises(SerializationError) as caught:
         load_haystack(data, allowed_modules=(*USER, "no_such_module"))
     message = str(caught.value)
     assert "'haystack.components.routers.metadata_router.MetadataRouter' (at components.router.type)" in message
-    assert "print_streaming_chunk' (at components.generator.init_parameters.streaming_callback)" in message
+    assert "no_such_callback' (at components.generator.init_parameters.streaming_callback)" in message
     assert "no_such_module" not in message  # refused before any import was tried
 
 
@@ -228,3 +228,32 @@ def test_agent_from_dict_reads_haystack_experimental_strategies() -> None:
     agent = Agent.from_dict(data)  # no load_haystack: the nested haystack_experimental types map on their own
     assert isinstance(agent.confirmation_strategies["weather"], BreakpointConfirmationStrategy)
     assert [t.name for t in agent.tools] == ["weather"]  # type: ignore[union-attr]
+
+
+def test_builders_super_components_and_pipeline_tools_saved_by_haystack_load_and_run() -> None:
+    pipeline = load_haystack(HERE / "builders_pipeline.yaml")
+    call = ToolCall(tool_name="greeter", arguments={"name": "Bo"}, id="c1")
+    result = pipeline.run(
+        {"greet": {"who": "Ada"}, "invoker": {"messages": [ChatMessage.from_assistant(tool_calls=[call])]}}
+    )
+    assert result["chat"]["prompt"] == [ChatMessage.from_user("Say: Hello Ada!")]
+    (message,) = result["invoker"]["tool_messages"]
+    assert message.tool_call_result.result == '{"text": "Hello Bo!"}'  # the PipelineTool ran its own pipeline
+
+
+def test_a_path_given_as_text_is_read_as_the_file() -> None:
+    path = HERE / "builders_pipeline.yaml"
+    assert sorted(load_haystack(str(path)).to_dict()["components"]) == ["chat", "greet", "invoker"]
+    with pytest.raises(SerializationError, match="no such file"):
+        load_haystack(str(HERE / "missing.yaml"))
+
+
+def test_print_streaming_chunk_is_mapped() -> None:
+    from handrail.components.generators.utils import print_streaming_chunk
+
+    data = yaml.safe_load((HERE / "tool_invoker_pipeline.yaml").read_text(encoding="utf-8"))
+    data["components"]["tool_invoker"]["init_parameters"]["streaming_callback"] = (
+        "haystack.components.generators.utils.print_streaming_chunk"
+    )
+    pipeline = load_haystack(data, allowed_modules=USER)
+    assert pipeline.get_component("tool_invoker").streaming_callback is print_streaming_chunk

@@ -27,8 +27,20 @@ _TABLE: dict[str, str] = {
     f"{_HS}.components.routers.conditional_router.ConditionalRouter": (
         "handrail.components.routers.conditional_router.ConditionalRouter"
     ),
+    f"{_HS}.core.pipeline.async_pipeline.AsyncPipeline": "handrail.core.async_pipeline.AsyncPipeline",
+    f"{_HS}.core.super_component.super_component.SuperComponent": "handrail.core.super_component.SuperComponent",
+    f"{_HS}.components.builders.prompt_builder.PromptBuilder": (
+        "handrail.components.builders.prompt_builder.PromptBuilder"
+    ),
+    f"{_HS}.components.builders.chat_prompt_builder.ChatPromptBuilder": (
+        "handrail.components.builders.chat_prompt_builder.ChatPromptBuilder"
+    ),
+    f"{_HS}.components.generators.utils.print_streaming_chunk": (
+        "handrail.components.generators.utils.print_streaming_chunk"
+    ),
     # tools
     f"{_HS}.tools.tool.Tool": "handrail.tools.tool.Tool",
+    f"{_HS}.tools.pipeline_tool.PipelineTool": "handrail.tools.pipeline_tool.PipelineTool",
     f"{_HS}.tools.toolset.Toolset": "handrail.tools.toolset.Toolset",
     f"{_HS}.tools.component_tool.ComponentTool": "handrail.tools.component_tool.ComponentTool",
     # data types named in sockets, routes and state schemas
@@ -38,6 +50,8 @@ _TABLE: dict[str, str] = {
     f"{_HS}.dataclasses.chat_message.ToolCall": "handrail.dataclasses.chat_message.ToolCall",
     f"{_HS}.dataclasses.chat_message.ToolCallResult": "handrail.dataclasses.chat_message.ToolCallResult",
     f"{_HS}.dataclasses.ChatMessage": "handrail.dataclasses.chat_message.ChatMessage",
+    f"{_HS}.dataclasses.chat_message.ReasoningContent": "handrail.dataclasses.chat_message.ReasoningContent",
+    f"{_HS}.dataclasses.image_content.ImageContent": "handrail.dataclasses.image_content.ImageContent",
     f"{_HS}.dataclasses.streaming_chunk.StreamingChunk": "handrail.dataclasses.streaming.StreamingChunk",
     f"{_HS}.dataclasses.streaming_chunk.ToolCallDelta": "handrail.dataclasses.streaming.ToolCallDelta",
     # State merge handlers

@@ -32,7 +32,8 @@ def load_haystack(source: str | os.PathLike[str] | Mapping[str, Any], *, allowed
     """Build the pipeline or the component (an Agent, most often) that Haystack 2.x wrote.
 
     Args:
-        source: The YAML text, a path to a YAML file, or the dict already read (``Agent.to_dict()``).
+        source: The YAML text, a path to a YAML file (a ``Path``, or a one-line string ending in ``.yaml``,
+            ``.yml`` or ``.json`` or naming an existing file), or the dict already read (``Agent.to_dict()``).
         allowed_modules: Module prefixes trusted besides handrail's, e.g. the module of your tool functions
             (``("myapp.tools",)``); every other dotted path in the file is refused.
 
@@ -52,6 +53,11 @@ def load_haystack(source: str | os.PathLike[str] | Mapping[str, Any], *, allowed
         raw: Any = dict(source)
     elif isinstance(source, os.PathLike):
         raw = yaml_load(Path(source).read_text(encoding="utf-8"))
+    elif isinstance(source, str) and _looks_like_a_path(source):
+        try:
+            raw = yaml_load(Path(source).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SerializationError(f"load_haystack: no such file {source!r}.") from None
     elif isinstance(source, str):
         raw = yaml_load(source)
     else:
@@ -69,6 +75,18 @@ def load_haystack(source: str | os.PathLike[str] | Mapping[str, Any], *, allowed
         )
     with restricted_imports(allowed):
         return object_from_dict(data, allowed_modules=allowed)
+
+
+def _looks_like_a_path(text: str) -> bool:
+    """A one-line string naming a ``.yaml`` / ``.yml`` / ``.json`` file, or an existing file: not YAML text."""
+    if "\n" in text or not text.strip():
+        return False
+    if text.strip().lower().endswith((".yaml", ".yml", ".json")):
+        return True
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long, or a NUL: text, not a path
+        return False
 
 
 def translate_haystack(data: Any) -> Any:

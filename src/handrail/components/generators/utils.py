@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from handrail.core.serialization import file_safe
 from handrail.dataclasses.streaming import StreamingChunk
 
 __all__ = ["print_streaming_chunk"]
 
 
+@file_safe  # a file may name it as a streaming_callback: it only prints
 def print_streaming_chunk(chunk: StreamingChunk, *, file: TextIO | None = None) -> None:
     """Print a streamed reply as it arrives: text, tool calls and tool results, each block under a label.
 
