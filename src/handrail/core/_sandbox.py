@@ -8,6 +8,7 @@ edited arguments, the router) uses this one sandbox.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from jinja2 import StrictUndefined, Undefined, meta
@@ -22,6 +23,12 @@ __all__ = ["LimitedSandboxedEnvironment", "make_environment", "template_variable
 
 _MAX_DEPTH = 8
 """How deep :func:`_refuse_undefined` looks into nested lists, tuples, sets and dicts."""
+
+_MAX_CALL_DEPTH = 100
+"""How deep calls may nest within one render: a recursive macro stops here with a SecurityError, long before
+Python's own recursion limit (whose RecursionError would come with a traceback thousands of lines long)."""
+
+_call_depth: ContextVar[int] = ContextVar("handrail_template_call_depth", default=0)
 
 
 def _refuse_undefined(value: Any, depth: int = 0) -> Any:
@@ -69,10 +76,19 @@ class LimitedSandboxedEnvironment(SandboxedEnvironment):
         """Call ``__obj`` unless it would pad, join or format past the limits, or exhaust the render's ranges.
 
         Raises:
-            SecurityError: It would.
+            SecurityError: It would, or calls nest deeper than 100 (a macro recursing without end).
         """
         check_call(__obj, args, kwargs)
-        return super().call(__context, __obj, *args, **kwargs)
+        depth = _call_depth.get()
+        if depth >= _MAX_CALL_DEPTH:
+            raise SecurityError(
+                f"the template's calls nest more than {_MAX_CALL_DEPTH} deep (a macro that calls itself without end?)."
+            )
+        token = _call_depth.set(depth + 1)
+        try:
+            return super().call(__context, __obj, *args, **kwargs)
+        finally:
+            _call_depth.reset(token)
 
 
 class _StrictSandboxedEnvironment(LimitedSandboxedEnvironment):

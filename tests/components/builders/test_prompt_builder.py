@@ -139,3 +139,13 @@ def test_builders_round_trip_through_pipeline_yaml() -> None:
     result = again.run({"q": "why"})
     assert result["text"] == {"prompt": "Q: why"}
     assert result["chat"]["prompt"][0].text == "why?"
+
+
+def test_a_macro_that_recurses_without_end_stops_with_a_named_error() -> None:
+    endless = PromptBuilder("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}")
+    with pytest.raises(SecurityError, match="nest more than 100 deep"):
+        endless.run()
+    bounded = PromptBuilder(
+        "{% macro f(n) %}{% if n < 40 %}{{ f(n + 1) }}{% else %}{{ n }}{% endif %}{% endmacro %}{{ f(0) }}"
+    )
+    assert bounded.run() == {"prompt": "40"}  # recursion within the limit still works
