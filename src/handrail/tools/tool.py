@@ -321,6 +321,9 @@ class Tool:
     def arguments_error(self, arguments: Mapping[str, Any]) -> str | None:
         """Validate arguments against :attr:`parameters` (the validator is compiled once).
 
+        A parameter that ``inputs_from_state`` fills need not come from the model, as in Haystack: it is not
+        required here even when a hand-written schema lists it in ``required``.
+
         Args:
             arguments: The parsed arguments.
 
@@ -331,7 +334,11 @@ class Tool:
         if validator is None:
             from handrail.tools._validation import compile_validator
 
-            validator = self._validator = compile_validator(self.parameters)
+            schema = self.parameters
+            filled = set((self.inputs_from_state or {}).values())
+            if filled and isinstance(schema.get("required"), list) and filled & set(schema["required"]):
+                schema = {**schema, "required": [name for name in schema["required"] if name not in filled]}
+            validator = self._validator = compile_validator(schema)
         result: str | None = validator(arguments)
         return result
 

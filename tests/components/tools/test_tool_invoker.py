@@ -866,3 +866,32 @@ class TestSerialization:
         back = ToolInvoker.from_dict(data)
         assert back.to_dict() == data
         assert isinstance(back.tools, Toolset)
+
+
+def test_a_hand_written_schema_may_require_a_parameter_that_state_fills() -> None:
+    """Haystack fills ``a`` from State although the schema requires it; the model only sends ``b``."""
+    from handrail.dataclasses import ToolCall, ToolCallResult
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    }
+    add_tool = Tool(name="add", description="Add.", parameters=schema, function=add, inputs_from_state={"base": "a"})
+    invoker = ToolInvoker(tools=[add_tool], raise_on_failure=False)
+    state = State(schema={"base": {"type": int}}, data={"base": 5})
+
+    def result(arguments: dict[str, int]) -> ToolCallResult:
+        calls = [ToolCall(tool_name="add", arguments=arguments, id="c1")]
+        (message,) = invoker.run(messages=[ChatMessage.from_assistant(tool_calls=calls)], state=state)["tool_messages"]
+        assert message.tool_call_result is not None
+        return message.tool_call_result
+
+    assert result({"b": 2}).result == "7"
+    assert result({"a": 1, "b": 2}).result == "3"  # what the model sent wins, as in Haystack
+    missing_b = result({"a": 1})
+    assert missing_b.error and "'b' is a required property" in missing_b.result  # the rest is still checked
+    assert add_tool.parameters["required"] == ["a", "b"]  # the schema the model reads is as written
