@@ -65,9 +65,11 @@ def test_misuse_errors_are_value_errors(cls: type[Exception]) -> None:
     assert not issubclass(cls, RunError)
 
 
-def test_configuration_type_error_is_a_type_error_not_a_value_error() -> None:
+def test_configuration_type_error_is_a_type_error_and_a_value_error() -> None:
+    # Issue 20, item 8: where Haystack raises ValueError for a mistake handrail calls a type error.
     assert issubclass(ConfigurationTypeError, TypeError)
-    assert not issubclass(ConfigurationTypeError, ValueError)
+    assert issubclass(ConfigurationTypeError, ValueError)
+    assert not issubclass(ConfigurationTypeError, ConfigurationError)  # its exit code stays 1
     with pytest.raises(TypeError, match="wrong"):
         raise ConfigurationTypeError("wrong")
 

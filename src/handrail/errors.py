@@ -30,7 +30,8 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   ├── RunEndedError                          2  a decision for a Temporal run that has ended
     │   ├── DecisionRefused                        2  a Temporal run refused a decision (its validator's reason)
     │   └── SpecError                              2  a bad agent file: names file, line and field (handrail.specs)
-    ├── ConfigurationTypeError (TypeError)         1  an argument of the wrong type
+    ├── ConfigurationTypeError (TypeError, ValueError)
+    │                                              1  an argument of the wrong type
     ├── PersistenceError                           1  a snapshot, a recorded decision or a store cannot be used
     │   ├── SnapshotError (ConfigurationError)     2  a snapshot is truncated, invalid or of an unknown schema
     │   │   └── SnapshotDriftError                 2  resuming against an agent whose definition changed (a diff)
@@ -231,8 +232,13 @@ class UnknownAgentError(ConfigurationError):
     exit_code: ClassVar[int] = 2
 
 
-class ConfigurationTypeError(HandrailError, TypeError):
-    """An argument of the wrong type; raised before any side effect."""
+class ConfigurationTypeError(HandrailError, TypeError, ValueError):
+    """An argument of the wrong type; raised before any side effect.
+
+    It is a ``TypeError``, and a ``ValueError`` too: where Haystack raises ``ValueError`` for the same mistake (a
+    route that is not a dict, an async callback in a sync run, ...), ``except ValueError`` written for Haystack
+    still catches it.
+    """
 
 
 class RunError(HandrailError):

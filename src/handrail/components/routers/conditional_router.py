@@ -64,6 +64,10 @@ class RouteConditionException(RunError):
         self.output_names = output_names
 
 
+class _RouteOutputTypeError(RouteConditionException, ValueError):
+    """A route's output is not of its ``output_type`` (``validate_output_type=True``): a ValueError, as in Haystack."""
+
+
 @component
 class ConditionalRouter:
     """Routes data to the outputs of the first route whose condition renders true (Haystack's ConditionalRouter).
@@ -227,14 +231,22 @@ class ConditionalRouter:
                     slot,
                     values,
                     f"rendered a {type(result[name]).__name__} ({result[name]!r:.120}), "
-                    f"which is not of output_type {serialize_type(expected)}",
+                    f"which is not of output_type {serialize_type(expected)} (route type doesn't match)",
+                    kind=_RouteOutputTypeError,
                 )
 
-    def _error(self, route: Route, slot: int, values: dict[str, Any], problem: str) -> RouteConditionException:
+    def _error(
+        self,
+        route: Route,
+        slot: int,
+        values: dict[str, Any],
+        problem: str,
+        kind: type[RouteConditionException] = RouteConditionException,
+    ) -> RouteConditionException:
         source = route.condition if slot == 0 else route.outputs[slot - 1]
         what = "condition" if slot == 0 else f"output '{route.names[slot - 1]}'"
         variables = _describe(values, self._variables[(route.index, slot)])
-        return RouteConditionException(
+        return kind(
             f"ConditionalRouter {route.label}: the {what} template {source!r} {problem}. Variables: {variables}.",
             route_index=route.index,
             output_names=route.names,
