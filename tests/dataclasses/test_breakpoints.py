@@ -259,3 +259,9 @@ def test_with_snapshot_without_a_file_keeps_the_message() -> None:
     assert str(filled) == "stopped"
     assert filled.break_point is bp
     assert filled.component == "tool_invoker"
+
+
+def test_tool_breakpoint_binds_haystack_s_positional_order() -> None:
+    breakpoint_ = ToolBreakpoint("tool_invoker", 2, None, "add")  # Haystack 2.19's field order
+    assert (breakpoint_.visit_count, breakpoint_.snapshot_file_path, breakpoint_.tool_name) == (2, None, "add")
+    assert ToolBreakpoint.from_dict(breakpoint_.to_dict()) == breakpoint_

@@ -37,7 +37,7 @@ from handrail.testing.store_suites.snapshots import T0, make_paused_snapshot
 
 def paused_snapshot(**changes: Any) -> AgentSnapshot:
     """The store suite's pause before a tool step (c1, c2 to transfer wait; c3 lookup ran), with no agent name."""
-    unnamed = AgentBreakpoint("", ToolBreakpoint("tool_invoker", "transfer", 0, None))
+    unnamed = AgentBreakpoint("", ToolBreakpoint("tool_invoker", 0, None, "transfer"))
     return make_paused_snapshot(**{"break_point": unnamed, **changes})
 
 

@@ -132,9 +132,10 @@ class ToolBreakpoint(Breakpoint):
 
     Args:
         component_name: Must be ``"tool_invoker"``.
-        tool_name: The tool whose steps are counted and stopped at; None counts every tool step.
         visit_count: Completed matching tool steps before the stop (0 = before the first).
         snapshot_file_path: A directory to write the snapshot file into (stored as str); None writes no file.
+        tool_name: The tool whose steps are counted and stopped at; None counts every tool step. Last, as in
+            Haystack, so ``ToolBreakpoint("tool_invoker", 0, None, "add")`` binds the same way.
 
     Raises:
         ConfigurationError: For another component name, a non-str tool_name, or invalid values as for
@@ -147,9 +148,9 @@ class ToolBreakpoint(Breakpoint):
     def __init__(
         self,
         component_name: str = "tool_invoker",
-        tool_name: str | None = None,
         visit_count: int = 0,
         snapshot_file_path: str | os.PathLike[str] | None = None,
+        tool_name: str | None = None,
     ) -> None:
         if component_name != "tool_invoker":
             raise ConfigurationError(

@@ -197,7 +197,7 @@ class Checkpoints:
         where = getattr(self.store, "directory", None)
         where = str(where) if where is not None else None
         visit = self.run.visits["tool_invoker"] if tool_name is None else self.run.tool_visits.get(tool_name, 0)
-        return AgentBreakpoint(self.agent_name, ToolBreakpoint("tool_invoker", tool_name, visit, where))
+        return AgentBreakpoint(self.agent_name, ToolBreakpoint("tool_invoker", visit, where, tool_name))
 
     # -- store I/O (drivers and the ledger call these) -------------------------------------------
 

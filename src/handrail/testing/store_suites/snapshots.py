@@ -72,7 +72,7 @@ def make_paused_snapshot(**changes: Any) -> AgentSnapshot:
             "pair": (1, 2),
         },
         component_visits={"chat_generator": 1, "tool_invoker": 0},
-        break_point=AgentBreakpoint("payer", ToolBreakpoint("tool_invoker", "transfer", 0, None)),
+        break_point=AgentBreakpoint("payer", ToolBreakpoint("tool_invoker", 0, None, "transfer")),
         position="tool_invoker",
         ledger={
             "c1": LedgerEntry("c1", "transfer", "pending", {"amount": 5}),
