@@ -229,7 +229,7 @@ def test_add_component_refuses_a_non_string_name() -> None:
 def test_add_component_refuses_duplicates() -> None:
     pipeline = Pipeline()
     pipeline.add_component("upper", Upper())
-    with pytest.raises(ComponentError, match="'upper' is already in the pipeline"):
+    with pytest.raises(ComponentError, match="'upper' already exists in this pipeline"):
         pipeline.add_component("upper", Upper())
 
 
@@ -332,8 +332,8 @@ def test_connect_refuses_incompatible_sockets_naming_both_ends_and_types() -> No
 @pytest.mark.parametrize(
     ("sender", "receiver", "match"),
     [
-        ("nope.text", "b.text", "no component named 'nope'"),
-        ("a.text", "nope", "no component named 'nope'"),
+        ("nope.text", "b.text", "component named 'nope' not found in the pipeline"),
+        ("a.text", "nope", "component named 'nope' not found in the pipeline"),
         ("a.nope", "b.text", r"'a' \(Upper\) has no output socket 'nope'. Its output sockets: 'text'"),
         ("a.text", "b.nope", r"'b' \(Upper\) has no input socket 'nope'. Its input sockets: 'text'"),
         ("a.text.x", "b", "is not of the form"),

@@ -167,7 +167,9 @@ class Graph:
     def _sockets(self, name: str, socket: str | None, read: Any, kind: str) -> list[Any]:
         if name not in self.components:
             known = ", ".join(repr(n) for n in self.components) or "(none)"
-            raise ComponentError(f"Cannot connect: no component named '{name}' in the pipeline. Components: {known}.")
+            raise ComponentError(
+                f"Cannot connect: component named '{name}' not found in the pipeline. Components: {known}."
+            )
         sockets: dict[str, Any] = read(self.components[name])
         if socket is None:
             return list(sockets.values())

@@ -142,7 +142,7 @@ class Pipeline(FreshLockOnCopy):
         if not name or "." in name:
             raise ComponentError(f"Invalid component name {name!r}: it must be non-empty and contain no '.'.")
         if name in self._graph.components:
-            raise ComponentError(f"A component named '{name}' is already in the pipeline; choose another name.")
+            raise ComponentError(f"A component named '{name}' already exists in this pipeline; choose another name.")
         if isinstance(instance, type) or not is_component(instance):
             what = f"the class {instance.__name__}" if isinstance(instance, type) else type(instance).__name__
             raise ComponentError(

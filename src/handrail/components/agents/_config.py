@@ -170,7 +170,7 @@ def check_generator(generator: ChatGenerator, tools: ToolsType | None) -> None:
     params = generator_params(generator)
     if flatten_tools(tools) and params is not None and "tools" not in params:
         raise ConfigurationTypeError(
-            f"{type(generator).__name__} does not accept a tools parameter in its run method, so it cannot "
+            f"{type(generator).__name__} does not accept tools: its run method has no tools parameter, so it cannot "
             f"call tools. Use a chat generator that supports tools, or give the Agent no tools."
         )
 

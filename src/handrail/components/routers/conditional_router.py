@@ -149,7 +149,7 @@ class ConditionalRouter:
                 compiled.append(self._environment.from_string(source))
             except TemplateSyntaxError as exc:
                 raise ComponentError(
-                    f"ConditionalRouter {route.label}: the {what} template {source!r} does not parse: {exc}"
+                    f"ConditionalRouter {route.label}: Invalid template for {what}: {source!r} does not parse: {exc}"
                 ) from exc
         return compiled[0], compiled[1:]
 
