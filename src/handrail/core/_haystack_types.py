@@ -54,6 +54,7 @@ _TABLE: dict[str, str] = {
     f"{_HS}.dataclasses.image_content.ImageContent": "handrail.dataclasses.image_content.ImageContent",
     f"{_HS}.dataclasses.streaming_chunk.StreamingChunk": "handrail.dataclasses.streaming.StreamingChunk",
     f"{_HS}.dataclasses.streaming_chunk.ToolCallDelta": "handrail.dataclasses.streaming.ToolCallDelta",
+    f"{_HS}.dataclasses.streaming_chunk.ComponentInfo": "handrail.dataclasses.streaming.ComponentInfo",
     # State merge handlers
     f"{_HS}.components.agents.state.state_utils.merge_lists": "handrail.dataclasses.state.merge_lists",
     f"{_HS}.components.agents.state.state_utils.replace_values": "handrail.dataclasses.state.replace_values",

@@ -15,6 +15,7 @@ from handrail.dataclasses.chat_message import (
 from handrail.dataclasses.state import State
 from handrail.dataclasses.streaming import (
     ChunkAssembler,
+    ComponentInfo,
     StreamingCallback,
     StreamingChunk,
     ToolCallDelta,
@@ -55,6 +56,7 @@ __all__ = [
     "ChatMessage",
     "ChatRole",
     "ChunkAssembler",
+    "ComponentInfo",
     "HITLBreakpointException",
     "ImageContent",
     "LedgerEntry",

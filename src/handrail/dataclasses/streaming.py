@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from handrail.core.json_data import JSONDataError, parse_json
-from handrail.dataclasses.chat_message import ChatMessage, ToolCall, ToolCallResult, call_id_from
-from handrail.errors import ConfigurationError
+from handrail.core.serialization import qualified_name
+from handrail.dataclasses.chat_message import ChatMessage, ReasoningContent, ToolCall, ToolCallResult, call_id_from
+from handrail.errors import ConfigurationError, SerializationError
 
 __all__ = [
     "AsyncStreamingCallback",
     "ChunkAssembler",
+    "ComponentInfo",
     "FinishReason",
     "StreamingCallback",
     "StreamingChunk",
@@ -42,13 +44,60 @@ class ToolCallDelta:
 
 
 @dataclass(slots=True)
+class ComponentInfo:
+    """Which component sent a streaming chunk: its type and, inside a Pipeline, its name there.
+
+    Examples:
+        >>> ComponentInfo.from_component(ChunkAssembler()).type
+        'handrail.dataclasses.streaming.ChunkAssembler'
+    """
+
+    type: str
+    """The component's dotted class path."""
+    name: str | None = None
+    """The name it was added to a Pipeline under, or None."""
+
+    @classmethod
+    def from_component(cls, component: object) -> ComponentInfo:
+        """Describe ``component``: its class path, and its name in the Pipeline it was added to (if any)."""
+        from handrail.core.pipeline import pipeline_of
+
+        pipeline = pipeline_of(component)
+        names = [n for n, c in pipeline.walk() if c is component] if pipeline is not None else []
+        return cls(type=qualified_name(type(component)), name=names[0] if names else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "name"}``."""
+        return {"type": self.type, "name": self.name}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ComponentInfo:
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises:
+            SerializationError: Unknown keys, or a ``type`` that is not a str.
+        """
+        unknown = sorted(set(data) - {"type", "name"})
+        if unknown or not isinstance(data.get("type"), str):
+            raise SerializationError(
+                f"A ComponentInfo dict has a str 'type' and an optional 'name'; got {data!r:.200}."
+            )
+        return cls(type=data["type"], name=data.get("name"))
+
+
+@dataclass(slots=True)
 class StreamingChunk:
-    """One piece of a streamed reply, or of the tool results a ToolInvoker emits."""
+    """One piece of a streamed reply, or of the tool results a ToolInvoker emits.
+
+    The fields are in Haystack 2.19's order, so a positional Haystack call binds the same way.
+    """
 
     content: str = ""
     """Text fragment."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Provider metadata (model, usage, finish_reason, ...)."""
+    component_info: ComponentInfo | None = None
+    """The component that sent the chunk, when it says."""
     index: int | None = None
     """Content-block index; required with ``tool_calls`` or ``tool_call_result``."""
     tool_calls: list[ToolCallDelta] | None = None
@@ -59,10 +108,62 @@ class StreamingChunk:
     """True on the first chunk of a new content block."""
     finish_reason: FinishReason | None = None
     """Why the stream ended, on the last chunk."""
+    reasoning: ReasoningContent | None = None
+    """A fragment of the model's reasoning, for models that stream it."""
 
     def __post_init__(self) -> None:
-        if (self.tool_calls or self.tool_call_result is not None) and self.index is None:
-            raise ConfigurationError("StreamingChunk: 'index' is required with tool_calls or tool_call_result.")
+        if (self.tool_calls or self.tool_call_result is not None or self.reasoning is not None) and self.index is None:
+            raise ConfigurationError(
+                "StreamingChunk: 'index' is required with tool_calls, tool_call_result or reasoning."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the chunk as a dict in Haystack 2.19's layout (nested parts as their own dicts)."""
+        return {
+            "content": self.content,
+            "meta": self.meta,
+            "component_info": self.component_info.to_dict() if self.component_info else None,
+            "index": self.index,
+            "tool_calls": [_delta_to_dict(d) for d in self.tool_calls] if self.tool_calls else None,
+            "tool_call_result": self.tool_call_result.to_dict() if self.tool_call_result else None,
+            "start": self.start,
+            "finish_reason": self.finish_reason,
+            "reasoning": self.reasoning.to_dict() if self.reasoning else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StreamingChunk:
+        """Rebuild a chunk from :meth:`to_dict` output (or Haystack's).
+
+        Raises:
+            SerializationError: A dict that is not a chunk's (unknown keys, parts of the wrong shape).
+            ConfigurationError: A chunk that breaks the rules of :class:`StreamingChunk`.
+        """
+        known = {"content", "meta", "component_info", "index", "tool_calls", "tool_call_result", "start"}
+        unknown = sorted(set(data) - known - {"finish_reason", "reasoning"})
+        if unknown:
+            raise SerializationError(f"Unknown StreamingChunk keys {unknown}.")
+        try:
+            info, calls, result, reasoning = (
+                data.get(k) for k in ("component_info", "tool_calls", "tool_call_result", "reasoning")
+            )
+            return cls(
+                content=data.get("content", ""),
+                meta=dict(data.get("meta") or {}),
+                component_info=ComponentInfo.from_dict(info) if info else None,
+                index=data.get("index"),
+                tool_calls=[ToolCallDelta(**d) for d in calls] if calls else None,
+                tool_call_result=ToolCallResult.from_dict(result) if result else None,
+                start=bool(data.get("start", False)),
+                finish_reason=data.get("finish_reason"),
+                reasoning=ReasoningContent.from_dict(reasoning) if reasoning else None,
+            )
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise SerializationError(f"Cannot read a StreamingChunk dict: {exc}.") from None
+
+
+def _delta_to_dict(delta: ToolCallDelta) -> dict[str, Any]:
+    return {"index": delta.index, "tool_name": delta.tool_name, "arguments": delta.arguments, "id": delta.id}
 
 
 SyncStreamingCallback = Callable[[StreamingChunk], None]
