@@ -23,7 +23,6 @@ SIGNATURES: dict[str, dict[str, Any]] = json.loads(FIXTURE.read_text(encoding="u
 
 # Deliberate differences, each keyed (Haystack name, method, parameter or "*" for the whole method), with the
 # reason. A key that no longer matches a difference fails test_allowlist_has_no_stale_entries.
-_TODO = "known gap, not fixed yet: extra handrail parameters to move to keyword-only / Haystack's order"
 H = "haystack_experimental.components.agents.human_in_the_loop."
 S = "haystack_experimental.chat_message_stores.InMemoryChatMessageStore"
 ALLOWED: dict[tuple[str, str, str], str] = {
@@ -48,13 +47,20 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("haystack.dataclasses.breakpoints.Breakpoint", "__init__", "component_name"): "defaults to the Agent's",
     ("haystack.dataclasses.breakpoints.ToolBreakpoint", "__init__", "component_name"): "defaults to 'tool_invoker'",
     (H + "BreakpointConfirmationStrategy", "__init__", "snapshot_file_path"): "optional: the Agent's snapshot store",
-    # Known gaps of item 1 left for a follow-up (see the report): extra parameters still positional, missing ones.
-    ("haystack.dataclasses.ToolCall", "__init__", "extra"): _TODO,
-    ("haystack.tools.Tool", "__init__", "*"): _TODO,
-    ("haystack.tools.create_tool_from_function", "__call__", "*"): _TODO,
-    (H + "RichConsoleUI", "get_user_confirmation", "*"): _TODO,
-    (H + "SimpleConsoleUI", "*", "*"): _TODO,
-    (H + "ToolExecutionDecision", "__init__", "decided_by"): _TODO,
+    ("haystack.dataclasses.ToolCall", "__init__", "extra"): (
+        "a fourth field after Haystack's three, so every Haystack call binds; handrail passes it positionally"
+    ),
+    (H + "RichConsoleUI", "get_user_confirmation", "injected_params"): (
+        "a fourth, optional parameter after Haystack's three; strategies pass it by keyword and only when a tool "
+        "reads State, so a UI written for Haystack keeps working"
+    ),
+    (H + "SimpleConsoleUI", "get_user_confirmation", "injected_params"): "as for RichConsoleUI",
+    (H + "SimpleConsoleUI", "__init__", "args"): "Haystack ignores *args/**kwargs; accepting anything would hide typos",
+    (
+        H + "SimpleConsoleUI",
+        "__init__",
+        "kwargs",
+    ): "Haystack ignores *args/**kwargs; accepting anything would hide typos",
 }
 
 _POSITIONAL = {"POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"}

@@ -259,7 +259,7 @@ def _part_to_dict(part: ContentPart) -> dict[str, Any]:
 
 
 def _call(data: dict[str, Any]) -> ToolCall:
-    return ToolCall(data["tool_name"], data["arguments"], data.get("id"), data.get("extra"))
+    return ToolCall(data["tool_name"], data["arguments"], data.get("id"), extra=data.get("extra"))
 
 
 def _part_from_dict(data: dict[str, Any]) -> ContentPart:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from handrail.errors import ConfigurationError, ConfigurationTypeError
@@ -146,7 +146,7 @@ class ToolExecutionDecision:
     """The person's raw text, if any."""
     final_tool_params: dict[str, Any] | None = None
     """The arguments to run with (None = as proposed)."""
-    decided_by: str | None = None
+    decided_by: str | None = field(default=None, kw_only=True)
     """Who decided (a user name, "policy", a UI name), for the record."""
 
     def __post_init__(self) -> None:

@@ -189,6 +189,7 @@ class SimpleConsoleUI(_ConsoleUI):
 
     def __init__(
         self,
+        *,
         input_fn: Callable[[str], str] | None = None,
         output_fn: Callable[[str], object] | None = None,
     ) -> None:

@@ -146,7 +146,7 @@ class Waiting:
         who = ", ".join(sorted(self.votes)) if len(self.votes) > 1 else d.decided_by
         params = {**d.arguments, **self.injected} if d.decision == "edit" and d.arguments is not None else None
         self.decision = ToolExecutionDecision(self.tool_name, d.decision != "reject", self.call_id, d.feedback, params,
-                                              who[:200])  # fmt: skip
+                                              decided_by=who[:200])  # fmt: skip
         return "decided"
 
     def expire(self) -> None:
@@ -157,7 +157,8 @@ class Waiting:
         self.final = DecisionInput(self.call_id, "approve" if approve else "reject", "expiry",
                                    feedback=None if approve else EXPIRED_FEEDBACK)  # fmt: skip
         self.decision = ToolExecutionDecision(self.tool_name, approve, self.call_id,
-                                              None if approve else EXPIRED_FEEDBACK, None, "expiry")  # fmt: skip
+                                              None if approve else EXPIRED_FEEDBACK, None,
+                                              decided_by="expiry")  # fmt: skip
 
     def view(self) -> dict[str, Any]:
         """What the status query shows of this call."""

@@ -62,6 +62,7 @@ def create_tool_from_function(
     description: str | None = None,
     inputs_from_state: dict[str, str] | None = None,
     outputs_to_state: dict[str, dict[str, Any]] | None = None,
+    *,
     outputs_to_string: dict[str, Any] | None = None,
     preview: Callable[[dict[str, Any]], Preview | str] | None = None,
     idempotent: bool = False,

@@ -227,9 +227,9 @@ class Tool:
     outputs_to_string: dict[str, Any] | None = None
     inputs_from_state: dict[str, str] | None = None
     outputs_to_state: dict[str, dict[str, Any]] | None = None
-    async_function: Callable[..., Awaitable[Any]] | None = None
-    preview: Callable[[dict[str, Any]], Preview | str] | None = None
-    idempotent: bool = False
+    async_function: Callable[..., Awaitable[Any]] | None = field(default=None, kw_only=True)
+    preview: Callable[[dict[str, Any]], Preview | str] | None = field(default=None, kw_only=True)
+    idempotent: bool = field(default=False, kw_only=True)
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
     _roles: SignatureRoles = field(init=False, repr=False, compare=False)
 
