@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,25 @@ def test_an_agent_paused_for_approval_resumes_through_the_pipeline(tmp_path: Pat
     result = make_pipeline([reply("The rent is paid.")]).run({}, pipeline_snapshot=decided)
     assert ran == [450]
     assert result["collect"]["texts"][-1] == "The rent is paid."
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda d: d["pipeline_state"]["component_visits"].update(b="x"), "component_visits.b"),
+        (lambda d: d["pipeline_state"]["component_visits"].update(b=-1), "component_visits.b"),
+        (lambda d: d.update(break_point=None), "'break_point' must be a dict"),
+        (lambda d: d.update(ordered_component_names="abc"), "ordered_component_names"),
+        (lambda d: d.update(pipeline_state=[]), "'pipeline_state' must be a dict"),
+    ],
+    ids=["visits not a number", "negative visits", "no break point", "names not a list", "state not a dict"],
+)
+def test_a_hand_edited_snapshot_is_refused_naming_the_field(edit: Any, named: str) -> None:
+    pipeline = chain()
+    snapshot = stop(pipeline, {"a": {"value": 1}}, break_point=Breakpoint("b")).pipeline_snapshot
+    assert snapshot is not None
+    data = json.loads(json.dumps(snapshot.to_dict()))
+    edit(data)
+    with pytest.raises(SnapshotError, match=re.escape(named)):
+        PipelineSnapshot.from_dict(data)
+    assert pipeline.get_component("b").seen == []  # refused before anything ran

@@ -194,6 +194,7 @@ class PipelineSnapshot:
                 f"Pipeline snapshot schema_version {data['schema_version']!r} is not known (this handrail reads "
                 f"{PIPELINE_SNAPSHOT_SCHEMA_VERSION})."
             )
+        _check_shapes(data)
         allowed = tuple(allowed_modules)
         try:
             with restricted_imports(allowed):
@@ -219,6 +220,32 @@ class PipelineSnapshot:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SnapshotError(f"Invalid pipeline snapshot: {type(exc).__name__}: {exc}") from exc
+
+
+def _check_shapes(data: dict[str, Any]) -> None:
+    """Refuse, naming the field, the values a hand edit most often breaks (before anything is decoded).
+
+    Raises:
+        SnapshotError: ``break_point`` not a dict; ``pipeline_state`` not a dict with ``component_visits`` of
+            ``{name: count >= 0}``; ``ordered_component_names`` not a list of str.
+    """
+    if not isinstance(data["break_point"], dict):
+        raise SnapshotError(f"Pipeline snapshot field 'break_point' must be a dict, got {data['break_point']!r:.80}.")
+    names = data["ordered_component_names"]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise SnapshotError("Pipeline snapshot field 'ordered_component_names' must be a list of component names.")
+    state = data["pipeline_state"]
+    if not isinstance(state, dict):
+        raise SnapshotError(f"Pipeline snapshot field 'pipeline_state' must be a dict, got {type(state).__name__}.")
+    visits = state.get("component_visits")
+    if not isinstance(visits, dict):
+        raise SnapshotError("Pipeline snapshot field 'pipeline_state.component_visits' must be a dict.")
+    for name, count in visits.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise SnapshotError(
+                f"Pipeline snapshot field 'pipeline_state.component_visits.{name}' must be a count (an integer "
+                f"of 0 or more), got {count!r:.80}."
+            )
 
 
 def write_pipeline_snapshot(snapshot: PipelineSnapshot, directory: str) -> str:
