@@ -240,7 +240,7 @@ class AgentRunWorkflow:
         decisions: list[ToolExecutionDecision | None] = []
         held: list[Waiting] = []
         for inv in invocations:
-            wrapper = find_strategy(agent.confirmation_strategies, inv.tool.name)
+            wrapper = find_strategy(agent.confirmation_strategies, inv.tool.name, inv.tool)
             original = getattr(wrapper, "original", wrapper)
             params = {**inv.arguments, **inv.injected}
             if not pause_needed(original, inv.tool.name, inv.tool.description, params):

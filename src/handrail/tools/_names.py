@@ -2,8 +2,10 @@
 
 Any text a person can read is a tool name, spaces, punctuation and non-ASCII letters included
 (``"Addition tool"``, ``"météo"``): Haystack sets no limit either. Model APIs that need names
-like ``^[a-zA-Z0-9_-]{1,64}$`` get a mapped name from the generator (see
-``handrail.components.generators.chat._wire_names``); the Tool keeps the name it was given.
+like ``^[a-zA-Z0-9_-]{1,64}$`` get a mapped name from the generator (:func:`wire_name`, see
+``handrail.components.generators.chat._wire_names``); the Tool keeps the name it was given. MCP
+toolsets name their tools with :func:`wire_name` of the server's name (``calendar.read`` →
+``calendar_read``).
 
 Refused: a name that is not a ``str``, an empty or blank one, and one holding control or
 invisible format characters (newlines, tabs, zero-width and bidirectional marks). A tool name
@@ -12,12 +14,14 @@ is shown to the person who approves a call, so it must print as what it is.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import unicodedata
 from typing import Any
 
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
-__all__ = ["check_tool_name"]
+__all__ = ["WIRE_NAME_RULE", "check_tool_name", "wire_name"]
 
 _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 """Unicode categories of characters that do not print as themselves (controls, format marks, separators...)."""
@@ -41,3 +45,35 @@ def check_tool_name(name: Any) -> None:
                 f"The tool name {name!r} holds a control or invisible character at position {position} "
                 f"(U+{ord(char):04X}); a tool name must print as what it is."
             )
+
+
+WIRE_NAME_RULE = "1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
+"""How the API's tool names look, for error messages."""
+
+_WIRE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_OTHER = re.compile(r"[^A-Za-z0-9_-]")
+_KEEP = 55
+"""Characters kept before the hash suffix: 55 + ``_`` + 8 hex digits = 64."""
+
+
+def wire_name(name: str) -> str:
+    """Return the name ``name`` is sent under (``name`` itself when it fits the API's rule).
+
+    Examples:
+        >>> wire_name("Addition tool")
+        'Addition_tool'
+        >>> wire_name("get_weather")
+        'get_weather'
+        >>> wire_name("météo") == wire_name("météo") and wire_name("météo").startswith("meteo_")
+        True
+    """
+    if _WIRE.fullmatch(name):
+        return name
+    plain = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
+    readable = _OTHER.sub("_", plain)
+    if name.isascii() and len(readable) <= 64:
+        return readable
+    if not any(c.isalnum() for c in readable):
+        readable = "tool"
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    return f"{readable[:_KEEP]}_{digest}"

@@ -16,11 +16,10 @@ outcome is durable. A store that is not an ApprovalStore (a user's own) gets nei
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from handrail.components.agents._confirm import find_strategy
 from handrail.dataclasses.approval import Approval, approval_id, args_digest
 from handrail.dataclasses.approval_quorum import POLICY_KEY, RULE_ERROR_KEY
 from handrail.dataclasses.chat_message import ToolCall
@@ -93,7 +92,7 @@ def _new_approval(
     )  # fmt: skip
 
 
-def open_approvals(cp: Checkpoints, held: list[ToolCall], strategies: Mapping[Any, Any] | None) -> None:
+def open_approvals(cp: Checkpoints, held: list[ToolCall], strategy_of: Callable[[str], Any] | None) -> None:
     """Create the approval records of the calls a pause holds (after its snapshot is written)."""
     store, snapshot, run_id = cp.store, cp.last, cp.run_id
     if not held or not keeps_approvals(store) or snapshot is None or run_id is None or not snapshot.snapshot_id:
@@ -101,7 +100,12 @@ def open_approvals(cp: Checkpoints, held: list[ToolCall], strategies: Mapping[An
     entries = cp.ledger.entries if cp.ledger is not None else {}
     fresh = [
         _new_approval(
-            snapshot, run_id, cp.agent_name, call, entries.get(call.id), find_strategy(strategies, call.tool_name)
+            snapshot,
+            run_id,
+            cp.agent_name,
+            call,
+            entries.get(call.id),
+            None if strategy_of is None else strategy_of(call.tool_name),
         )
         for call in held
         if call.id
@@ -166,8 +170,11 @@ class ExecutedTrail:
         duration = None if began is None else max(0.0, (entry.updated_at - began).total_seconds() * 1000)
         try:
             store.append_audit(
-                approval.id, at=entry.updated_at, outcome="error" if error else "ok", duration_ms=duration,
+                approval.id,
+                at=entry.updated_at,
+                outcome="error" if error else "ok",
+                duration_ms=duration,
                 args_digest=args_digest(entry.tool_name, entry.arguments, approval.snapshot_id),
-            )  # fmt: skip
+            )
         except StoreError as exc:  # the outcome is durable in the snapshot; only its audit line is missing
             warnings.warn(f"The audit entry of approval {approval.id} was not written: {exc}", stacklevel=2)

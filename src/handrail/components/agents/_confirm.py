@@ -13,9 +13,10 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from handrail.components.agents._tool_defaults import default_strategy
 from handrail.components.effects import AskApproval, Persist
 from handrail.components.tools._effects import Invocation
 from handrail.components.tools._step import Held, ToolStepOptions, make_invocation
@@ -39,8 +40,19 @@ __all__ = ["Applied", "Approvals", "ConfirmRequest", "confirm_async", "confirm_s
 StrategyKey = str | tuple[str, ...]
 
 
-def find_strategy(strategies: Mapping[StrategyKey, Any] | None, tool_name: str) -> Any:
-    """The strategy for ``tool_name``: exact key, then the first tuple key holding it, then ``"*"``."""
+def find_strategy(strategies: Mapping[StrategyKey, Any] | None, tool_name: str, tool: object = None) -> Any:
+    """The strategy for ``tool_name``: exact key, then the first tuple key holding it, then ``"*"``.
+
+    With ``tool`` given, a tool no key covers gets the confirmation it brings itself (its ``confirmation_default``,
+    :mod:`handrail.components.agents._tool_defaults`); an explicit key always wins.
+    """
+    found = _explicit_strategy(strategies, tool_name)
+    if found is None and tool is not None:
+        return default_strategy(tool)
+    return found
+
+
+def _explicit_strategy(strategies: Mapping[StrategyKey, Any] | None, tool_name: str) -> Any:
     if not strategies:
         return None
     found = strategies.get(tool_name)
@@ -105,7 +117,7 @@ def _strategy_kwargs(req: ConfirmRequest, context: dict[str, Any] | None, method
     inv = req.invocation
     kwargs: dict[str, Any] = {
         "tool_name": inv.tool.name,
-        "tool_description": inv.tool.description,
+        "tool_description": getattr(inv.tool, "approval_description", None) or inv.tool.description,
         "tool_params": req.tool_params,
         "tool_call_id": inv.call.id,
         "confirmation_strategy_context": context,
@@ -165,6 +177,12 @@ class Approvals:
     """The run's state: the step's calls, the calls held and the decisions applied are kept there."""
     options: ToolStepOptions | None = None
     """The tool step's options (set by the Agent once they exist), used to rebuild edited calls."""
+    tools: dict[str, Any] = field(default_factory=dict)
+    """The tools of the calls gated so far, by name: a tool's own confirmation default is found through them."""
+
+    def strategy_of(self, tool_name: str) -> Any:
+        """The strategy deciding calls to ``tool_name``: an explicit one, else the tool's own default."""
+        return find_strategy(self.strategies, tool_name, self.tools.get(tool_name))
 
     @property
     def ledger(self) -> Ledger | None:
@@ -189,7 +207,8 @@ class Approvals:
         ledger = self.ledger
         run = self.run
         for i, inv in enumerate(invocations):
-            strategy = find_strategy(self.strategies, inv.tool.name)
+            self.tools[inv.tool.name] = inv.tool
+            strategy = find_strategy(self.strategies, inv.tool.name, inv.tool)
             if ledger is None:
                 if strategy is not None:
                     asks.append((i, ConfirmRequest(strategy, inv)))

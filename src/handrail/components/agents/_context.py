@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from handrail.components.agents._approval_records import open_approvals
-from handrail.components.agents._confirm import ConfirmRequest, confirm_async, confirm_sync, find_strategy
+from handrail.components.agents._confirm import ConfirmRequest, confirm_async, confirm_sync
 from handrail.components.agents._hook_checks import check_after_hook
 from handrail.components.agents._machine import RunParts, RunPlan
 from handrail.components.agents._run_state import RunState
@@ -156,8 +156,7 @@ class AgentContext(ToolContext):
     def _requests(self, effect: AskApproval) -> list[ConfirmRequest]:
         approvals = self.parts.approvals
         assert approvals is not None
-        strategies = approvals.strategies
-        return [ConfirmRequest(find_strategy(strategies, inv.tool.name), inv) for inv in self.bind(effect.calls)]
+        return [ConfirmRequest(approvals.strategy_of(inv.tool.name), inv) for inv in self.bind(effect.calls)]
 
     def ask_approval(self, effect: AskApproval) -> list[ToolExecutionDecision]:
         """Ask each call's confirmation strategy, one after another."""
@@ -234,7 +233,7 @@ class AgentContext(ToolContext):
         held = [by_id[i] for i in effect.held if i in by_id] or list(self.run.held)
         error = cp.pause(cp.snapshot("tool_invoker", self.state, cp.tool_break_point(held[0].tool_name)), held)
         approvals = self.parts.approvals
-        open_approvals(cp, held, approvals.strategies if approvals is not None else None)  # the snapshot is written
+        open_approvals(cp, held, approvals.strategy_of if approvals is not None else None)  # the snapshot is written
         return error
 
     def _paused(self, effect: Pause) -> BaseException:

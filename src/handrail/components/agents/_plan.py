@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents import _config as cfg
-from handrail.components.agents._confirm import Approvals
+from handrail.components.agents._confirm import Approvals, find_strategy
 from handrail.components.agents._context import ModelCall
 from handrail.components.agents._machine import RunParts, RunPlan
 from handrail.components.agents._prompt import render_user_prompt, template_variables
@@ -30,6 +30,7 @@ from handrail.components.agents._resume import (
 )
 from handrail.components.agents._run_state import RunState
 from handrail.components.agents._stores import StoreUse, check_store_kwargs, with_ids
+from handrail.components.agents._tool_defaults import may_ask_by_default, with_tool_defaults
 from handrail.components.agents._unknown_outcome import check_unknown_outcome
 from handrail.components.tools._step import ToolStepOptions
 from handrail.dataclasses.chat_message import ChatMessage
@@ -150,11 +151,12 @@ def _build(
     tools = _run_tools(agent, req)
     break_point = check_break_point(req.break_point, None if tools.has_toolset else tools.names)
     unknown_outcome = check_unknown_outcome(req.unknown_outcome)
+    strategies = with_tool_defaults(agent.confirmation_strategies, tools.flat, find_strategy)  # + tools' own
     if resumed_store is not None:
-        pausing_store(agent.confirmation_strategies, break_point)  # still refuses two different stores
+        pausing_store(strategies, break_point)  # still refuses two different stores
         store, owns_store = resumed_store, snapshot is None or resumed_store is not snapshot.store
     else:
-        store, owns_store = pausing_store(agent.confirmation_strategies, break_point)
+        store, owns_store = pausing_store(strategies, break_point)
     fingerprint = fingerprint_of(tools.flat, agent) if (snapshot or break_point or store) else {}
     if snapshot is not None:
         check_consistency(snapshot)
@@ -172,7 +174,7 @@ def _build(
                         snapshot.tool_execution_decisions if snapshot else (), unknown_outcome,
                         read_under=snapshot.read_under if snapshot else None)  # fmt: skip
     run = _run_state(state, snapshot, ledger)
-    approvals, options = _step_options(agent, callback, context, run)
+    approvals, options = _step_options(agent, callback, context, run, may_ask_by_default(tools.run_tools, tools.flat))
     checkpoints = None
     if ledger is not None or break_point is not None:
         from handrail.components.agents._checkpoints import Checkpoints
@@ -249,13 +251,13 @@ def _initial_state(
 
 
 def _step_options(
-    agent: Any, callback: StreamingCallback | None, context: dict[str, Any] | None, run: RunState
+    agent: Any, callback: StreamingCallback | None, context: dict[str, Any] | None, run: RunState, tools_ask: bool
 ) -> tuple[Approvals | None, ToolStepOptions]:
     invoker = agent.tool_invoker_kwargs or {}
     json_strings = bool(invoker.get("convert_result_to_json_string", False))
     approvals = None
     ledger = run.ledger
-    if agent.confirmation_strategies or ledger is not None:
+    if agent.confirmation_strategies or ledger is not None or tools_ask:
         approvals = Approvals(agent.confirmation_strategies or {}, context, run)
     if ledger is not None:
         ledger.json_strings = json_strings

@@ -20,9 +20,6 @@ wire name comes back unchanged, so the tool step still reports it as an unknown 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,40 +27,10 @@ from typing import Any
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.streaming import StreamingChunk
 from handrail.errors import ConfigurationError
+from handrail.tools._names import WIRE_NAME_RULE, wire_name
 from handrail.tools.tool import Tool
 
 __all__ = ["WIRE_NAME_RULE", "WireNames", "wire_name"]
-
-WIRE_NAME_RULE = "1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
-"""How the API's tool names look, for error messages."""
-
-_WIRE = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_OTHER = re.compile(r"[^A-Za-z0-9_-]")
-_KEEP = 55
-"""Characters kept before the hash suffix: 55 + ``_`` + 8 hex digits = 64."""
-
-
-def wire_name(name: str) -> str:
-    """Return the name ``name`` is sent under (``name`` itself when it fits the API's rule).
-
-    Examples:
-        >>> wire_name("Addition tool")
-        'Addition_tool'
-        >>> wire_name("get_weather")
-        'get_weather'
-        >>> wire_name("météo") == wire_name("météo") and wire_name("météo").startswith("meteo_")
-        True
-    """
-    if _WIRE.fullmatch(name):
-        return name
-    plain = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
-    readable = _OTHER.sub("_", plain)
-    if name.isascii() and len(readable) <= 64:
-        return readable
-    if not any(c.isalnum() for c in readable):
-        readable = "tool"
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
-    return f"{readable[:_KEEP]}_{digest}"
 
 
 @dataclass(frozen=True, slots=True)
