@@ -1,4 +1,4 @@
-"""Tools the model may call: Tool, Toolset, tools built from functions, ComponentTool and PipelineTool.
+"""Tools the model may call: Tool, Toolset, tools built from functions, ComponentTool, PipelineTool and MCP tools.
 
 ``create_tool_from_function`` and ``@tool`` generate a tool's JSON Schema from type hints;
 pydantic is imported only when such a tool is built.
@@ -19,17 +19,26 @@ from handrail.tools.from_function import create_tool_from_function, tool  # isor
 
 _EXPORTS = {  # load on first use
     "ComponentTool": "handrail.tools.component_tool",
+    "MCPTool": "handrail.tools.mcp",
+    "MCPToolset": "handrail.tools.mcp",
     "PipelineTool": "handrail.tools.pipeline_tool",
+    "StdioServer": "handrail.tools.mcp",
+    "StreamableHttpServer": "handrail.tools.mcp",
 }
 
 if _typing.TYPE_CHECKING:
     from handrail.tools.component_tool import ComponentTool
+    from handrail.tools.mcp import MCPTool, MCPToolset, StdioServer, StreamableHttpServer
     from handrail.tools.pipeline_tool import PipelineTool
 
 __all__ = [
     "ComponentTool",
+    "MCPTool",
+    "MCPToolset",
     "PipelineTool",
     "Preview",
+    "StdioServer",
+    "StreamableHttpServer",
     "Tool",
     "ToolCallId",
     "Toolset",
