@@ -206,6 +206,28 @@ def test_an_agent_file_with_a_field_of_the_wrong_type_names_the_field_and_no_pri
     assert field in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ((HERE / "agent.yaml").read_text(encoding="utf-8") + "  tools: [\n", "agent"),
+        ((HERE / "tool_invoker_pipeline.yaml").read_text(encoding="utf-8") + "metadata: {\n", "pipeline"),
+        ("type: haystack.components.builders.prompt_builder.PromptBuilder\ninit_parameters: {\n", "PromptBuilder"),
+        ("init_parameters: [\n", "Haystack"),
+    ],
+    ids=["agent", "pipeline", "another type", "neither"],
+)
+def test_yaml_that_does_not_parse_is_named_for_what_it_holds(text: str, what: str) -> None:
+    with pytest.raises(SerializationError, match=rf"^Cannot read the {what} YAML: "):
+        load_haystack(text, allowed_modules=USER)  # an agent file was "Cannot read the pipeline YAML"
+
+
+def test_an_agent_file_that_does_not_parse_is_named_an_agent_when_read_from_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text((HERE / "agent.yaml").read_text(encoding="utf-8").replace("max_agent_steps: 5", "max: [5"))
+    with pytest.raises(SerializationError, match=r"^Cannot read the agent YAML: "):
+        load_haystack(path, allowed_modules=USER)
+
+
 def test_the_user_module_must_be_allowed() -> None:
     with pytest.raises(SerializationError, match=r"hs_user_tools\.get_weather.*not in the allowlist"):
         load_haystack(HERE / "agent.yaml")
