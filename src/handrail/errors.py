@@ -185,11 +185,14 @@ class SerializationError(ConfigurationError):
         path: The field at fault inside the dict being read, as keys and list indexes
             (``("content", 0, "tool_call", "id")``), when the reader knows it; empty otherwise. An agent file's
             error uses it to name the field's line.
+        field: The field of the object being built that the error was read at, as the message starts with it
+            (``tools[0].function``), when a ``from_dict`` named it; None otherwise.
     """
 
-    def __init__(self, *args: object, path: tuple[str | int, ...] = ()) -> None:
+    def __init__(self, *args: object, path: tuple[str | int, ...] = (), field: str | None = None) -> None:
         super().__init__(*args)
         self.path: tuple[str | int, ...] = tuple(path)
+        self.field: str | None = field
 
 
 class ModelFilesError(ConfigurationError):
