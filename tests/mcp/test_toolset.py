@@ -384,8 +384,10 @@ def test_a_paused_run_whose_server_tools_changed_is_refused_with_the_diff(tmp_pa
 def test_a_toolset_round_trips_without_its_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_TOKEN", "s3cr3t-value")
     server = StreamableHttpServer("http://127.0.0.1:9/mcp", headers={"Authorization": Secret.from_env_var("MCP_TOKEN")})
-    toolset = MCPToolset(server, prefix="cal", tool_timeouts={"slow": 5}, max_result_chars=500,
-                         confirmation_strategy=BlockingConfirmationStrategy(AlwaysAskPolicy(), ScriptedUI()))  # fmt: skip
+    ask = BlockingConfirmationStrategy(AlwaysAskPolicy(), ScriptedUI())
+    toolset = MCPToolset(
+        server, prefix="cal", tool_timeouts={"slow": 5}, max_result_chars=500, confirmation_strategy=ask
+    )
     data = toolset.to_dict()
     assert "s3cr3t-value" not in json.dumps(data)
     back = MCPToolset.from_dict(data)
