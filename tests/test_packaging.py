@@ -59,11 +59,11 @@ def test_the_project_urls() -> None:
 
 def test_the_test_extra_is_the_runtime_extras_and_test_tools() -> None:
     test = EXTRAS["test"]
-    assert "handrail[postgres,openai,server]" in test
+    assert "handrail[postgres,openai,server,mcp]" in test
     others = {_name(r) for r in test if not r.startswith("handrail[")}
     assert others == _TEST_TOOLS
     # Nothing the runtime extras already pin is pinned again.
-    runtime = {_name(r) for extra in ("postgres", "openai") for r in EXTRAS[extra]}
+    runtime = {_name(r) for extra in ("postgres", "openai", "mcp") for r in EXTRAS[extra]}
     assert not others & runtime
 
 

@@ -53,6 +53,9 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     └── RunError                                   1  a failure while a run is under way
         ├── TemporalUnavailableError (ConnectionError)
         │                                          1  the Temporal server did not answer (address, TLS, network)
+        ├── MCPConnectionError (ConnectionError)   1  an MCP server cannot be reached, or its connection was lost
+        ├── MCPTimeoutError (TimeoutError)         1  an MCP request took longer than its timeout (it was cancelled)
+        ├── MCPProtocolError                       1  an MCP server answered with a JSON-RPC error or a bad result
         ├── ToolNotFoundException                  1  the model called a tool that does not exist (raise mode)
         ├── ToolInvocationError                    1  a tool raised, or its arguments were invalid (raise mode)
         ├── ToolOutputMergeError                   1  a tool's outputs could not be merged into State
@@ -105,6 +108,9 @@ __all__ = [
     "IdempotencyKeyReusedError",
     "InvalidMappingTypeError",
     "InvalidMappingValueError",
+    "MCPConnectionError",
+    "MCPProtocolError",
+    "MCPTimeoutError",
     "ModelFilesError",
     "NoRouteSelectedException",
     "NotSupportedYetError",
@@ -185,11 +191,14 @@ class SerializationError(ConfigurationError):
         path: The field at fault inside the dict being read, as keys and list indexes
             (``("content", 0, "tool_call", "id")``), when the reader knows it; empty otherwise. An agent file's
             error uses it to name the field's line.
+        field: The field of the object being built that the error was read at, as the message starts with it
+            (``tools[0].function``), when a ``from_dict`` named it; None otherwise.
     """
 
-    def __init__(self, *args: object, path: tuple[str | int, ...] = ()) -> None:
+    def __init__(self, *args: object, path: tuple[str | int, ...] = (), field: str | None = None) -> None:
         super().__init__(*args)
         self.path: tuple[str | int, ...] = tuple(path)
+        self.field: str | None = field
 
 
 class ModelFilesError(ConfigurationError):
@@ -563,3 +572,55 @@ class DecisionRefused(ConfigurationError):
 
 class TemporalUnavailableError(RunError, ConnectionError):
     """The Temporal server could not be reached (its address, TLS settings or the network)."""
+
+
+class MCPConnectionError(RunError, ConnectionError):
+    """An MCP server could not be connected to, or its connection was lost (handrail.tools.mcp).
+
+    The message names the server and the cause: the connect failure (and the timeout, when it was one), a
+    connection lost before or during a request, or the reconnects used up ("gave up after 3 reconnects; last
+    error: ..."). A tool call whose connection was lost is never sent again: its outcome is unknown.
+
+    Attributes:
+        server: The server's label (its ``name``, the command's basename, or the URL's host:port).
+    """
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message)
+        self.server = server
+
+
+class MCPTimeoutError(RunError, TimeoutError):
+    """An MCP request took longer than its timeout; it was cancelled (``notifications/cancelled``).
+
+    The connection stays usable: the next request goes to the same server.
+
+    Attributes:
+        server: The server's label.
+        tool: The tool whose call timed out; None for a request that is not a tool call (listing the tools).
+        timeout: The timeout, in seconds.
+    """
+
+    def __init__(self, message: str, *, server: str, tool: str | None, timeout: float) -> None:
+        super().__init__(message)
+        self.server = server
+        self.tool = tool
+        self.timeout = timeout
+
+
+class MCPProtocolError(RunError):
+    """An MCP server answered a request with a JSON-RPC error, or with a result the protocol does not allow.
+
+    The message names the server and holds the server's own message. A tool that failed is not this error: its
+    failure comes back as a result with ``is_error`` set.
+
+    Attributes:
+        server: The server's label.
+        code: The JSON-RPC error code (``-32601`` method not found, ...); None for a result that broke the
+            protocol (structured content that does not match the tool's output schema, a malformed result).
+    """
+
+    def __init__(self, message: str, *, server: str, code: int | None) -> None:
+        super().__init__(message)
+        self.server = server
+        self.code = code

@@ -231,3 +231,20 @@ def test_an_int_of_too_many_digits_in_an_agent_file_exits_2_naming_file_and_line
     result = CliRunner().invoke(main, ["run", str(path), "q"])
     assert result.exit_code == 2 and f"{path}:2: an integer of 5,000 characters is refused" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_run_printer_shows_a_result_of_parts_as_text_with_placeholders() -> None:
+    import io
+
+    from rich.console import Console
+
+    from handrail.cli._common import Printer
+    from handrail.dataclasses import ImageContent, TextContent, ToolCallResult
+
+    out = io.StringIO()
+    parts = [TextContent("The chart:"), ImageContent("iVBORw0KGgo=", "image/png")]
+    result = ToolCallResult(parts, ToolCall("chart", {"month": "May"}, "c1"), error=False)
+    Printer(Console(file=out, width=200))(StreamingChunk(index=0, tool_call_result=result, start=True))
+    printed = out.getvalue()
+    assert '→ chart({"month": "May"})' in printed
+    assert "The chart:\\n[image: image/png, 8 bytes, not shown to this model]" in printed  # newlines shown escaped

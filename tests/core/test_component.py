@@ -134,6 +134,18 @@ def test_a_component_without_outputs_is_refused_when_built() -> None:
         NoOutputs()
 
 
+def test_a_component_that_declares_no_outputs_with_set_output_types_is_built() -> None:
+    @component
+    class Sink:
+        def __init__(self) -> None:
+            component.set_output_types(self)  # declared, not forgotten (Haystack allows it too)
+
+        def run(self, value: int) -> dict[str, Any]:
+            return {}
+
+    assert output_sockets(Sink()) == {}
+
+
 @pytest.mark.parametrize(
     ("build", "match"),
     [

@@ -20,7 +20,7 @@ def mode(path: Path) -> int:
 
 
 def test_exports() -> None:
-    assert files.__all__ == ["FileLock", "atomic_write", "fsync_directory", "lock_path_for"]
+    assert files.__all__ == ["FileLock", "atomic_write", "check_directory_path", "fsync_directory", "lock_path_for"]
 
 
 # ---- atomic_write ----------------------------------------------------------------------------------------
@@ -230,3 +230,22 @@ def test_bad_timeouts_are_refused(tmp_path: Path, timeout: object) -> None:
 def test_a_lock_in_a_missing_directory_raises(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         FileLock(tmp_path / "missing" / ".s.lock").acquire()
+
+
+# ---- check_directory_path --------------------------------------------------------------------------------
+
+
+def test_check_directory_path_accepts_a_directory_a_missing_one_and_a_link_to_one(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for path in (tmp_path, tmp_path / "missing" / "deeper", tmp_path / "link", tmp_path / "link" / "new"):
+        files.check_directory_path(path, "snapshot_file_path")
+
+
+def test_check_directory_path_refuses_a_file_and_a_path_inside_one(tmp_path: Path) -> None:
+    file = tmp_path / "f.json"
+    file.write_text("{}")
+    with pytest.raises(ConfigurationError, match=rf"^Breakpoint snapshot_file_path '{file}' is an existing file: it"):
+        files.check_directory_path(file, "Breakpoint snapshot_file_path")
+    with pytest.raises(ConfigurationError, match=rf"'{file}/a/b' is inside '{file}', which is a file: it must be a"):
+        files.check_directory_path(file / "a" / "b", "snapshot_file_path")

@@ -6,6 +6,7 @@ import copy
 import importlib
 import json
 import re
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,51 @@ def test_a_breakpoint_confirmation_strategy_loads() -> None:
     strategy = agent.confirmation_strategies["weather"]
     assert isinstance(strategy, BreakpointConfirmationStrategy)
     assert strategy.snapshot_file_path == "snapshots"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["init_parameters"]["tools"]["data"]["tools"][0]["data"].update(function=5),
+         "tools.tools[0].function"),
+        (lambda d: d["init_parameters"]["state_schema"]["last_city"].update(handler=7), "state_schema['last_city']"),
+        (lambda d: d["init_parameters"].update(tools=5), "tools"),
+    ],
+)  # fmt: skip
+def test_an_agent_file_with_a_field_of_the_wrong_type_names_the_field_and_no_private_class(
+    change: Any, field: str
+) -> None:
+    data = yaml.safe_load((HERE / "agent.yaml").read_text(encoding="utf-8"))
+    change(data)
+    with pytest.raises(SerializationError) as caught:
+        load_haystack(yaml.safe_dump(data), allowed_modules=USER)
+    shown = "".join(traceback.format_exception_only(caught.value))
+    assert type(caught.value) is SerializationError
+    assert "_FieldError" not in str(caught.value) and "_FieldError" not in shown  # was ...serialization._FieldError
+    assert shown.startswith("handrail.errors.SerializationError: ")
+    assert field in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ((HERE / "agent.yaml").read_text(encoding="utf-8") + "  tools: [\n", "agent"),
+        ((HERE / "tool_invoker_pipeline.yaml").read_text(encoding="utf-8") + "metadata: {\n", "pipeline"),
+        ("type: haystack.components.builders.prompt_builder.PromptBuilder\ninit_parameters: {\n", "PromptBuilder"),
+        ("init_parameters: [\n", "Haystack"),
+    ],
+    ids=["agent", "pipeline", "another type", "neither"],
+)
+def test_yaml_that_does_not_parse_is_named_for_what_it_holds(text: str, what: str) -> None:
+    with pytest.raises(SerializationError, match=rf"^Cannot read the {what} YAML: "):
+        load_haystack(text, allowed_modules=USER)  # an agent file was "Cannot read the pipeline YAML"
+
+
+def test_an_agent_file_that_does_not_parse_is_named_an_agent_when_read_from_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text((HERE / "agent.yaml").read_text(encoding="utf-8").replace("max_agent_steps: 5", "max: [5"))
+    with pytest.raises(SerializationError, match=r"^Cannot read the agent YAML: "):
+        load_haystack(path, allowed_modules=USER)
 
 
 def test_the_user_module_must_be_allowed() -> None:

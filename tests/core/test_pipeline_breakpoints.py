@@ -25,6 +25,7 @@ from handrail.dataclasses import (
     load_pipeline_snapshot,
 )
 from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.pipeline_snapshot import write_pipeline_snapshot
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SnapshotError
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.testing import ScriptedChatGenerator, call, reply
@@ -117,6 +118,39 @@ def test_the_snapshot_file_is_written_and_loads(tmp_path: Path) -> None:
     assert loaded.pipeline_state.inputs == {"c": {"value": 7}}
     assert loaded.break_point == Breakpoint("c", snapshot_file_path=tmp_path)
     assert pipeline.run({}, pipeline_snapshot=loaded) == {"c": {"value": 8}}
+
+
+@pytest.mark.parametrize(
+    ("point", "kind"),
+    [
+        (lambda d: Breakpoint("c", snapshot_file_path=d), "Breakpoint"),
+        (lambda d: AgentBreakpoint("agent", ToolBreakpoint(snapshot_file_path=d)), "ToolBreakpoint"),
+    ],
+    ids=["Breakpoint", "AgentBreakpoint"],
+)
+def test_a_file_as_the_snapshot_directory_is_refused_before_anything_runs(
+    point: Any, kind: str, tmp_path: Path
+) -> None:
+    file = tmp_path / "snapshot.json"
+    file.write_text("{}")
+    pipeline = chain()
+    generator = ScriptedChatGenerator([reply("unused")])
+    pipeline.add_component("agent", Agent(chat_generator=generator))
+    data = {"a": {"value": 5}, "agent": {"messages": [ChatMessage.from_user("hi")]}}
+    with pytest.raises(ConfigurationError) as caught:  # was a raw FileExistsError once 'c' was reached
+        pipeline.run(data, break_point=point(str(file)))
+    assert str(caught.value).startswith(
+        f"The break_point's {kind} snapshot_file_path '{file}' is an existing file: it must be a directory"
+    )
+    assert pipeline.get_component("a").seen == [] and generator.calls == [] and file.read_text() == "{}"
+
+
+def test_a_snapshot_directory_that_became_a_file_is_refused_when_written(tmp_path: Path) -> None:
+    snapshot = stop(chain(), {"a": {"value": 5}}, break_point=Breakpoint("c")).pipeline_snapshot
+    assert snapshot is not None
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigurationError, match=r"'.*/file/snaps' is inside '.*/file', which is a file: it must"):
+        write_pipeline_snapshot(snapshot, str(tmp_path / "file" / "snaps"))  # was a NotADirectoryError
 
 
 def test_typed_values_survive_the_file(tmp_path: Path) -> None:

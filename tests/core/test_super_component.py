@@ -124,6 +124,24 @@ def test_two_components_producing_one_output_name_need_an_output_mapping() -> No
     assert SuperComponent(p, output_mapping={"echo.out": "echoed"}).run(x="hi", query="q") == {"echoed": "hi"}
 
 
+def test_an_empty_pipeline_runs_and_returns_nothing_as_in_haystack() -> None:
+    wrapper = SuperComponent(Pipeline())  # was refused: "decorate run with @component.output_types"
+    assert input_sockets(wrapper) == {} and output_sockets(wrapper) == {}
+    assert wrapper.run() == {}
+    assert asyncio.run(wrapper.run_async()) == {}
+    outer = Pipeline()
+    outer.add_component("inner", SuperComponent.from_dict(wrapper.to_dict()))
+    assert outer.run({}) == {}
+
+
+def test_an_empty_output_mapping_runs_the_pipeline_and_returns_nothing() -> None:
+    p = Pipeline()
+    p.add_component("echo", Echo())
+    wrapper = SuperComponent(p, output_mapping={})
+    assert output_sockets(wrapper) == {}
+    assert wrapper.run(x="hi") == {}
+
+
 def test_a_pipeline_is_required() -> None:
     with pytest.raises(ValueError, match="Pipeline must be provided to SuperComponent"):
         SuperComponent(None)  # type: ignore[arg-type]

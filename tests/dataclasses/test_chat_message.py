@@ -375,7 +375,7 @@ def test_tool_message_with_arbitrary_result_round_trips(
         ({"role": "assistant", "content": [{"tool_call": {"tool_name": "t", "arguments": {}, "extra": 1}}]},
          r"'content\[0\]\.tool_call\.extra' must be a mapping or null, got int"),
         ({"role": "tool", "content": [{"tool_call_result": {"result": 1, "origin": {}, "error": False}}]},
-         r"'content\[0\]\.tool_call_result\.result' must be a str, got int"),
+         r"'content\[0\]\.tool_call_result\.result' must be a str or a list of text and image parts, got int"),
         ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": {}, "error": "no"}}]},
          r"'content\[0\]\.tool_call_result\.error' must be true or false, got str"),
         ({"role": "tool", "content": [{"tool_call_result": {"result": "r", "origin": 5, "error": False}}]},

@@ -9,7 +9,7 @@ import pytest
 from handrail.components.agents import Agent
 from handrail.components.generators.utils import print_streaming_chunk
 from handrail.core.secret import EnvVarSecret, Secret
-from handrail.dataclasses import ChatMessage, ToolCall
+from handrail.dataclasses import ChatMessage, ImageContent, TextContent, ToolCall, ToolCallResult
 from handrail.dataclasses.streaming import StreamingChunk, ToolCallDelta
 from handrail.errors import SerializationError
 from handrail.testing import ScriptedChatGenerator
@@ -63,6 +63,13 @@ def test_print_streaming_chunk_labels_text_tool_calls_and_results() -> None:
         StreamingChunk(finish_reason="tool_calls"),
     )
     assert text == '[ASSISTANT]\nLet me check.\n\n[TOOL CALL]\nTool: weather \nArguments: {"city": "Bern"}\n\n'
+
+
+def test_print_streaming_chunk_prints_a_result_of_parts_as_text_with_placeholders() -> None:
+    parts = [TextContent("The chart:"), ImageContent("iVBORw0KGgo=", "image/png")]
+    result = ToolCallResult(parts, ToolCall(tool_name="chart", arguments={}, id="c1"), error=False)
+    text = _printed(StreamingChunk(index=0, tool_call_result=result, start=True))
+    assert text == "[TOOL RESULT]\nThe chart:\n[image: image/png, 8 bytes, not shown to this model]"
 
 
 def test_print_streaming_chunk_as_the_agents_callback(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from handrail.dataclasses import ChatMessage, ChatRole, ReasoningContent
+from handrail.dataclasses import ChatMessage, ChatRole, ImageContent, ReasoningContent, TextContent
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks._messages import map_texts, pending_calls, refuse_calls, replace_result, step_results
 from handrail.testing import call
@@ -85,6 +85,25 @@ def test_map_texts_rewrites_texts_and_results_but_not_calls() -> None:
     assert message.text == "hello"
     result = map_texts(ChatMessage.from_tool("ok", A, error=True), str.upper).tool_call_result
     assert result is not None and (result.result, result.origin, result.error) == ("OK", A, True)
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def test_map_texts_rewrites_the_text_parts_of_a_result_and_keeps_its_images() -> None:
+    image = ImageContent(PNG, "image/png")
+    message = ChatMessage.from_tool([TextContent("a"), image, TextContent("b")], A)
+    new = map_texts(message, str.upper).tool_call_result
+    assert new is not None and new.result == [TextContent("A"), image, TextContent("B")]
+    assert new.result[1] is image  # type: ignore[index]
+    assert map_texts(message, str) is message  # nothing changed: the same object
+    assert map_texts(ChatMessage.from_tool([image], A), str.upper).tool_call_result.result == [image]  # type: ignore[union-attr]
+
+
+def test_replace_result_takes_content_parts() -> None:
+    parts = [TextContent("short"), ImageContent(PNG, "image/png")]
+    new = replace_result(ChatMessage.from_tool("long text", A, error=True), parts)
+    assert new.tool_call_result is not None and new.tool_call_result.result == parts and new.tool_call_result.error
 
 
 def test_refuse_calls_lays_out_pairs_before_the_remaining_calls() -> None:

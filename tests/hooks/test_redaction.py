@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from handrail.dataclasses import ChatMessage, ChatRole
+from handrail.dataclasses import ChatMessage, ChatRole, ImageContent, TextContent
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks import RedactionHook
 from handrail.testing import call
@@ -107,6 +107,17 @@ def test_run_masks_every_message_text_without_mutating_the_originals() -> None:
     assert out[4].text == "found [REDACTED]" and out[4].meta == {"usage": {"total_tokens": 3}}
     assert original[0].text == f"system {OPENAI}"
     assert original[3].tool_call_result.result.endswith("t" * 20)  # type: ignore[union-attr]
+
+
+def test_the_text_parts_of_a_result_are_masked_and_its_images_kept() -> None:
+    image = ImageContent("iVBORw0KGgo=", "image/png")
+    c = call("fetch", id="c1")
+    state = state_with(
+        [ChatMessage.from_assistant(tool_calls=[c]), ChatMessage.from_tool([TextContent(OPENAI), image], c)]
+    )
+    RedactionHook().run(state)
+    result = state.data["messages"][1].tool_call_result
+    assert result is not None and result.result == [TextContent("[REDACTED]"), image]
 
 
 def test_run_leaves_a_clean_history_alone() -> None:

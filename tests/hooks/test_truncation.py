@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handrail.dataclasses import ChatMessage, State
+from handrail.dataclasses import ChatMessage, ImageContent, State, TextContent
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks import ToolResultTruncationHook
 from handrail.testing import call
@@ -130,3 +130,77 @@ def test_round_trip() -> None:
     data = ToolResultTruncationHook(77).to_dict()
     assert data == {"type": "handrail.hooks.truncation.ToolResultTruncationHook", "init_parameters": {"max_chars": 77}}
     assert ToolResultTruncationHook.from_dict(data).max_chars == 77
+
+
+# --------------------------------------------------------------------------- results of content parts
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+IMAGE = ImageContent(PNG, "image/png")
+
+
+def texts_of(parts: list[TextContent | ImageContent]) -> str:
+    return "".join(p.text for p in parts if isinstance(p, TextContent))
+
+
+@given(
+    layout=st.lists(st.one_of(st.text(max_size=400), st.none()), max_size=8),
+    max_chars=st.integers(min_value=40, max_value=600),
+)
+def test_text_parts_are_cut_as_one_text_and_images_kept_in_order(layout: list[str | None], max_chars: int) -> None:
+    parts: list[TextContent | ImageContent] = [IMAGE if t is None else TextContent(t) for t in layout]
+    hook = ToolResultTruncationHook(max_chars)
+    out = hook.truncate_parts(parts)
+    whole = texts_of(parts)
+    if len(whole) <= max_chars:
+        assert out is parts
+        return
+    assert texts_of(out) == hook.truncate(whole)  # the text parts read as the truncated text
+    assert sum(len(p.text) for p in out if isinstance(p, TextContent)) == max_chars
+    assert [p for p in out if isinstance(p, ImageContent)] == [p for p in parts if isinstance(p, ImageContent)]
+    assert all(p.text for p in out if isinstance(p, TextContent) and p not in parts)  # no empty piece is made
+
+
+def test_a_list_of_one_text_part_is_cut_as_its_text() -> None:
+    hook = ToolResultTruncationHook(60)
+    text = "a" * 50 + "b" * 50
+    assert hook.truncate_parts([TextContent(text)]) == [TextContent(hook.truncate(text))]
+
+
+def test_parts_inside_the_cut_are_dropped_and_the_marker_ends_the_head() -> None:
+    parts = [TextContent("h" * 30), IMAGE, TextContent("m" * 100), IMAGE, TextContent("t" * 30)]
+    out = ToolResultTruncationHook(60).truncate_parts(parts)
+    assert out == [
+        TextContent("h" * 15 + "\n[... 130 characters cut ...]\n"),
+        IMAGE,
+        IMAGE,
+        TextContent("t" * 15),
+    ]
+
+
+def test_the_hook_shortens_a_result_of_parts_and_keeps_its_images() -> None:
+    calls = [call("chart", id="c0"), call("chart", id="c1")]
+    long_parts = [TextContent("x" * 300), IMAGE, TextContent("y" * 300)]
+    short_parts = [TextContent("fits"), IMAGE]
+    history = [
+        ChatMessage.from_assistant(tool_calls=calls),
+        ChatMessage.from_tool(long_parts, calls[0]),
+        ChatMessage.from_tool(short_parts, calls[1]),
+    ]
+    state = state_with(history)
+    ToolResultTruncationHook(100).run(state)
+    messages = state.data["messages"]
+    new = messages[1].tool_call_result
+    assert new is not None and isinstance(new.result, list) and new.origin.id == "c0"
+    assert sum(len(p.text) for p in new.result if isinstance(p, TextContent)) == 100
+    assert IMAGE in new.result and "characters cut" in new.text
+    assert messages[2] is history[2]  # its text fits: left alone, image and all
+    ToolResultTruncationHook(100).run(state)
+    assert state.data["messages"] is messages  # truncating twice changes nothing more
+
+
+def test_images_alone_are_never_cut() -> None:
+    state = state_with([ChatMessage.from_assistant(tool_calls=[call("chart", id="c0")])])
+    state.data["messages"].append(ChatMessage.from_tool([IMAGE] * 50, call("chart", id="c0")))
+    before = state.data["messages"]
+    ToolResultTruncationHook(40).run(state)
+    assert state.data["messages"] is before

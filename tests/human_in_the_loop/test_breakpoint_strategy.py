@@ -55,6 +55,18 @@ def test_the_directory_is_not_created_at_init(tmp_path: Path) -> None:
     assert not target.exists()
 
 
+def test_a_file_as_the_directory_is_refused_when_built(tmp_path: Path) -> None:
+    file = tmp_path / "approvals.json"
+    file.write_text("{}")
+    with pytest.raises(ConfigurationError) as caught:  # was a raw FileExistsError when the first pause was written
+        BreakpointConfirmationStrategy(file)
+    assert str(caught.value).startswith(
+        f"BreakpointConfirmationStrategy snapshot_file_path '{file}' is an existing file: it must be a directory"
+    )
+    with pytest.raises(ConfigurationError, match=rf"'{file}/inside' is inside '{file}', which is a file"):
+        BreakpointConfirmationStrategy(file / "inside")
+
+
 def test_to_dict_from_dict_round_trip_without_mutating_the_data(tmp_path: Path) -> None:
     metadata = {"agent_file": "/abs/agent.yaml", "nested": {"k": [1, 2]}}
     strategy = BreakpointConfirmationStrategy(tmp_path, metadata=metadata)

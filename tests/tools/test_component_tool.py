@@ -153,6 +153,11 @@ def test_an_argument_that_cannot_be_converted_fails_the_call() -> None:
         t.invoke(messages=[], point={"x": "not a number", "y": 2})
 
 
+def test_a_chat_message_argument_that_is_not_a_message_fails_the_call() -> None:
+    with pytest.raises(ToolInvocationError, match=r"argument 'first' could not be converted: expected a message"):
+        ComponentTool(Mixed()).invoke(messages=[], first="yo")
+
+
 def test_warm_up_reaches_the_component_once() -> None:
     weather = WeatherLookup()
     t = ComponentTool(weather)

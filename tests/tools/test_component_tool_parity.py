@@ -86,6 +86,26 @@ def test_a_message_given_as_plain_text_content_converts_too() -> None:
     assert generator.calls[0]["messages"] == [ChatMessage.from_system("Be brief.")]
 
 
+@pytest.mark.parametrize(
+    ("messages", "got"),
+    [
+        ("hi", r"got the str 'hi' \(wrap a text as"),
+        ({"role": "user", "content": "hi"}, "got the dict"),
+        ([ChatMessage.from_user("ok"), 5], "got the int 5 at index 1"),
+    ],
+)
+def test_messages_that_are_not_a_list_of_messages_are_refused_not_iterated(messages: Any, got: str) -> None:
+    generator = ScriptedChatGenerator([ChatMessage.from_assistant("unused")])
+    t = ComponentTool(generator)
+    expected = (
+        r"argument 'messages' could not be converted: expected a list of messages, each a ChatMessage or a dict "
+        r'like \{"role": "user", "content": "..."\}, ' + got
+    )
+    with pytest.raises(ToolInvocationError, match=expected):
+        t.invoke(messages=messages)
+    assert generator.calls == []  # "hi" was sent as the messages "h" and "i"
+
+
 def test_a_component_added_to_a_pipeline_is_refused_with_value_error() -> None:
     generator = ScriptedChatGenerator([])
     pipeline = Pipeline()

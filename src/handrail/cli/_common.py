@@ -83,7 +83,10 @@ class Printer:
             self.end_text()
             args = result.origin.arguments
             shown = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else str(args)
-            text = result.result if len(result.result) <= 400 else result.result[:400] + " …"
+            from handrail.dataclasses.chat_message import result_text
+
+            full = result_text(result, image_placeholders=True)
+            text = full if len(full) <= 400 else full[:400] + " …"
             call = Text("→ ")
             call.append(printable(result.origin.tool_name), style="bold red" if result.error else "bold cyan")
             call.append(f"({printable(shown)})")

@@ -23,9 +23,35 @@ from types import TracebackType
 
 from handrail.errors import ConfigurationError
 
-__all__ = ["FileLock", "atomic_write", "fsync_directory", "lock_path_for"]
+__all__ = ["FileLock", "atomic_write", "check_directory_path", "fsync_directory", "lock_path_for"]
 
 _POLL_SECONDS = 0.01
+
+
+def check_directory_path(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse a path that cannot be (or become) a directory: an existing file, or a path inside a file.
+
+    A directory that does not exist yet is fine: it is created when the first file is written into it.
+
+    Args:
+        path: The directory.
+        what: What the path was given as, for the message (``"Breakpoint snapshot_file_path"``).
+
+    Raises:
+        ConfigurationError: Naming ``what``, the path and the file in the way.
+    """
+    given = os.fspath(path)
+    target = Path(os.path.abspath(given))
+    for candidate in (target, *target.parents):
+        if not os.path.lexists(candidate):
+            continue
+        if os.path.isdir(candidate):
+            return
+        where = "is an existing file" if candidate == target else f"is inside {str(candidate)!r}, which is a file"
+        raise ConfigurationError(
+            f"{what} {given!r} {where}: it must be a directory, as snapshot files are written into it (a "
+            f"missing directory is created)."
+        )
 
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:

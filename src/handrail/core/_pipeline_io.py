@@ -171,8 +171,12 @@ def _yaml_safe(value: Any) -> bool:
     return True
 
 
-def yaml_load(text: str) -> Any:
+def yaml_load(text: str, *, what: str) -> Any:
     """Parse YAML text like ``yaml.safe_load`` (no Python object tags), refusing duplicate keys and alias bombs.
+
+    Args:
+        text: The YAML text.
+        what: What the text holds, as the error names it: ``"pipeline"`` gives "Cannot read the pipeline YAML".
 
     Raises:
         SerializationError: When the text is not valid YAML, gives a key twice in one mapping, or uses
@@ -188,9 +192,9 @@ def yaml_load(text: str) -> Any:
     except YamlRefusedError as exc:
         line, problem = describe_yaml_error(exc)
         where = f"line {line}: " if line is not None else ""
-        raise SerializationError(f"Cannot read the pipeline YAML: {where}{problem}") from exc
+        raise SerializationError(f"Cannot read the {what} YAML: {where}{problem}") from exc
     except yaml.YAMLError as exc:
-        raise SerializationError(f"Cannot read the pipeline YAML: {exc}") from exc
+        raise SerializationError(f"Cannot read the {what} YAML: {exc}") from exc
 
 
 def _escape(text: str) -> str:

@@ -71,7 +71,10 @@ def check_break_point(break_point: Any, components: Mapping[str, Any]) -> str | 
     Raises:
         ComponentError: When the breakpoint names no component of the pipeline (a ValueError).
         ConfigurationTypeError: When it is not a breakpoint.
+        ConfigurationError: When its ``snapshot_file_path`` (an AgentBreakpoint's inner one) is an existing file
+            or lies inside one: refused before anything runs, not when the snapshot is written.
     """
+    from handrail.core._files import check_directory_path
     from handrail.errors import ComponentError, ConfigurationTypeError
 
     if break_point is None:
@@ -88,6 +91,10 @@ def check_break_point(break_point: Any, components: Mapping[str, Any]) -> str | 
         raise ComponentError(
             f"break_point {break_point!r} is not a registered component in the pipeline. Components: {known}."
         )
+    inner = getattr(break_point, "break_point", break_point)
+    directory = getattr(inner, "snapshot_file_path", None)
+    if directory:
+        check_directory_path(directory, f"The break_point's {type(inner).__name__} snapshot_file_path")
     return str(name)
 
 

@@ -158,7 +158,9 @@ class _ComponentDecorator:
 
         Args:
             instance: A component instance.
-            **types: One keyword per output: its name and type.
+            **types: One keyword per output: its name and type. None at all declares that the instance has
+                no outputs (a SuperComponent of an empty pipeline); a component that declares no outputs in
+                either way is refused when built.
 
         Raises:
             ComponentError: When ``instance`` is not a component.
@@ -295,7 +297,7 @@ def _wrap_init(cls: type) -> None:
             vars(self)[_INIT_PARAMS] = _bound_init_parameters(original, self, args, kwargs)
         else:
             del vars(self)[_INIT_PARAMS]
-        if not output_sockets(self):
+        if not output_sockets(self) and vars(self).get(_DYNAMIC_OUTPUTS) is None:  # none declared: forgotten
             raise ComponentError(
                 f"Component {type(self).__name__} has no output sockets: decorate run with "
                 f"@component.output_types(...) or call component.set_output_types(self, ...) in __init__."

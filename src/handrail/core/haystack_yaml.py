@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,21 +46,20 @@ def load_haystack(source: str | os.PathLike[str] | Mapping[str, Any], *, allowed
         SerializationError: Invalid YAML; a Haystack path the table does not map (each named, with where it
             sits); a path outside the allowlist; or a component that refuses its parameters (named).
     """
-    from handrail.core._pipeline_io import yaml_load
     from handrail.core.pipeline import Pipeline
     from handrail.core.serialization import object_from_dict, restricted_imports
 
     if isinstance(source, Mapping):
         raw: Any = dict(source)
     elif isinstance(source, os.PathLike):
-        raw = yaml_load(Path(source).read_text(encoding="utf-8"))
+        raw = _parse(Path(source).read_text(encoding="utf-8"))
     elif isinstance(source, str) and _looks_like_a_path(source):
         try:
-            raw = yaml_load(Path(source).read_text(encoding="utf-8"))
+            raw = _parse(Path(source).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise SerializationError(f"load_haystack: no such file {source!r}.") from None
     elif isinstance(source, str):
-        raw = yaml_load(source)
+        raw = _parse(source)
     else:
         raise SerializationError(f"load_haystack needs YAML text, a path or a dict, got {type(source).__name__}.")
     data = translate_haystack(raw)
@@ -75,6 +75,37 @@ def load_haystack(source: str | os.PathLike[str] | Mapping[str, Any], *, allowed
         )
     with restricted_imports(allowed):
         return object_from_dict(data, allowed_modules=allowed)
+
+
+_TOP_COMPONENTS = re.compile(r"^components\s*:", re.MULTILINE)
+_TOP_TYPE = re.compile(r"^type\s*:\s*['\"]?([\w.]+)", re.MULTILINE)
+
+
+def _parse(text: str) -> Any:
+    """Read the YAML; an error names what the text holds ("Cannot read the agent YAML"), as far as it can tell.
+
+    Raises:
+        SerializationError: When the text is not valid YAML (see :func:`~handrail.core._pipeline_io.yaml_load`).
+    """
+    from handrail.core._pipeline_io import yaml_load
+
+    return yaml_load(text, what=_what_it_holds(text))
+
+
+def _what_it_holds(text: str) -> str:
+    """What a Haystack YAML text holds, read from its raw lines (so it works on text that does not parse).
+
+    Returns:
+        ``pipeline`` (a top-level ``components:``), ``agent`` (a top-level ``type: ....Agent``), the class name
+        of another top-level ``type``, else ``Haystack``.
+    """
+    if _TOP_COMPONENTS.search(text):
+        return "pipeline"
+    match = _TOP_TYPE.search(text)
+    if match is None:
+        return "Haystack"
+    name = match.group(1).rpartition(".")[2]
+    return "agent" if name == "Agent" else name
 
 
 def _looks_like_a_path(text: str) -> bool:

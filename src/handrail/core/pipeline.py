@@ -461,7 +461,7 @@ class Pipeline(FreshLockOnCopy):
                 type names the component).
             ComponentError: As :meth:`from_dict`.
         """
-        return cls.from_dict(yaml_load(text), allowed_modules=allowed_modules)
+        return cls.from_dict(yaml_load(text, what="pipeline"), allowed_modules=allowed_modules)
 
     def show(self) -> str:
         """Return a Mermaid flowchart of the pipeline (components, sockets and types); nothing is sent anywhere.

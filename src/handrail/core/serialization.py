@@ -363,26 +363,22 @@ def reading(where: str | None) -> Iterator[None]:
         where: The field, as the message writes it; None adds nothing.
 
     Raises:
-        SerializationError: ``<where>: <the error>``, chained to it.
+        SerializationError: ``<where>: <the error>``, chained to it, with ``where`` as its ``field``. An error
+            that already names a field inside this one extends it: ``tools[0]`` around ``function`` gives
+            ``tools[0].function``.
     """
     if where is None:
         yield
         return
     try:
         yield
-    except _FieldError as exc:  # a field inside this one: one path, tools[0].function
-        raise _FieldError(where + ("" if exc.field.startswith("[") else ".") + exc.field, exc.detail) from exc
     except SerializationError as exc:
-        raise _FieldError(where, str(exc), exc.path) from exc
-
-
-class _FieldError(SerializationError):
-    """The error :func:`reading` raises: ``<field>: <detail>``, the field kept apart so an outer one extends it."""
-
-    def __init__(self, field: str, detail: str, path: tuple[str | int, ...] = ()) -> None:
-        super().__init__(f"{field}: {detail}", path=path)
-        self.field = field
-        self.detail = detail
+        if exc.field is None:
+            field, detail, path = where, str(exc), exc.path
+        else:  # a field inside this one: one path, tools[0].function (the inner path is relative to it)
+            field = where + ("" if exc.field.startswith("[") else ".") + exc.field
+            detail, path = str(exc).removeprefix(f"{exc.field}: "), ()
+        raise SerializationError(f"{field}: {detail}", path=path, field=field) from exc
 
 
 def deserialize_callable(

@@ -78,6 +78,8 @@ def _call_json(call: ToolCall, memo: CallMemo) -> str:
 
 
 def _result_json(part: ToolCallResult, memo: CallMemo) -> str:
+    if type(part.result) is not str:  # content parts (text and images): the plain to_dict() path writes them
+        raise TypeError("a tool result of content parts is not assembled")
     error = part.error
     flag = "true" if error is True else "false" if error is False else dump_json(error)
     return f'{_escape(part.result)},"origin":{_call_json(part.origin, memo)},"error":{flag}}}}}'

@@ -22,6 +22,7 @@ Path = tuple[str | int, ...]
 _ROLES = ("user", "system", "assistant", "tool")
 _MESSAGE_KEYS = ("role", "content", "meta", "name")
 _PART_KEYS = ("text", "tool_call", "tool_call_result", "image", "reasoning")
+_RESULT_PART_KEYS = ("text", "image")
 _IMAGE_KEYS = ("base64_image", "mime_type", "detail", "meta", "validation")
 _REASONING_KEYS = ("reasoning_text", "extra")
 _OLD_LAYOUT = {"_role": "role", "_content": "content", "_name": "name", "_meta": "meta"}
@@ -78,7 +79,10 @@ class _Checker:
 
     def result(self, data: Any, path: Path) -> None:
         self.keys(data, path, _RESULT_KEYS, _RESULT_KEYS)
-        self.typed(data, "result", path, (str,), "a str")
+        self.typed(data, "result", path, (str, list), "a str or a list of text and image parts")
+        if isinstance(data["result"], list):  # Haystack 2.23's content parts: [{"text": ...}, {"image": {...}}]
+            for i, part in enumerate(data["result"]):
+                self.part(part, (*path, "result", i), kinds=_RESULT_PART_KEYS)
         if data["error"] not in (True, False):  # 0 and 1 too: from_dict coerces them
             raise self.fail(
                 (*path, "error"), f"must be true or false, got {_kind(data['error'])} {data['error']!r:.80}."
@@ -98,22 +102,23 @@ class _Checker:
         self.typed(data, "reasoning_text", path, (str,), "a str")
         self.typed(data, "extra", path, (dict, type(None)), "a mapping or null")
 
-    def part(self, data: Any, path: Path, only: str | None = None) -> None:
+    def part(self, data: Any, path: Path, only: str | None = None, kinds: tuple[str, ...] = _PART_KEYS) -> None:
         if not isinstance(data, dict):
             raise self.fail(path, f"must be a mapping, got {_kind(data)} {data!r:.80}.")
-        kinds = [k for k in ((only,) if only else _PART_KEYS) if k in data]
-        if len(kinds) != 1:
+        expected = (only,) if only else kinds
+        found = [k for k in expected if k in data]
+        if len(found) != 1:
             got = sorted(map(str, data))
-            expected = [only] if only else list(_PART_KEYS)
-            raise self.fail(path, f"is an unknown content part: it must hold one of {expected}, got {got}.")
-        self.keys(data, path, (kinds[0],), ())
-        if kinds[0] == "text":
+            raise self.fail(path, f"is an unknown content part: it must hold one of {list(expected)}, got {got}.")
+        kind = found[0]
+        self.keys(data, path, (kind,), ())
+        if kind == "text":
             self.typed(data, "text", path, (str,), "a str")
-        elif kinds[0] == "tool_call":
+        elif kind == "tool_call":
             self.tool_call(data["tool_call"], (*path, "tool_call"))
-        elif kinds[0] == "image":
+        elif kind == "image":
             self.image(data["image"], (*path, "image"))
-        elif kinds[0] == "reasoning":
+        elif kind == "reasoning":
             self.reasoning(data["reasoning"], (*path, "reasoning"))
         else:
             self.result(data["tool_call_result"], (*path, "tool_call_result"))

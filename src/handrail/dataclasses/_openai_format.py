@@ -3,6 +3,9 @@
 The rules are Haystack 2.19's: a user message of one text part is a plain string, other user messages a list of
 ``text`` / ``image_url`` parts (an image as a ``data:`` URL); a tool message carries its result text and the
 call's id; reasoning is not sent (the Chat API has no place for it); the error of a tool result is not sent.
+A tool result of content parts (Haystack 2.23) is a list of ``text`` parts, each image standing as its
+:func:`~handrail.dataclasses.chat_message.image_placeholder` text: the Chat API takes no image in a tool message
+(Haystack 2.23 raises a ``ValueError`` there instead).
 """
 
 from __future__ import annotations
@@ -10,10 +13,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ImageContent, TextContent, ToolCall
+from handrail.dataclasses.chat_message import (
+    ChatMessage,
+    ChatRole,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolCallResultContentT,
+    image_placeholder,
+)
 from handrail.errors import ConfigurationError
 
-__all__ = ["from_openai_dict", "image_part", "to_openai_dict"]
+__all__ = ["from_openai_dict", "image_part", "to_openai_dict", "tool_result_content"]
 
 _NO_ID = "`ToolCall` must have a non-null `id` attribute to be used with OpenAI."
 _OPENAI_ROLES = ("assistant", "user", "system", "developer", "tool")
@@ -25,6 +36,23 @@ def image_part(image: ImageContent) -> dict[str, Any]:
     if image.detail:
         url["detail"] = image.detail
     return {"type": "image_url", "image_url": url}
+
+
+def tool_result_content(result: ToolCallResultContentT) -> str | list[dict[str, str]]:
+    """A tool result as the ``content`` of an OpenAI Chat API tool message.
+
+    A ``str`` as it is; content parts as a list of ``text`` parts in order, an image as its placeholder text
+    (``[image: image/png, 12,345 bytes, not shown to this model]``), since the Chat API takes text only in a
+    tool message; an empty list as ``""``.
+    """
+    if isinstance(result, str):
+        return result
+    if not result:
+        return ""
+    return [
+        {"type": "text", "text": part.text if isinstance(part, TextContent) else image_placeholder(part)}
+        for part in result
+    ]
 
 
 def to_openai_dict(message: ChatMessage, require_tool_call_ids: bool) -> dict[str, Any]:
@@ -47,7 +75,7 @@ def to_openai_dict(message: ChatMessage, require_tool_call_ids: bool) -> dict[st
         return out
     if results:
         result = results[0]
-        out["content"] = result.result
+        out["content"] = tool_result_content(result.result)
         if result.origin.id is not None:
             out["tool_call_id"] = result.origin.id
         elif require_tool_call_ids:
@@ -150,11 +178,25 @@ def from_openai_dict(message: dict[str, Any]) -> ChatMessage:
         if isinstance(content, list):
             return ChatMessage.from_user(content_parts=_user_parts(content), name=name)
         return ChatMessage.from_user(text=content, name=name)
+    origin = ToolCall(tool_name="", arguments={}, id=message.get("tool_call_id"))
+    if role == "tool" and isinstance(content, list):  # text parts, as Haystack 2.23 reads them
+        return ChatMessage.from_tool(tool_result=_tool_parts(content), origin=origin, error=False)
     if not isinstance(content, str):
         raise ConfigurationError(
             f"The `content` of an OpenAI {role} message must be a str, got {type(content).__name__}."
         )
     if role in ("system", "developer"):
         return ChatMessage.from_system(text=content, name=name)
-    origin = ToolCall(tool_name="", arguments={}, id=message.get("tool_call_id"))
     return ChatMessage.from_tool(tool_result=content, origin=origin, error=False)
+
+
+def _tool_parts(content: list[Any]) -> ToolCallResultContentT:
+    parts: list[TextContent | ImageContent] = []
+    for i, part in enumerate(content):
+        if not (isinstance(part, dict) and isinstance(part.get("text"), str)):
+            raise ConfigurationError(
+                "To be used with OpenAI, tool results must be a string or a list of TextContent: "
+                f"content[{i}] of the tool message is not a text part: {part!r:.120}"
+            )
+        parts.append(TextContent(part["text"]))
+    return parts

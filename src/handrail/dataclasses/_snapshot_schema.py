@@ -280,10 +280,11 @@ def snapshot_schema(deep: bool) -> dict[str, Check]:
     free = json_object(deep)
     tool_call = obj({"tool_name": _string, "arguments": either(_string, free)},
                     {"id": _optional_string, "extra": nullable(free)})  # fmt: skip
-    result = obj({"result": _string, "origin": tool_call, "error": _boolean})
     detail = nullable(one_of("auto", "high", "low"))
     image_keys = {"mime_type": _optional_string, "detail": detail, "meta": nullable(free), "validation": _boolean}
     image = obj({"base64_image": _string}, image_keys)
+    result_parts = list_of(tagged({"text": _string, "image": image}))  # Haystack 2.23's content parts
+    result = obj({"result": either(_string, result_parts), "origin": tool_call, "error": _boolean})
     reasoning = obj({"reasoning_text": _string}, {"extra": nullable(free)})
     part = tagged({"text": _string, "tool_call": tool_call, "tool_call_result": result, "image": image,
                    "reasoning": reasoning})  # fmt: skip

@@ -66,7 +66,8 @@ class Breakpoint:
         visit_count: Completed visits before the stop: 0 stops before the first run (model call), 1 before the
             second.
         snapshot_file_path: A directory to write the snapshot file into (str or os.PathLike; stored as str);
-            None writes no file.
+            None writes no file. A run given the breakpoint refuses, before anything runs, a path that is an
+            existing file (or lies inside one).
 
     Raises:
         ConfigurationError: For an empty component name, a visit_count that is not an int >= 0 (bools refused),

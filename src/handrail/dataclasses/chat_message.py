@@ -2,8 +2,10 @@
 
 The shapes follow Haystack's ``ChatMessage`` family: a message has a role, a list of
 content parts (text, images, reasoning, tool calls, tool call results), an optional name and a ``meta``
-dict. ``to_dict`` / ``from_dict`` round-trip losslessly (non-ASCII included) in Haystack 2.19's layout;
-``from_dict`` also reads the layout of Haystack before 2.12 (``_role``, ``_content``, ``_name``, ``_meta``).
+dict. A tool call result holds a ``str`` or, as in Haystack 2.23, a list of text and image parts
+(:data:`ToolCallResultContentT`); :func:`result_text` reads its text. ``to_dict`` / ``from_dict`` round-trip
+losslessly (non-ASCII included) in Haystack 2.19's layout (2.23's for a result of parts); ``from_dict`` also reads
+the layout of Haystack before 2.12 (``_role``, ``_content``, ``_name``, ``_meta``).
 ``to_openai_dict_format`` / ``from_openai_dict_format`` convert to and from OpenAI's Chat API dicts.
 """
 
@@ -20,7 +22,8 @@ from handrail.dataclasses.image_content import ImageContent
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 
 __all__ = ["MAX_CALL_ID_CHARS", "ChatMessage", "ChatRole", "ImageContent", "ReasoningContent", "TextContent",
-           "ToolCall", "ToolCallResult", "call_id_from", "call_id_problem"]  # fmt: skip
+           "ToolCall", "ToolCallResult", "ToolCallResultContentT", "call_id_from", "call_id_problem",
+           "image_placeholder", "result_text"]  # fmt: skip
 
 MAX_CALL_ID_CHARS = 256
 """The longest call id kept as given (provider ids are 20-60 characters); a longer one is replaced."""
@@ -217,30 +220,129 @@ class ToolCall:
         return _call(data)
 
 
+ToolCallResultContentT = str | list[TextContent | ImageContent]
+"""What a :class:`ToolCallResult` holds: text, or content parts (text and images, in order), as Haystack 2.23's."""
+
+
+def _checked_result(result: object) -> ToolCallResultContentT:
+    """``result`` when it is a str or a list (or tuple, made a list) of TextContent / ImageContent parts.
+
+    Raises:
+        ConfigurationTypeError: Naming the first part of another kind, or the result's own kind.
+    """
+    if isinstance(result, str):
+        return result
+    if isinstance(result, list | tuple):
+        for i, part in enumerate(result):
+            if not isinstance(part, TextContent | ImageContent):
+                raise ConfigurationTypeError(
+                    f"ToolCallResult result must be a str or a list of TextContent / ImageContent parts; "
+                    f"result[{i}] is a {type(part).__name__} {part!r:.80}."
+                )
+        return result if isinstance(result, list) else list(result)
+    raise ConfigurationTypeError(
+        f"ToolCallResult result must be a str or a list of TextContent / ImageContent parts, "
+        f"got {type(result).__name__} {result!r:.80}."
+    )
+
+
+def image_placeholder(image: ImageContent) -> str:
+    """The text that stands for an image a model is not shown.
+
+    ``[image: image/png, 12,345 bytes, not shown to this model]``: the MIME type (``unknown type`` when not known)
+    and the size from the base64 text's length (the image is not decoded).
+
+    Examples:
+        >>> image_placeholder(ImageContent(base64_image="iVBORw0KGgo="))
+        '[image: image/png, 8 bytes, not shown to this model]'
+    """
+    data = image.base64_image if isinstance(image.base64_image, str) else ""
+    size = len(data.rstrip("=")) * 3 // 4
+    return f"[image: {image.mime_type or 'unknown type'}, {size:,} bytes, not shown to this model]"
+
+
+def result_text(result: ToolCallResult | ToolCallResultContentT, *, image_placeholders: bool = False) -> str:
+    """The text of a tool call result: a ``str`` result as it is, a list's text parts joined by newlines.
+
+    Args:
+        result: A :class:`ToolCallResult`, or what its ``result`` holds.
+        image_placeholders: Put :func:`image_placeholder` in each image's place (for a model, a log or a
+            terminal that shows text only); by default images are left out.
+
+    Returns:
+        The text (``""`` for a list with no text part and no placeholder).
+
+    Examples:
+        >>> parts = [TextContent("The chart:"), ImageContent(base64_image="iVBORw0KGgo=")]
+        >>> result_text(parts)
+        'The chart:'
+        >>> print(result_text(parts, image_placeholders=True))
+        The chart:
+        [image: image/png, 8 bytes, not shown to this model]
+    """
+    content = result.result if isinstance(result, ToolCallResult) else result
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for part in content:
+        if isinstance(part, TextContent):
+            texts.append(part.text)
+        elif image_placeholders:
+            texts.append(image_placeholder(part))
+    return "\n".join(texts)
+
+
 @dataclass(slots=True)
 class ToolCallResult:
-    """The result of running a tool call, as the model will read it."""
+    """The result of running a tool call, as the model will read it.
 
-    result: str
-    """The result text: a ``str`` result as is, any other result as its JSON text."""
+    Raises:
+        ConfigurationTypeError: When ``result`` is neither a str nor a list of TextContent / ImageContent parts
+            (naming the first part of another kind); a tuple of parts is kept as a list.
+
+    Examples:
+        >>> call = ToolCall(tool_name="chart", arguments={}, id="c1")
+        >>> ToolCallResult([TextContent("Sales by month:")], call, error=False).text
+        'Sales by month:'
+    """
+
+    result: ToolCallResultContentT
+    """The result text (a ``str`` result as is, any other result as its JSON text), or content parts: text and
+    images, in order, from a tool whose ``outputs_to_string`` sets ``raw_result`` (as Haystack 2.23's). Read the
+    text of either with :attr:`text`."""
     origin: ToolCall
     """The call this result answers."""
     error: bool
     """True when the call failed or was refused; the text then says why."""
 
+    def __post_init__(self) -> None:
+        self.result = _checked_result(self.result)
+
+    @property
+    def text(self) -> str:
+        """The result's text: a ``str`` result as is, else its text parts joined by newlines (:func:`result_text`)."""
+        return result_text(self.result)
+
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"result", "origin", "error"}`` with ``origin`` as a ToolCall dict."""
-        return {"result": self.result, "origin": self.origin.to_dict(), "error": self.error}
+        """Return ``{"result", "origin", "error"}`` with ``origin`` as a ToolCall dict.
+
+        A list result is written as Haystack 2.23 writes it: a list of part dicts, ``{"text": ...}`` and
+        ``{"image": {...}}``.
+        """
+        result = self.result
+        written: Any = result if isinstance(result, str) else [_part_to_dict(p) for p in result]
+        return {"result": written, "origin": self.origin.to_dict(), "error": self.error}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCallResult:
-        """Rebuild a ToolCallResult; all three keys are required.
+        """Rebuild a ToolCallResult; all three keys are required (``result`` a str or a list of part dicts).
 
         Raises:
             SerializationError: When a key is missing or unknown, or a field has the wrong type (naming it).
+            ConfigurationError: When an image part is refused (see :class:`ImageContent`).
         """
         shapes.check_result_data(data)
-        return cls(result=data["result"], origin=_call(data["origin"]), error=bool(data["error"]))
+        return _result(data)
 
 
 ContentPart = TextContent | ToolCall | ToolCallResult | ImageContent | ReasoningContent
@@ -262,6 +364,18 @@ def _call(data: dict[str, Any]) -> ToolCall:
     return ToolCall(data["tool_name"], data["arguments"], data.get("id"), extra=data.get("extra"))
 
 
+def _image(data: dict[str, Any]) -> ImageContent:
+    return ImageContent(**{k: data[k] for k in data if k != "meta"}, meta=dict(data.get("meta") or {}))
+
+
+def _result(data: dict[str, Any]) -> ToolCallResult:
+    """A ToolCallResult from a dict :func:`~handrail.dataclasses._message_shapes.check_result_data` accepted."""
+    content = data["result"]
+    if not isinstance(content, str):
+        content = [TextContent(p["text"]) if "text" in p else _image(p["image"]) for p in content]
+    return ToolCallResult(content, _call(data["origin"]), bool(data["error"]))
+
+
 def _part_from_dict(data: dict[str, Any]) -> ContentPart:
     """A part of a message dict :func:`~handrail.dataclasses._message_shapes.check_message_data` accepted."""
     if "text" in data:
@@ -269,13 +383,11 @@ def _part_from_dict(data: dict[str, Any]) -> ContentPart:
     if "tool_call" in data:
         return _call(data["tool_call"])
     if "image" in data:
-        image = data["image"]
-        return ImageContent(**{k: image[k] for k in image if k != "meta"}, meta=dict(image.get("meta") or {}))
+        return _image(data["image"])
     if "reasoning" in data:
         reasoning = data["reasoning"]
         return ReasoningContent(reasoning["reasoning_text"], dict(reasoning.get("extra") or {}))
-    result = data["tool_call_result"]
-    return ToolCallResult(result["result"], _call(result["origin"]), bool(result["error"]))
+    return _result(data["tool_call_result"])
 
 
 @dataclass(slots=True)
@@ -474,9 +586,21 @@ class ChatMessage:
 
     @classmethod
     def from_tool(
-        cls, tool_result: str, origin: ToolCall, error: bool = False, meta: dict[str, Any] | None = None
+        cls,
+        tool_result: ToolCallResultContentT,
+        origin: ToolCall,
+        error: bool = False,
+        meta: dict[str, Any] | None = None,
     ) -> ChatMessage:
-        """Build a tool message holding one :class:`ToolCallResult` for ``origin``."""
+        """Build a tool message holding one :class:`ToolCallResult` for ``origin``.
+
+        ``tool_result`` is the result text, or a list of TextContent / ImageContent parts (Haystack 2.23's
+        ``ToolCallResultContentT``).
+
+        Raises:
+            ConfigurationTypeError: When ``origin`` is not a ToolCall, or ``tool_result`` is neither a str nor a
+                list of TextContent / ImageContent parts.
+        """
         if not isinstance(origin, ToolCall):
             raise ConfigurationTypeError(f"ChatMessage.from_tool needs origin: ToolCall, got {type(origin).__name__}.")
         return cls(ChatRole.TOOL, [ToolCallResult(tool_result, origin, error)], None, meta or {})

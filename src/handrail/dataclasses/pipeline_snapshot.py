@@ -256,9 +256,10 @@ def write_pipeline_snapshot(snapshot: PipelineSnapshot, directory: str) -> str:
 
     Raises:
         SerializationError: Naming a value that cannot be written; nothing is written.
+        ConfigurationError: When ``directory`` is an existing file or lies inside one.
         OSError: When the file cannot be written.
     """
-    from handrail.core._files import atomic_write
+    from handrail.core._files import atomic_write, check_directory_path
     from handrail.dataclasses.snapshot import _UNSAFE
 
     data = json.dumps(snapshot.to_dict(), ensure_ascii=False, indent=2).encode("utf-8")
@@ -272,6 +273,7 @@ def write_pipeline_snapshot(snapshot: PipelineSnapshot, directory: str) -> str:
     location = os.path.abspath(
         os.path.join(directory, f"{prefix}{component}_{visits}_{stamp}_{uuid.uuid4().hex[:8]}.json")
     )
+    check_directory_path(directory, "The breakpoint's snapshot_file_path")
     os.makedirs(os.path.dirname(location), mode=0o700, exist_ok=True)
     atomic_write(location, data)
     return location

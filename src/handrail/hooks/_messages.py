@@ -23,10 +23,12 @@ from typing import Any
 from handrail.dataclasses.chat_message import (
     ChatMessage,
     ChatRole,
+    ImageContent,
     ReasoningContent,
     TextContent,
     ToolCall,
     ToolCallResult,
+    ToolCallResultContentT,
 )
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 
@@ -68,12 +70,12 @@ def step_results(messages: Sequence[ChatMessage]) -> tuple[int, list[ChatMessage
     return len(messages), []
 
 
-def replace_result(message: ChatMessage, new_text: str) -> ChatMessage:
+def replace_result(message: ChatMessage, new_text: ToolCallResultContentT) -> ChatMessage:
     """Return a copy of a tool message whose result text is ``new_text``.
 
     Args:
         message: A tool message holding one ToolCallResult.
-        new_text: The new result text.
+        new_text: The new result text, or content parts (text and images).
 
     Returns:
         A new tool message with the same origin call, error flag and (copied) meta.
@@ -90,7 +92,8 @@ def replace_result(message: ChatMessage, new_text: str) -> ChatMessage:
 def map_texts(message: ChatMessage, function: Callable[[str], str]) -> ChatMessage:
     """Apply ``function`` to every text part and every tool result text of a message.
 
-    Tool calls (and the calls a result answers) are kept unchanged.
+    Tool calls (and the calls a result answers) are kept unchanged; so are images, a tool result's included
+    (``function`` is applied to each text part of a result of content parts).
 
     Args:
         message: Any message.
@@ -107,14 +110,30 @@ def map_texts(message: ChatMessage, function: Callable[[str], str]) -> ChatMessa
             changed = changed or new_text != part.text
             parts.append(TextContent(new_text) if new_text != part.text else part)
         elif type(part) is ToolCallResult:
-            new_result = function(part.result)
-            changed = changed or new_result != part.result
-            parts.append(ToolCallResult(new_result, part.origin, part.error) if new_result != part.result else part)
+            new_result = _map_result(part.result, function)
+            changed = changed or new_result is not part.result
+            parts.append(ToolCallResult(new_result, part.origin, part.error) if new_result is not part.result else part)
         else:
             parts.append(part)
     if not changed:
         return message
     return ChatMessage(message.role, parts, message.name, dict(message.meta))
+
+
+def _map_result(result: ToolCallResultContentT, function: Callable[[str], str]) -> ToolCallResultContentT:
+    """``function`` applied to a result's text (each text part of content parts); ``result`` itself if unchanged."""
+    if isinstance(result, str):
+        new_text = function(result)
+        return result if new_text == result else new_text
+    parts: list[TextContent | ImageContent] = []
+    changed = False
+    for part in result:
+        if isinstance(part, TextContent):
+            new_text = function(part.text)
+            if new_text != part.text:
+                part, changed = TextContent(new_text), True
+        parts.append(part)
+    return parts if changed else result
 
 
 def _assistant(source: ChatMessage, calls: list[ToolCall], keep_text: bool) -> ChatMessage:

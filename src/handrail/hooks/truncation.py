@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from handrail.dataclasses.chat_message import ImageContent, TextContent, ToolCallResultContentT
 from handrail.dataclasses.state import State
 from handrail.hooks._base import ReadyMadeHook, check_int
 from handrail.hooks._messages import replace_result, step_results
@@ -25,6 +26,12 @@ class ToolResultTruncationHook(ReadyMadeHook):
     (the head gets the odd character). Results of ``max_chars`` characters or fewer, and every
     other message, are left alone; the error flag and the call a result answers are kept.
     Characters are Python ``str`` characters (code points).
+
+    A result of content parts (text and images, from a tool with ``raw_result``) is measured by its text
+    parts together; images count for nothing and are always kept, in their places. A long one is cut as if
+    its text parts were one text: the head and the tail are kept, the marker goes where the head ends, the
+    text parts wholly inside the cut are dropped, and the text parts then hold exactly ``max_chars``
+    characters in all (:meth:`truncate_parts`).
 
     Args:
         max_chars: The longest result kept whole, in characters (at least :attr:`MIN_MAX_CHARS`,
@@ -60,6 +67,16 @@ class ToolResultTruncationHook(ReadyMadeHook):
         self.max_chars = check_int("ToolResultTruncationHook", "max_chars", max_chars, self.MIN_MAX_CHARS)
         """The longest result kept whole, in characters."""
 
+    def _head_tail(self, length: int) -> tuple[int, int]:
+        """How many characters of a text of ``length`` (over ``max_chars``) to keep before and after the marker."""
+        # The marker for `length` characters cut is at least as long as the real one: start there,
+        # then keep one more character while the (possibly shorter) marker still leaves room.
+        kept = self.max_chars - len(_marker(length))
+        while kept + 1 + len(_marker(length - kept - 1)) <= self.max_chars:
+            kept += 1
+        tail = kept // 2
+        return kept - tail, tail
+
     def truncate(self, text: str) -> str:
         """Return ``text`` itself when it fits, else its head + marker + tail in exactly ``max_chars`` characters.
 
@@ -72,13 +89,50 @@ class ToolResultTruncationHook(ReadyMadeHook):
         length = len(text)
         if length <= self.max_chars:
             return text
-        # The marker for `length` characters cut is at least as long as the real one: start there,
-        # then keep one more character while the (possibly shorter) marker still leaves room.
-        kept = self.max_chars - len(_marker(length))
-        while kept + 1 + len(_marker(length - kept - 1)) <= self.max_chars:
-            kept += 1
-        tail = kept // 2
-        return text[: kept - tail] + _marker(length - kept) + text[length - tail :]
+        head, tail = self._head_tail(length)
+        return text[:head] + _marker(length - head - tail) + text[length - tail :]
+
+    def truncate_parts(self, parts: list[TextContent | ImageContent]) -> list[TextContent | ImageContent]:
+        """Return ``parts`` itself when its text parts fit in ``max_chars`` together, else them cut as one text.
+
+        The text parts are read as one text (without separators) and cut as :meth:`truncate` cuts it: a part
+        inside the head or the tail is kept, the part where the head ends is cut there and ends with the
+        marker, the part where the tail starts keeps the end of its text, and a part wholly inside the cut is
+        dropped. Images stay, in order. A list of one text part gives :meth:`truncate` of its text.
+
+        Args:
+            parts: A result's content parts.
+
+        Returns:
+            The parts as the model will read them; their texts hold exactly ``max_chars`` characters in all.
+        """
+        length = sum(len(p.text) for p in parts if isinstance(p, TextContent))
+        if length <= self.max_chars:
+            return parts
+        head, tail = self._head_tail(length)
+        tail_start = length - tail
+        out: list[TextContent | ImageContent] = []
+        start = 0
+        marked = False
+        for part in parts:
+            if not isinstance(part, TextContent):
+                out.append(part)
+                continue
+            text, end = part.text, start + len(part.text)
+            piece = text[: max(0, min(end, head) - start)]
+            if not marked and end > head:  # the part where the head ends holds the marker
+                piece += _marker(length - head - tail)
+                marked = True
+            piece += text[len(text) - max(0, end - max(start, tail_start)) :] if end > tail_start else ""
+            if piece == text:
+                out.append(part)
+            elif piece:
+                out.append(TextContent(piece))
+            start = end
+        return out
+
+    def _shortened(self, result: ToolCallResultContentT) -> ToolCallResultContentT:
+        return self.truncate(result) if isinstance(result, str) else self.truncate_parts(result)
 
     def run(self, state: State) -> None:
         """Shorten the long results of the current tool step.
@@ -92,8 +146,11 @@ class ToolResultTruncationHook(ReadyMadeHook):
         changed = False
         for offset, message in enumerate(results):
             result = message.tool_call_result
-            if result is not None and len(result.result) > self.max_chars:
-                rewritten[start + offset] = replace_result(message, self.truncate(result.result))
+            if result is None:
+                continue
+            shortened = self._shortened(result.result)
+            if shortened is not result.result:
+                rewritten[start + offset] = replace_result(message, shortened)
                 changed = True
         if changed:
             state.data["messages"] = rewritten

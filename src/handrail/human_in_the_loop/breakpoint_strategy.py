@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from handrail.core._files import check_directory_path
 from handrail.core.serialization import object_from_dict, object_to_dict, qualified_name
 from handrail.dataclasses.approval import DECISIONS, Decision, ExpiryAction
 from handrail.dataclasses.breakpoints import HITLBreakpointException
@@ -46,7 +47,7 @@ class BreakpointConfirmationStrategy:
 
     Args:
         snapshot_file_path: The DIRECTORY the Agent writes snapshot files into (str or PathLike;
-            stored as str). Not created here.
+            stored as str). Not created here; an existing file there is refused (and again when a run starts).
         snapshot_store: Instead of a directory: a SnapshotStore (``handrail.stores``), or a URL that
             ``handrail.stores.open_snapshot_store`` understands (``sqlite:///approvals.db``,
             ``postgresql://...``), so several processes share the approvals.
@@ -71,8 +72,9 @@ class BreakpointConfirmationStrategy:
         ConfigurationTypeError: When ``snapshot_file_path`` is not a str/PathLike, ``snapshot_store`` is a class or
             lacks the store methods, or ``metadata`` is not a dict.
         ConfigurationError: When both or neither of ``snapshot_file_path`` / ``snapshot_store`` are given, the path
-            is empty, ``metadata`` is not JSON-compatible, or a setting is invalid (a rule that does not parse, a
-            quorum out of range, ``on_expiry="approve"`` with a quorum): an invalid setting never opens the gate.
+            is empty or is an existing file (or lies inside one), ``metadata`` is not JSON-compatible, or a setting
+            is invalid (a rule that does not parse, a quorum out of range, ``on_expiry="approve"`` with a quorum):
+            an invalid setting never opens the gate.
 
     Examples:
         >>> strategy = BreakpointConfirmationStrategy("approvals", metadata={"ticket": 7})
@@ -123,6 +125,7 @@ class BreakpointConfirmationStrategy:
             path = os.fspath(snapshot_file_path)
             if not isinstance(path, str) or not path.strip():
                 raise ConfigurationError(f"snapshot_file_path must be a non-empty directory path, got {path!r}.")
+            check_directory_path(path, f"{type(self).__name__} snapshot_file_path")
         if isinstance(snapshot_store, type):
             raise ConfigurationTypeError(
                 f"snapshot_store is the class {snapshot_store.__name__!r}, not a store object; "

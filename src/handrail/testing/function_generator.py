@@ -50,6 +50,11 @@ class FunctionChatGenerator:
         'you said hello'
     """
 
+    accepts_tool_result_images: bool = False
+    """Whether the fake stands for a generator whose model takes a tool result's images
+    (:func:`~handrail.components.generators.types.accepts_tool_result_images`); set it to True on an instance to
+    test a tool that returns images only to such models. The fake records messages as they were sent either way."""
+
     def __init__(self, function: ReplyFunction, tools: Any = None) -> None:
         if not callable(function):
             raise ConfigurationTypeError(

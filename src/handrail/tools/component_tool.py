@@ -51,7 +51,8 @@ class ComponentTool(Tool):
     ``inputs_from_state``, sockets typed ``State`` or ``ToolCallId`` (handrail supplies them) and
     ``Callable`` sockets (a ``streaming_callback``) are left out; a socket with a default is optional.
     Arguments for sockets whose type JSON cannot hold are converted before ``run`` is called: through the
-    type's ``from_dict`` when it has one (``ChatMessage``; also in a list), else through pydantic.
+    type's ``from_dict`` when it has one (``ChatMessage``; also in a list), else through pydantic. A value that
+    is neither such an object nor a dict (a ``str`` given as ``messages``) fails the call, naming the argument.
 
     Args:
         component: A component instance.
@@ -292,12 +293,10 @@ def _converter(tp: Any) -> _Converter | None:
         return None
     single = _single_class(tp)
     if single is not None:
-        return lambda v: single.from_dict(v) if isinstance(v, Mapping) else v
+        return lambda v: _object_from(single, v)
     element = _element_class(tp)
     if element is not None:
-        return lambda v: (
-            [element.from_dict(i) if isinstance(i, Mapping) else i for i in v] if isinstance(v, list) else v
-        )
+        return lambda v: _list_from(element, v)
     import pydantic
 
     try:  # dataclasses, models and TypedDicts carry their own config: pydantic refuses one given here
@@ -308,6 +307,54 @@ def _converter(tp: Any) -> _Converter | None:
         except (pydantic.PydanticUserError, TypeError):  # a type pydantic cannot validate: pass values through
             return None
     return adapter.validate_python
+
+
+def _expected(cls: type, *, many: bool) -> str:
+    """What a ``cls`` argument (or a list of them, when ``many``) must be, for an error message."""
+    from handrail.dataclasses.chat_message import ChatMessage
+
+    if issubclass(cls, ChatMessage):
+        one = 'a ChatMessage or a dict like {"role": "user", "content": "..."}'
+        return f"a list of messages, each {one}" if many else f"a message: {one}"
+    one = f"a {cls.__name__} or a dict of its fields"
+    return f"a list of {cls.__name__}, each {one}" if many else one
+
+
+def _got(value: Any) -> str:
+    """``the str 'hi'``: the type and a short repr of a refused value."""
+    return f"the {type(value).__name__} {value!r:.60}"
+
+
+def _object_from(cls: type, value: Any) -> Any:
+    """``value`` as a ``cls``: read through ``cls.from_dict`` when it is a mapping, kept when it is one already.
+
+    Raises:
+        TypeError: When ``value`` is neither, naming what was expected.
+    """
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, Mapping):
+        return cls.from_dict(value)  # type: ignore[attr-defined]
+    raise TypeError(f"expected {_expected(cls, many=False)}, got {_got(value)}")
+
+
+def _list_from(cls: type, value: Any) -> list[Any]:
+    """``value`` as a list of ``cls``, each item read as :func:`_object_from` reads one.
+
+    A string is refused, not iterated: ``"hi"`` would become the messages ``"h"`` and ``"i"``.
+
+    Raises:
+        TypeError: When ``value`` is not a list, or an item is neither a ``cls`` nor a mapping.
+    """
+    if not isinstance(value, list):
+        hint = ' (wrap a text as [{"role": "user", "content": ...}])' if isinstance(value, str) else ""
+        raise TypeError(f"expected {_expected(cls, many=True)}, got {_got(value)}{hint}")
+    items = []
+    for index, item in enumerate(value):
+        if not isinstance(item, cls | Mapping):
+            raise TypeError(f"expected {_expected(cls, many=True)}, got {_got(item)} at index {index}")
+        items.append(_object_from(cls, item))
+    return items
 
 
 def _convert(converters: Mapping[str, _Converter], kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -190,7 +190,9 @@ class Tool:
         function: The sync function to run (called with the arguments as keyword arguments).
         outputs_to_string: How the result becomes text: a single config
             ``{"source": key, "handler": fn, "raw_result": bool}`` or a multi config
-            ``{name: {"source": key, "handler": fn}}``.
+            ``{name: {"source": key, "handler": fn}}``. With ``raw_result`` the result (after ``source`` and
+            ``handler``) goes to the model as it is: a ``str``, or a list of ``TextContent`` / ``ImageContent``
+            parts (a tool that returns images, as in Haystack 2.23); anything else is an error result.
         inputs_from_state: ``{state_key: parameter}``: values read from State into parameters the
             model did not fill. Every parameter must exist in the function's signature. A value the
             model sends for such a parameter wins, as in Haystack ("LLM args beat State"), so this is

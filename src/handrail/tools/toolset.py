@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from handrail.core._haystack_types import envelope_parameters
-from handrail.core.serialization import object_from_dict, qualified_name
+from handrail.core.serialization import object_from_dict, qualified_name, reading
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 from handrail.tools.tool import Tool
 
@@ -159,8 +159,9 @@ class Toolset:
         if not isinstance(tool_dicts, list):
             raise SerializationError(f"Toolset 'tools' must be a list of tool dicts, got {type(tool_dicts).__name__}.")
         tools: list[Tool] = []
-        for entry in tool_dicts:
-            obj = object_from_dict(entry)
+        for i, entry in enumerate(tool_dicts):
+            with reading(f"tools[{i}]"):  # an error names the tool's field: tools[0].function
+                obj = object_from_dict(entry)
             if not isinstance(obj, Tool):
                 raise SerializationError(f"Toolset entry of type '{entry.get('type')}' is not a Tool.")
             tools.append(obj)

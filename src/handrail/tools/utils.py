@@ -118,7 +118,9 @@ def deserialize_tools(
             raise SerializationError(f"Expected a Toolset dict, got type '{data.get('type')}'.")
         return obj
     if not isinstance(data, list):
-        raise SerializationError(f"Expected None, a Toolset dict or a list of dicts, got {type(data).__name__}.")
+        raise SerializationError(
+            f"tools: expected None, a Toolset dict or a list of dicts, got {type(data).__name__}.", field="tools"
+        )
     items: list[Tool | Toolset] = []
     for i, entry in enumerate(data):
         with reading(f"tools[{i}]"):  # an error names the tool's field: tools[0].function

@@ -131,6 +131,36 @@ def test_tool_breakpoint_for_an_unknown_tool_is_refused_before_the_model_is_call
     assert agent.chat_generator.calls == []
 
 
+@pytest.mark.parametrize(
+    "point",
+    [
+        lambda d: Breakpoint(visit_count=1, snapshot_file_path=d),
+        lambda d: ToolBreakpoint(snapshot_file_path=d),
+        lambda d: AgentBreakpoint("math", Breakpoint(visit_count=0, snapshot_file_path=d)),
+    ],
+    ids=["Breakpoint", "ToolBreakpoint", "AgentBreakpoint"],
+)
+def test_a_file_as_the_snapshot_directory_is_refused_before_the_model_is_called(point: Any, tmp_path: Path) -> None:
+    file = tmp_path / "snapshot.json"
+    file.write_text("{}")
+    agent = _agent()
+    with pytest.raises(ConfigurationError, match=rf"snapshot_file_path '{file}' is an existing file: it must be a dir"):
+        agent.run([user("go")], break_point=point(str(file)))  # was a FileExistsError at the first write
+    assert agent.chat_generator.calls == [] and CALLS == []
+    assert file.read_text() == "{}"
+
+
+def test_a_strategy_directory_that_became_a_file_is_refused_when_the_run_starts(tmp_path: Path) -> None:
+    from handrail.human_in_the_loop import BreakpointConfirmationStrategy
+
+    target = tmp_path / "approvals"
+    agent = _agent(confirmation_strategies={"add": BreakpointConfirmationStrategy(target)})
+    target.write_text("not a directory")  # after the strategy was built
+    with pytest.raises(ConfigurationError, match=rf"strategy for 'add' '{target}' is an existing file: it must be"):
+        agent.run([user("go")])
+    assert agent.chat_generator.calls == [] and CALLS == []
+
+
 def test_a_resumed_snapshot_cannot_be_resumed_again(tmp_path: Path) -> None:
     bp = Breakpoint(visit_count=1, snapshot_file_path=str(tmp_path))
     with pytest.raises(BreakpointException) as info:

@@ -426,6 +426,29 @@ class TestSerialization:
         with pytest.raises(SerializationError, match=fragment):
             Agent.from_dict(data)
 
+    @pytest.mark.parametrize(
+        ("change", "field"),
+        [
+            (lambda p: p["tools"][0]["init_parameters"].update(function="no_such_module.f"), "tools[0].function"),
+            (lambda p: p["tools"][1]["init_parameters"]["tools"][0]["init_parameters"].update(function=5),
+             "tools[1].tools[0].function"),
+            (lambda p: p.update(streaming_callback=3), "streaming_callback"),
+        ],
+    )  # fmt: skip
+    def test_from_dict_errors_name_the_field_and_no_private_class(self, change: Any, field: str) -> None:
+        import traceback
+
+        from handrail.errors import SerializationError
+
+        data = full_agent().to_dict()
+        change(data["init_parameters"])
+        with pytest.raises(SerializationError) as caught:
+            Agent.from_dict(data)
+        shown = "".join(traceback.format_exception_only(caught.value))
+        assert "_FieldError" not in str(caught.value) and "_FieldError" not in shown  # was ...serialization._FieldError
+        assert shown.startswith("handrail.errors.SerializationError: ")
+        assert field in str(caught.value)
+
     def test_lambda_callback_cannot_be_serialized(self) -> None:
         agent = Agent(chat_generator=scripted("x"), streaming_callback=lambda c: None)
         with pytest.raises(ConfigurationError):

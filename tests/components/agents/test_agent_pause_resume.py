@@ -366,8 +366,8 @@ def test_a_hand_edited_snapshot_that_contradicts_itself_is_refused(tmp_path: Pat
 def test_a_snapshot_directory_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(ConfigurationError, match="snapshot directory"):
-        _agent([STEP], blocker).run([user("pay")])
+    with pytest.raises(ConfigurationError, match=rf"'{blocker}' is an existing file: it must be a directory"):
+        _agent([STEP], blocker).run([user("pay")])  # refused when the strategy is built, before the run
 
 
 async def test_a_sync_tool_still_running_when_run_async_is_cancelled_records_its_result(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import pytest
 
 from handrail.components.agents import Agent
 from handrail.components.generators.chat import LlamaCppChatGenerator
-from handrail.dataclasses import ChatMessage, StreamingChunk, ToolCall
+from handrail.dataclasses import ChatMessage, ImageContent, StreamingChunk, TextContent, ToolCall
 from handrail.errors import ConfigurationError, ConfigurationTypeError, GenerationError, ModelFilesError
 from handrail.tools import Tool
 from tests.components._helpers import echo
@@ -286,6 +286,25 @@ def test_history_is_sent_in_the_chat_template_shape(runtime: type[FakeServer], g
     }
     assert wire[3] == {"role": "tool", "tool_call_id": "call_1", "content": "391"}
     assert wire[4] == {"role": "tool", "tool_call_id": "call_2", "content": "Invalid arguments"}
+
+
+def test_a_tool_result_with_images_is_sent_as_its_text_and_a_placeholder_per_image(
+    runtime: type[FakeServer], gguf: str
+) -> None:
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    call = ToolCall(tool_name="calculator", arguments={"expression": "plot"}, id="call_1")
+    parts = [TextContent("The plot:"), ImageContent(png, "image/png"), TextContent("Done.")]
+    history = [*USER, ChatMessage.from_assistant(tool_calls=[call]), ChatMessage.from_tool(parts, call)]
+    runtime.scripts = [_answer_script("A plot.")]
+    gen = _generator(gguf)
+    assert gen.accepts_tool_result_images is False
+    reply = gen.run(history, tools=[CALC])["replies"][0]  # images in a tool result are not refused
+    assert reply.text == "A plot."
+    assert runtime.instances[0].requests[0]["messages"][3] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "The plot:\n[image: image/png, 70 bytes, not shown to this model]\nDone.",
+    }
 
 
 def test_generation_kwargs_merge_run_over_init_over_defaults(runtime: type[FakeServer], gguf: str) -> None:

@@ -1,4 +1,8 @@
-"""Images and reasoning on the generators' wire: OpenAI gets ``image_url`` parts, llama.cpp refuses images."""
+"""Images and reasoning on the generators' wire: OpenAI gets ``image_url`` parts, llama.cpp refuses images.
+
+A tool result's images (a result of content parts) reach OpenAI's Chat API as placeholder text parts: it takes
+text only in a tool message, and Haystack 2.23 raises there instead.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import pytest
 
 from handrail.components.generators.chat import LlamaCppChatGenerator
 from handrail.components.generators.chat._openai_wire import messages_to_wire
-from handrail.dataclasses import ChatMessage, ChatRole, ImageContent, ReasoningContent, ToolCall
+from handrail.dataclasses import ChatMessage, ChatRole, ImageContent, ReasoningContent, TextContent, ToolCall
 from handrail.errors import ConfigurationError, HandrailError
 from tests.components.generators._openai_server import RecordedServer, recorded
 
@@ -64,6 +68,34 @@ def test_the_generator_sends_the_image_in_its_request() -> None:
     server.generator().run([PICTURE])
     content = server.bodies[0]["messages"][0]["content"]
     assert content[1]["image_url"]["url"] == f"data:image/png;base64,{PNG_B64}"
+
+
+CALL = ToolCall("chart", {"month": "May"}, "c1")
+CHART = ChatMessage.from_tool([TextContent("Sales in May:"), ImageContent(PNG_B64, "image/png")], CALL)
+PLACEHOLDER = "[image: image/png, 70 bytes, not shown to this model]"
+
+
+def test_a_tool_result_of_parts_is_text_parts_with_a_placeholder_per_image() -> None:
+    wire = messages_to_wire([ChatMessage.from_assistant(tool_calls=[CALL]), CHART])
+    assert wire[1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": [{"type": "text", "text": "Sales in May:"}, {"type": "text", "text": PLACEHOLDER}],
+    }
+    assert wire[1] == CHART.to_openai_dict_format()
+    texts = ChatMessage.from_tool([TextContent("a"), TextContent("b")], CALL)
+    assert messages_to_wire([texts])[0]["content"] == [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    assert messages_to_wire([ChatMessage.from_tool([], CALL)])[0]["content"] == ""
+
+
+def test_the_generator_sends_a_tool_result_of_parts_and_says_it_takes_no_images() -> None:
+    server = RecordedServer(recorded("completion_text.json"))
+    generator = server.generator()
+    assert generator.accepts_tool_result_images is False
+    generator.run([ChatMessage.from_user("May?"), ChatMessage.from_assistant(tool_calls=[CALL]), CHART])
+    tool_message = server.bodies[0]["messages"][2]
+    assert tool_message["role"] == "tool" and tool_message["content"][1] == {"type": "text", "text": PLACEHOLDER}
+    assert PNG_B64 not in str(server.bodies[0])
 
 
 def _never_loads(gen: LlamaCppChatGenerator, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from handrail.errors import ConfigurationTypeError, SerializationError
 from handrail.hooks import Hook
 from handrail.human_in_the_loop import ConfirmationStrategy
 from handrail.stores import ChatMessageStore, MemoryStore
-from handrail.testing import ScriptedChatGenerator
+from handrail.testing import FunctionChatGenerator, ScriptedChatGenerator
 from tests.docs_examples import code_blocks
 
 
@@ -34,9 +34,28 @@ class WithAsync(SyncOnly):
 
 
 def test_the_package_exports_the_two_protocols() -> None:
-    assert sorted(generators.__all__) == ["AsyncChatGenerator", "ChatGenerator"]
+    assert sorted(generators.__all__) == ["AsyncChatGenerator", "ChatGenerator", "accepts_tool_result_images"]
     assert generators.ChatGenerator is generator_types.ChatGenerator
     assert generators.AsyncChatGenerator is generator_types.AsyncChatGenerator
+
+
+def test_accepts_tool_result_images_is_false_unless_a_generator_says_true() -> None:
+    class Vision(SyncOnly):
+        accepts_tool_result_images = True
+
+    class Truthy(SyncOnly):
+        accepts_tool_result_images = 1  # not True: a capability is said with True
+
+    for cls in (OpenAIChatGenerator, LlamaCppChatGenerator, ScriptedChatGenerator, FunctionChatGenerator):
+        assert cls.accepts_tool_result_images is False
+        assert generators.accepts_tool_result_images(cls) is False
+    assert generators.accepts_tool_result_images(Vision()) is True
+    assert generators.accepts_tool_result_images(SyncOnly()) is False
+    assert generators.accepts_tool_result_images(Truthy()) is False
+    fake = ScriptedChatGenerator([])
+    fake.accepts_tool_result_images = True  # a test stands it in for a generator whose model takes images
+    assert generators.accepts_tool_result_images(fake) is True
+    assert ScriptedChatGenerator([]).accepts_tool_result_images is False
 
 
 @pytest.mark.parametrize("cls", [OpenAIChatGenerator, LlamaCppChatGenerator, ScriptedChatGenerator, WithAsync])

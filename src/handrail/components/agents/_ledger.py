@@ -23,7 +23,7 @@ from handrail.components.tools._results import result_message_text
 from handrail.components.tools._step import ToolStepOptions, failed_call, failure_text, finish_call
 from handrail.core._typed_json import decode_value, encode_value
 from handrail.core.serialization import restricted_imports
-from handrail.dataclasses.chat_message import ChatMessage, ToolCall
+from handrail.dataclasses.chat_message import ChatMessage, ToolCall, result_text
 from handrail.dataclasses.decisions import ToolExecutionDecision
 from handrail.dataclasses.snapshot import LedgerEntry
 from handrail.dataclasses.state import State
@@ -259,8 +259,10 @@ class Ledger:
         ok, value = outcome
         result: dict[str, Any]
         if ok:
-            text, error = result_message_text(inv.tool, call.id, value, self.json_strings)
-            result = {"text": text, "error": error}
+            content, error = result_message_text(inv.tool, call.id, value, self.json_strings)
+            # A result of content parts is recorded as its text, each image as its placeholder: what a person reads
+            # in the ledger; the parts themselves come back from the recorded value.
+            result = {"text": result_text(content, image_placeholders=True), "error": error}
             # Without a value, replay gives the recorded text (the message the model was given; a warning names the
             # call when outputs_to_state is set, as its State update cannot be applied again).
             # The tool has run: whatever the encoder meets (a SerializationError, a to_dict() that raises), the

@@ -20,6 +20,7 @@ from handrail.components.agents._decision_checks import (
     merge_decisions,
     unspent,
 )
+from handrail.core._files import check_directory_path
 from handrail.core.serialization import serialize_type
 from handrail.errors import (
     ConfigurationError,
@@ -115,7 +116,8 @@ def pausing_store(strategies: Mapping[Any, Any] | None, break_point: AgentBreakp
         ``(store or None, True when the run opened it and must close it)``.
 
     Raises:
-        ConfigurationError: Two different stores or directories are named (a run writes to one store).
+        ConfigurationError: Two different stores or directories are named (a run writes to one store), or a
+            directory named is an existing file (or lies inside one): refused before the run's first effect.
     """
     found: dict[str, tuple[str, Any]] = {}
     for key, strategy in (strategies or {}).items():
@@ -124,11 +126,17 @@ def pausing_store(strategies: Mapping[Any, Any] | None, break_point: AgentBreakp
         store = strategy.snapshot_store
         if store is not None and not isinstance(store, str):
             found.setdefault(f"object {id(store)}", (f"the strategy for {key!r}", store))
+        elif isinstance(store, str):
+            found.setdefault(store, (f"the strategy for {key!r}", store))
         else:
-            where = store if isinstance(store, str) else str(Path(str(strategy.snapshot_file_path)).resolve())
+            directory = str(strategy.snapshot_file_path)
+            check_directory_path(directory, f"The snapshot_file_path of the strategy for {key!r}")
+            where = str(Path(directory).resolve())
             found.setdefault(where, (f"the strategy for {key!r}", where))
     if break_point is not None and break_point.break_point.snapshot_file_path:
-        where = str(Path(str(break_point.break_point.snapshot_file_path)).resolve())
+        inner, directory = break_point.break_point, break_point.break_point.snapshot_file_path
+        check_directory_path(directory, f"The break_point's {type(inner).__name__} snapshot_file_path")
+        where = str(Path(directory).resolve())
         found.setdefault(where, ("the break_point", where))
     if len(found) > 1:
         listed = "; ".join(f"{who}: {name}" for name, (who, _) in found.items())

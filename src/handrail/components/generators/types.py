@@ -10,6 +10,11 @@ sends the sync ``run`` to a worker thread. Optional as well, and called when pre
 The Agent passes ``tools``, ``streaming_callback`` and ``generation_kwargs`` only when the run has them;
 at run time a generator whose ``run`` lacks one of these parameters still works as long as the run never
 needs to pass it (no tools, no callback, no generation settings), but type checkers see the full shape.
+
+A generator may say what its model takes: ``accepts_tool_result_images = True`` (a class or instance attribute)
+means it sends the images of a tool result (``ToolCallResult.result`` as content parts) to its model. Without
+it, or when False, the images are not shown to the model (handrail's generators send a placeholder text in
+their place), so a tool can return text instead; read it with :func:`accepts_tool_result_images`.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback
 from handrail.tools.tool import Tool
 
-__all__ = ["AsyncChatGenerator", "ChatGenerator"]
+__all__ = ["AsyncChatGenerator", "ChatGenerator", "accepts_tool_result_images"]
 
 
 @runtime_checkable
@@ -85,6 +90,27 @@ class AsyncChatGenerator(ChatGenerator, Protocol):
     ) -> Mapping[str, list[ChatMessage]]:
         """Async twin of :meth:`ChatGenerator.run` (same arguments and result)."""
         ...
+
+
+def accepts_tool_result_images(generator: object) -> bool:
+    """Whether ``generator`` sends the images of a tool result to its model (its ``accepts_tool_result_images``).
+
+    True only when the generator (its class or the object) sets ``accepts_tool_result_images = True``; False for
+    a generator without the attribute, which is every generator written before it existed. handrail's
+    ``OpenAIChatGenerator`` (OpenAI's Chat API takes text only in a tool message) and ``LlamaCppChatGenerator``
+    (the embedded model reads text only) say False: each image reaches the model as a placeholder text,
+    ``[image: image/png, 12,345 bytes, not shown to this model]``.
+
+    Args:
+        generator: A chat generator (any object).
+
+    Examples:
+        >>> class VisionModel:
+        ...     accepts_tool_result_images = True
+        >>> accepts_tool_result_images(VisionModel()), accepts_tool_result_images(object())
+        (True, False)
+    """
+    return getattr(generator, "accepts_tool_result_images", False) is True
 
 
 if TYPE_CHECKING:  # checked by mypy only: handrail's own generators have the protocols' shape

@@ -6,6 +6,7 @@ import sys
 from typing import TextIO
 
 from handrail.core.serialization import file_safe
+from handrail.dataclasses.chat_message import result_text
 from handrail.dataclasses.streaming import StreamingChunk
 
 __all__ = ["print_streaming_chunk"]
@@ -17,7 +18,8 @@ def print_streaming_chunk(chunk: StreamingChunk, *, file: TextIO | None = None) 
 
     A streaming callback for any chat generator, the Agent or the ToolInvoker. Text is printed under
     ``[ASSISTANT]``, a tool call under ``[TOOL CALL]`` with its name and its arguments as they stream, a tool
-    result under ``[TOOL RESULT]``; a blank line ends each reply. Output is flushed at once.
+    result under ``[TOOL RESULT]`` (a result of content parts as its text, each image as its placeholder text,
+    where Haystack prints the list); a blank line ends each reply. Output is flushed at once.
 
     The text is the model's: it is printed as it came, so a terminal shows control characters the model sent.
     Pass ``file`` to print somewhere other than standard output.
@@ -42,7 +44,7 @@ def print_streaming_chunk(chunk: StreamingChunk, *, file: TextIO | None = None) 
         if delta.arguments:
             out.write(delta.arguments)
     if chunk.tool_call_result is not None:
-        out.write(f"[TOOL RESULT]\n{chunk.tool_call_result.result}")
+        out.write(f"[TOOL RESULT]\n{result_text(chunk.tool_call_result, image_placeholders=True)}")
     if chunk.content:
         if chunk.start:
             out.write("[ASSISTANT]\n")

@@ -1,4 +1,9 @@
-"""Turning tool results into text (a ``str`` as is, anything else as JSON) and State updates."""
+"""Turning tool results into text (a ``str`` as is, anything else as JSON), or content parts, and State updates.
+
+A tool whose ``outputs_to_string`` sets ``raw_result`` gives its result to the model as it is: a ``str``, or a list
+of :class:`~handrail.dataclasses.chat_message.TextContent` / :class:`~handrail.dataclasses.image_content.ImageContent`
+parts (Haystack 2.23's tool results with images); anything else it returns is an error result.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 
 from handrail.core.json_data import writable_text
 from handrail.core.secret import Secret, mask_secrets
+from handrail.dataclasses.chat_message import ImageContent, TextContent, ToolCallResultContentT
 from handrail.dataclasses.state import State
 from handrail.errors import StringConversionError, ToolOutputMergeError
 from handrail.tools.tool import Tool
@@ -84,19 +90,22 @@ def _apply_handler(tool: Tool, handler: Any, value: Any) -> Any:
         ) from exc
 
 
-def tool_result_text(tool: Tool, value: Any, json_strings: bool) -> str:
-    r"""Apply the tool's ``outputs_to_string`` config (if any) and return the result text.
+def tool_result_text(tool: Tool, value: Any, json_strings: bool) -> ToolCallResultContentT:
+    r"""Apply the tool's ``outputs_to_string`` config (if any) and return the result text (or content parts).
 
     A surrogate code point in the text (UTF-8 cannot write one) becomes its ``\uXXXX`` escape, so the tool
-    message and the ledger can always be written (:func:`handrail.core.json_data.writable_text`).
+    message and the ledger can always be written (:func:`handrail.core.json_data.writable_text`); so it does in
+    each text part of a ``raw_result`` list.
 
     Raises:
-        StringConversionError: When a handler raises, or ``raw_result`` is set and the value is not a str.
+        StringConversionError: When a handler raises, or ``raw_result`` is set and the value is neither a str nor
+            a list of TextContent / ImageContent parts.
     """
-    return writable_text(_result_text(tool, value, json_strings))
+    content = _result_text(tool, value, json_strings)
+    return writable_text(content) if isinstance(content, str) else content
 
 
-def convert_result(tool: Tool, value: Any, json_strings: bool) -> str:
+def convert_result(tool: Tool, value: Any, json_strings: bool) -> ToolCallResultContentT:
     """:func:`tool_result_text`, with any failure of the conversion raised as a :class:`StringConversionError`.
 
     Raises:
@@ -113,8 +122,10 @@ def convert_result(tool: Tool, value: Any, json_strings: bool) -> str:
         ) from exc
 
 
-def result_message_text(tool: Tool, call_id: str | None, value: Any, json_strings: bool) -> tuple[str, bool]:
-    """The text of the tool message for a call that returned ``value``, and whether it is an error result.
+def result_message_text(
+    tool: Tool, call_id: str | None, value: Any, json_strings: bool
+) -> tuple[ToolCallResultContentT, bool]:
+    """The text (or content parts) of the tool message for a call that returned ``value``, and whether it is an error.
 
     The text the model reads (:func:`tool_result_text`), or, when the result cannot be turned into text, the
     error text it reads instead, the same the tool step writes (:func:`failure_message_text`). The ledger
@@ -132,7 +143,35 @@ def failure_message_text(exc: Exception, call_id: str | None) -> str:
     return writable_text(f"{exc} (call '{call_id}')")
 
 
-def _result_text(tool: Tool, value: Any, json_strings: bool) -> str:
+def _raw_result(tool: Tool, value: Any) -> ToolCallResultContentT:
+    """A ``raw_result`` value as the model reads it: a str, or content parts (their text masked and writable).
+
+    Raises:
+        StringConversionError: For a value of another kind, naming the first part that is not text or an image.
+    """
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, list | tuple):
+        parts: list[TextContent | ImageContent] = []
+        for i, part in enumerate(value):
+            if isinstance(part, ImageContent):
+                parts.append(part)
+            elif isinstance(part, TextContent):
+                text = writable_text(mask_secrets(part.text))
+                parts.append(part if text == part.text else TextContent(text))
+            else:
+                raise StringConversionError(
+                    f"Tool '{tool.name}' has raw_result=True but produced a {type(value).__name__} whose item [{i}] "
+                    f"is a {type(part).__name__}; a raw result is a str or a list of TextContent / ImageContent parts."
+                )
+        return parts
+    raise StringConversionError(
+        f"Tool '{tool.name}' has raw_result=True but produced {type(value).__name__}, not a str or a list of "
+        f"TextContent / ImageContent parts."
+    )
+
+
+def _result_text(tool: Tool, value: Any, json_strings: bool) -> ToolCallResultContentT:
     config = tool.outputs_to_string
     if not config:
         return result_to_text(value, json_strings)
@@ -144,11 +183,7 @@ def _result_text(tool: Tool, value: Any, json_strings: bool) -> str:
         if handler is not None:
             value = _apply_handler(tool, handler, value)
         if config.get("raw_result"):
-            if not isinstance(value, str):
-                raise StringConversionError(
-                    f"Tool '{tool.name}' has raw_result=True but produced {type(value).__name__}, not str."
-                )
-            return mask_secrets(value)
+            return _raw_result(tool, value)
         return result_to_text(value, json_strings)
     if not isinstance(value, Mapping):
         raise StringConversionError(

@@ -51,7 +51,8 @@ class ToolInvoker(FreshLockOnCopy):
         raise_on_failure: Raise on an unknown tool (ToolNotFoundException), invalid arguments or a
             tool exception (ToolInvocationError) instead of returning an error tool result.
         convert_result_to_json_string: JSON-encode every result, strings included (quoted); when False a
-            ``str`` result is kept as is and anything else becomes JSON.
+            ``str`` result is kept as is and anything else becomes JSON. A tool whose ``outputs_to_string`` sets
+            ``raw_result`` gives its result as it is either way: a ``str`` or a list of text and image parts.
         streaming_callback: Receives one chunk per result, then a chunk with finish_reason
             ``"tool_call_results"``.
         enable_streaming_callback_passthrough: Give the callback to tools that declare a

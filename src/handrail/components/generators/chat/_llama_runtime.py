@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from handrail.core.secret import register_secret_value
-from handrail.dataclasses.chat_message import ChatMessage, ChatRole
+from handrail.dataclasses.chat_message import ChatMessage, ChatRole, result_text
 from handrail.errors import GenerationError
 
 __all__ = ["FORMAT_HINT", "Completion", "cpu_count", "start_server", "stream_completion", "to_wire", "wire_arguments"]
@@ -211,15 +211,16 @@ def to_wire(messages: Sequence[ChatMessage], tools_offered: bool) -> list[dict[s
         tools_offered: Add :data:`FORMAT_HINT` to the leading system message (or as one).
 
     Returns:
-        One dict per message (one per result for tool messages); assistant calls carry their ids
-        and JSON argument text.
+        One dict per message (one per result for tool messages: its text, each image of a result of content
+        parts as its placeholder text); assistant calls carry their ids and JSON argument text.
     """
     wire: list[dict[str, Any]] = []
     for message in messages:
         text = "\n".join(message.texts)
         if message.role is ChatRole.TOOL:
             for result in message.tool_call_results:
-                wire.append({"role": "tool", "tool_call_id": result.origin.id or "", "content": result.result})
+                content = result_text(result, image_placeholders=True)  # the model reads text only
+                wire.append({"role": "tool", "tool_call_id": result.origin.id or "", "content": content})
         elif message.role is ChatRole.ASSISTANT and message.tool_calls:
             calls = [
                 {

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from handrail.dataclasses._openai_format import image_part
+from handrail.dataclasses._openai_format import image_part, tool_result_content
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, ImageContent, TextContent, ToolCall
 from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.tools.tool import Tool
@@ -90,7 +90,9 @@ def _message_to_wire(message: ChatMessage, position: int) -> list[dict[str, Any]
                 raise ConfigurationError(
                     f"{where}: the result of '{result.origin.tool_name}' has no tool_call_id; OpenAI requires call ids."
                 )
-        return [{"role": "tool", "tool_call_id": r.origin.id, "content": r.result} for r in results]
+        return [
+            {"role": "tool", "tool_call_id": r.origin.id, "content": tool_result_content(r.result)} for r in results
+        ]
     wire: dict[str, Any] = {"role": message.role.value}
     content = _content(message, where)
     if message.role is ChatRole.ASSISTANT:
@@ -115,7 +117,8 @@ def messages_to_wire(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     parts; a user message's images are ``image_url`` parts with a ``data:`` URL, in order); reasoning parts are
     not sent; assistant messages carry their text and ``tool_calls`` (dict arguments as JSON
     text, raw-string arguments exactly as the model sent them); each tool result becomes a
-    ``{"role": "tool", "tool_call_id", "content"}`` message.
+    ``{"role": "tool", "tool_call_id", "content"}`` message, a result of content parts a list of ``text``
+    parts with each image as its placeholder text (the Chat API takes no image in a tool message).
 
     Raises:
         ConfigurationTypeError: When ``messages`` is not a list of ChatMessage.

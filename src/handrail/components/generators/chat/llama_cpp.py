@@ -199,6 +199,11 @@ class LlamaCppChatGenerator:
         'small'
     """
 
+    accepts_tool_result_images: bool = False
+    """The embedded model reads text only: a tool result's images reach it as placeholder texts
+    (``[image: image/png, 12,345 bytes, not shown to this model]``) after the result's text parts, in order; see
+    :func:`~handrail.components.generators.types.accepts_tool_result_images`."""
+
     def __init__(
         self,
         model: str = "default",

@@ -117,6 +117,11 @@ class OpenAIChatGenerator:
         {'type': 'env_var', 'env_vars': ['OPENAI_API_KEY'], 'strict': False}
     """
 
+    accepts_tool_result_images: bool = False
+    """OpenAI's Chat API takes text only in a tool message: a tool result's images are sent as placeholder text
+    parts (``[image: image/png, 12,345 bytes, not shown to this model]``); see
+    :func:`~handrail.components.generators.types.accepts_tool_result_images`."""
+
     def __init__(
         self,
         api_key: Secret = _OPENAI_API_KEY,
