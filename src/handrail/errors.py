@@ -56,6 +56,7 @@ expression, refused while a run is under way). A test keeps this drawing equal t
         ├── MCPConnectionError (ConnectionError)   1  an MCP server cannot be reached, or its connection was lost
         ├── MCPTimeoutError (TimeoutError)         1  an MCP request took longer than its timeout (it was cancelled)
         ├── MCPProtocolError                       1  an MCP server answered with a JSON-RPC error or a bad result
+        ├── MCPToolError                           1  an MCP server's tool reported an error, or the server removed it
         ├── ToolNotFoundException                  1  the model called a tool that does not exist (raise mode)
         ├── ToolInvocationError                    1  a tool raised, or its arguments were invalid (raise mode)
         ├── ToolOutputMergeError                   1  a tool's outputs could not be merged into State
@@ -111,6 +112,7 @@ __all__ = [
     "MCPConnectionError",
     "MCPProtocolError",
     "MCPTimeoutError",
+    "MCPToolError",
     "ModelFilesError",
     "NoRouteSelectedException",
     "NotSupportedYetError",
@@ -624,3 +626,20 @@ class MCPProtocolError(RunError):
         super().__init__(message)
         self.server = server
         self.code = code
+
+
+class MCPToolError(RunError):
+    """An MCP server's tool reported an error (a result marked ``is_error``), or the server no longer has the tool.
+
+    Raised inside the tool's call, so the tool step turns it into an error result the model reads (the server's
+    text is in the message).
+
+    Attributes:
+        server: The server's label.
+        tool: The tool's name on the server.
+    """
+
+    def __init__(self, message: str, *, server: str, tool: str) -> None:
+        super().__init__(message)
+        self.server = server
+        self.tool = tool

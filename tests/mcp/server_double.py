@@ -106,7 +106,7 @@ def _add_process_tools(server: MCPServer) -> None:
 
 
 def _add_protocol_tools(server: MCPServer) -> None:
-    """enable_extra (a tool-list change), protocol_error (a JSON-RPC error), request_meta (the request's _meta)."""
+    """enable_extra and remove (list changes), protocol_error (a JSON-RPC error), request_meta (the _meta)."""
 
     @server.tool()
     async def enable_extra(ctx: Context, announce: Literal["both", "listen", "legacy"] = "both") -> str:
@@ -122,6 +122,14 @@ def _add_protocol_tools(server: MCPServer) -> None:
         if announce in ("both", "legacy"):
             await ctx.session.send_tool_list_changed()  # legacy connections: notifications/tools/list_changed
         return "enabled"
+
+    @server.tool()
+    async def remove(ctx: Context, name: str) -> str:
+        """Remove a tool and announce the change to both protocol eras."""
+        server.remove_tool(name)
+        await ctx.notify_tools_changed()
+        await ctx.session.send_tool_list_changed()
+        return f"removed {name}"
 
     @server.tool()
     def protocol_error() -> str:

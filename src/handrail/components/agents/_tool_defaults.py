@@ -18,7 +18,6 @@ from handrail.tools._confirmation import ASK
 __all__ = ["default_strategy", "may_ask_by_default", "with_tool_defaults"]
 
 
-
 @functools.cache
 def _console_strategy() -> Any:
     from handrail.human_in_the_loop.policies import AlwaysAskPolicy

@@ -46,8 +46,9 @@ def cut_text(text: str, max_chars: int, offload: Offload | None = None) -> str:
     """``text`` itself when it fits, else its head and tail around a marker naming how much was cut.
 
     Examples:
-        >>> cut_text("a" * 30 + "b" * 30, 40)
-        'aaaaaaa\\n[... 46 characters cut ...]\\nbbbbbb'
+        >>> cut = cut_text("a" * 300 + "b" * 300, 100)
+        >>> len(cut), cut.startswith("a"), cut.endswith("b"), "[... 530 characters cut ...]" in cut
+        (100, True, True, True)
     """
     if len(text) <= max_chars:
         return text
@@ -81,8 +82,7 @@ def convert_result(tool: str, result: Any, options: ResultOptions) -> str | list
     if getattr(result, "is_error", False):
         text = "\n\n".join(p for p in parts if isinstance(p, str)) or "(the server gave no text)"
         raise MCPToolError(
-            f"MCP server '{options.server}' reported an error from tool '{tool}': "
-            f"{cut_text(text, options.max_chars)}",
+            f"MCP server '{options.server}' reported an error from tool '{tool}': {cut_text(text, options.max_chars)}",
             server=options.server,
             tool=tool,
         )

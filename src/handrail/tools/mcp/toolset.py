@@ -32,7 +32,7 @@ from handrail.errors import ConfigurationError, ConfigurationTypeError, MCPToolE
 from handrail.tools._confirmation import ASK
 from handrail.tools._names import wire_name
 from handrail.tools.mcp._results import ResultOptions, convert_result
-from handrail.tools.mcp._servers import server_from_dict, server_label, server_to_dict
+from handrail.tools.mcp._servers import StdioServer, StreamableHttpServer, server_label
 from handrail.tools.preview import Preview
 from handrail.tools.tool import Tool
 from handrail.tools.toolset import Toolset
@@ -295,7 +295,7 @@ class MCPToolset(Toolset):
                     f"MCP server '{self.label}': tools '{other}' and '{tool.remote_name}' both become "
                     f"'{tool.name}' for the model; keep one with tool_names or tool_filter."
                 )
-        self._removed = {t.remote_name for t in self.tools} - {t.remote_name for t in tools}
+        self._removed = {getattr(t, "remote_name", t.name) for t in self.tools} - {t.remote_name for t in tools}
         self.tools = list(tools)
         self._listed = True
 
@@ -347,8 +347,9 @@ class MCPToolset(Toolset):
     # -- serialization ------------------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"type", "init_parameters"}``: the server (``Secret`` values as Secret dicts, never their value) and
-        every setting; functions as dotted paths.
+        """Serialize to ``{"type", "init_parameters"}``: the server and every setting.
+
+        ``Secret`` values stay Secret dicts (never their value); functions become dotted paths.
 
         Raises:
             SerializationError: The server is an in-process object, or a function is a lambda or a closure.
@@ -375,8 +376,9 @@ class MCPToolset(Toolset):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MCPToolset:
-        """Rebuild from :meth:`to_dict` output (``data`` is not modified); nothing connects unless
-        ``eager_connect`` is set.
+        """Rebuild from :meth:`to_dict` output (``data`` is not modified).
+
+        Nothing connects unless ``eager_connect`` is set.
 
         Raises:
             SerializationError: A missing or malformed field (named).
@@ -423,6 +425,40 @@ class MCPTool(MCPToolset):
         params.pop("tool_names", None)
         data["init_parameters"] = {"name": self.name, **params}
         return data
+
+
+_SERVERS: dict[str, type[StdioServer] | type[StreamableHttpServer]] = {
+    qualified_name(StdioServer): StdioServer, qualified_name(StreamableHttpServer): StreamableHttpServer,
+}  # fmt: skip
+
+
+def server_to_dict(server: Any) -> dict[str, Any]:
+    """A server description as a dict (``Secret`` values as Secret dicts).
+
+    Raises:
+        SerializationError: An in-process server object (it lives in this process only).
+    """
+    if isinstance(server, StdioServer | StreamableHttpServer):
+        return server.to_dict()
+    raise SerializationError(
+        f"MCPToolset cannot be serialized: its server is an in-process {type(server).__name__} object, which lives "
+        f"in this process only; use StdioServer or StreamableHttpServer to save it."
+    )
+
+
+def server_from_dict(data: Any) -> StdioServer | StreamableHttpServer:
+    """The server description of :func:`server_to_dict` output.
+
+    Raises:
+        SerializationError: Not a StdioServer or StreamableHttpServer dict.
+    """
+    kind = data.get("type") if isinstance(data, Mapping) else None
+    cls = _SERVERS.get(str(kind))
+    if cls is None:
+        raise SerializationError(
+            f"MCPToolset server must be a StdioServer or StreamableHttpServer dict, got type {kind!r:.100}."
+        )
+    return cls.from_dict(data)
 
 
 def _annotations(value: Any) -> dict[str, Any]:
