@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from handrail.cli._stores import Where, opened, where_options
 from handrail.cli._temporal import parse_address
 from handrail.core._urls import url_without_password
 
-__all__ = ["resume", "run", "spec_tools"]
+__all__ = ["resume", "run"]
 
 _ANSWERED = ("text",)
 
@@ -73,6 +73,8 @@ class BuildOptions:
     models: ModelChoice
     pause: Where | None = None
     """With ``approve="pause"``: the snapshot store paused runs write to."""
+    allow_commands: tuple[str, ...] = ()
+    """Programs the file's stdio MCP servers may run besides those it allows (``--allow-command``)."""
 
 
 def _model_options(command: Any) -> Any:
@@ -84,6 +86,9 @@ def _model_options(command: Any) -> Any:
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, exit reason, history)."),
         click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
                      help="Trust dotted paths under this module prefix in the agent file (repeatable)."),
+        click.option("--allow-command", "allow_commands", multiple=True, metavar="NAME",
+                     help="Let the agent file's stdio MCP servers run this command, exactly as the file writes it "
+                          "(repeatable)."),
         click.option("--max-steps", type=click.IntRange(min=1), help="Override the file's max_agent_steps."),
     ]):  # fmt: skip
         command = option(command)
@@ -120,11 +125,15 @@ def _build(out: Any, agent_file: Path, options: BuildOptions) -> Any:
         pause = {"snapshot_store": options.pause.store, "snapshot_metadata": metadata}
     agent = build_agent(
         spec, base_dir=agent_file.parent, allowed_modules=options.allow_modules, generator=generator,
-        approve=options.approve,  # type: ignore[arg-type]
+        allowed_commands=options.allow_commands, approve=options.approve,  # type: ignore[arg-type]
         confirmation_ui=RichConsoleUI(console=out) if options.approve == "ask" else None, **pause,
     )  # fmt: skip
     with out.status("Loading the model …", spinner="dots"):
-        agent.warm_up()
+        try:
+            agent.warm_up()  # connects to the MCP servers too
+        except BaseException:
+            agent.close()  # a server started before another one failed: end its process
+            raise
     return agent
 
 
@@ -156,18 +165,12 @@ def _report(out: Any, result: dict[str, Any], printer: Printer | None, as_json: 
 
 def _finish(out: Any, agent: Any, result: dict[str, Any], printer: Printer | None, as_json: bool) -> None:
     _report(out, result, printer, as_json)
-    if result["exit_reason"] not in _ANSWERED and result["exit_reason"] not in {t.name for t in spec_tools(agent)}:
+    # An exit tool's name is one of the exit conditions (the agent is closed by now: its MCP tools are not listed).
+    if result["exit_reason"] not in _ANSWERED and result["exit_reason"] not in agent.exit_conditions:
         if not as_json:
             out.print(f"The run ended without an answer ({printable(result['exit_reason'])}).", style="yellow",
                       markup=False)  # fmt: skip
         sys.exit(EXIT_NO_ANSWER)
-
-
-def spec_tools(agent: Any) -> list[Any]:
-    """The agent's tools, flattened."""
-    from handrail.tools.utils import flatten_tools
-
-    return flatten_tools(agent.tools)
 
 
 def _streamed(
@@ -282,6 +285,7 @@ def run(
     openai_model: str | None,
     as_json: bool,
     allow_modules: tuple[str, ...],
+    allow_commands: tuple[str, ...],
     max_steps: int | None,
 ) -> None:
     """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call.
@@ -292,7 +296,7 @@ def run(
     terminal (the decisions its policy allows, or wait to leave it to others), else the 'handrail runs decide'
     commands are printed and it keeps waiting. Ctrl-C stops waiting, not the run (exit 130). The worker's
     agent file chooses the model and the approvals: --approve, --pause-for-approval, --model, --openai-*,
-    --max-steps and --allow-module do not apply.
+    --max-steps, --allow-module and --allow-command do not apply.
     """
     from rich.console import Console
 
@@ -315,20 +319,38 @@ def run(
         if pause_to is not None:
             where = stack.enter_context(opened(out, None, pause_to, allow_modules, create=True,
                                                flag="--pause-for-approval"))  # fmt: skip
-        options = BuildOptions("pause" if where is not None else approve, allow_modules, max_steps, models, where)
+        options = BuildOptions("pause" if where is not None else approve, allow_modules, max_steps, models, where,
+                               allow_commands)  # fmt: skip
         with errors_as_exit_codes(out, agent_file):
             agent = _build(out, agent_file, options)
             from handrail.dataclasses.chat_message import ChatMessage
 
-            result, printer = _streamed(
-                out, where, as_json, lambda printer: agent.run([ChatMessage.from_user(question)], printer)
-            )
+            with _closing(agent):
+                result, printer = _streamed(
+                    out, where, as_json, lambda printer: agent.run([ChatMessage.from_user(question)], printer)
+                )
     _finish(out, agent, result, printer, as_json)
+
+
+@contextlib.contextmanager
+def _closing(agent: Any) -> Iterator[None]:
+    """Close the agent when its run ends, however it ends: its MCP servers' connections and processes end.
+
+    A failure to close is reported on stderr; it does not change the run's outcome (its answer is printed).
+    """
+    try:
+        yield
+    finally:
+        try:
+            agent.close()
+        except Exception as exc:  # the run's result stands; say what could not be closed
+            click.echo(f"handrail: closing the agent failed: {type(exc).__name__}: {exc}", err=True)
 
 
 _LOCAL_ONLY = (("--approve", "approve"), ("--pause-for-approval", "pause_to"), ("--model", "model"),
                ("--openai-base-url", "openai_base_url"), ("--openai-model", "openai_model"),
-               ("--allow-module", "allow_modules"), ("--max-steps", "max_steps"))  # fmt: skip
+               ("--allow-module", "allow_modules"), ("--allow-command", "allow_commands"),
+               ("--max-steps", "max_steps"))  # fmt: skip
 
 
 def _run_on_temporal(ctx: click.Context, agent_file: Path, question: str, address: str, task_queue: str | None,
@@ -394,6 +416,7 @@ def resume(
     openai_model: str | None,
     as_json: bool,
     allow_modules: tuple[str, ...],
+    allow_commands: tuple[str, ...],
     max_steps: int | None,
 ) -> None:
     """Continue the paused run SNAPSHOT_ID of --dir or --store with the decisions recorded in it.
@@ -407,7 +430,8 @@ def resume(
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
     with opened(out, directory, store_url, allow_modules) as where:
         _resume(out, where, snapshot_id, agent_option, unknown_outcome, allow_drift,
-                ModelChoice(model, openai_base_url, openai_model), as_json, allow_modules, max_steps)  # fmt: skip
+                ModelChoice(model, openai_base_url, openai_model), as_json, (allow_modules, allow_commands),
+                max_steps)  # fmt: skip
 
 
 def _resume(
@@ -419,7 +443,7 @@ def _resume(
     allow_drift: bool,
     given: ModelChoice,
     as_json: bool,
-    allow_modules: tuple[str, ...],
+    allowed: tuple[tuple[str, ...], tuple[str, ...]],
     max_steps: int | None,
 ) -> None:
     from handrail.human_in_the_loop.snapshots import awaiting_decision
@@ -444,7 +468,7 @@ def _resume(
                           f"pausing or finishing); continuing it.", style="yellow", markup=False)  # fmt: skip
             if agent_option is None:
                 out.print(f"Agent file: {printable(agent_file)} (recorded in the snapshot)", style="dim", markup=False)
-    options = BuildOptions("pause", allow_modules, max_steps, _resume_models(snapshot.metadata, given), where)
+    options = BuildOptions("pause", allowed[0], max_steps, _resume_models(snapshot.metadata, given), where, allowed[1])
     from handrail.server._by_hand import resume_recorded, run_held
     from handrail.specs._resume import resume as resume_run
 
@@ -461,5 +485,6 @@ def _resume(
                 found, store=where.store, agent=agent, streaming_callback=printer, allow_drift=allow_drift,
                 unknown_outcome=unknown_outcome))  # fmt: skip
 
-        result, printer = _streamed(out, where, as_json, resumed)
+        with _closing(agent):
+            result, printer = _streamed(out, where, as_json, resumed)
     _finish(out, agent, result, printer, as_json)

@@ -62,6 +62,13 @@ def _temporal_options(temporal: str | None, namespace: str) -> dict[str, Any]:
     help="Trust classes under this module prefix in snapshots and agent files (repeatable).",
 )
 @click.option(
+    "--allow-command",
+    "allow_commands",
+    multiple=True,
+    metavar="NAME",
+    help="Let the agent files' stdio MCP servers run this command, exactly as a file writes it (repeatable).",
+)
+@click.option(
     "--host",
     default="127.0.0.1",
     show_default=True,
@@ -102,6 +109,7 @@ def serve(
     store_url: str,
     agents_dir: Path | None,
     allow_modules: tuple[str, ...],
+    allow_commands: tuple[str, ...],
     host: str,
     port: int,
     workers: int,
@@ -140,7 +148,7 @@ def serve(
             serve_api(
                 where.store, agents_dir=None if agents_dir is None else str(agents_dir), host=host, port=port,
                 allowed_hosts=allowed_hosts, workers=workers, store_url=where.value, allow_modules=allow_modules,
-                keepalive=keepalive, log_level=log_level, on_ready=ready, unknown_outcome=unknown_outcome,
-                resume=not no_resume, preview_timeout=preview_timeout,
+                allow_commands=allow_commands, keepalive=keepalive, log_level=log_level, on_ready=ready,
+                unknown_outcome=unknown_outcome, resume=not no_resume, preview_timeout=preview_timeout,
                 **_temporal_options(temporal, namespace),
             )  # fmt: skip

@@ -44,7 +44,7 @@ def _file_problem(path: Path, exc: Exception) -> str:
     return first + more
 
 
-def _build(name: str, path: Path, allow_modules: tuple[str, ...]) -> Any:
+def _build(name: str, path: Path, allow_modules: tuple[str, ...], allow_commands: tuple[str, ...] = ()) -> Any:
     from handrail.specs import build_agent, load_agent_spec
     from handrail.temporal._catalog import check_for_temporal
     from handrail.tools.utils import flatten_tools
@@ -53,12 +53,14 @@ def _build(name: str, path: Path, allow_modules: tuple[str, ...]) -> Any:
     folder = str(path.parent)
     if (spec.allowed_modules or allow_modules) and folder not in sys.path:
         sys.path.insert(0, folder)  # tool modules may sit beside the agent file, as for 'handrail run'
-    agent = build_agent(spec, base_dir=path.parent, allowed_modules=allow_modules, approve="workflow")
+    agent = build_agent(spec, base_dir=path.parent, allowed_modules=allow_modules, allowed_commands=allow_commands,
+                        approve="workflow")  # fmt: skip
     check_for_temporal(name, agent, {t.name: t for t in flatten_tools(agent.tools)})
     return agent
 
 
-def agents_of(out: Any, directory: Path, allow_modules: tuple[str, ...]) -> dict[str, Any]:
+def agents_of(out: Any, directory: Path, allow_modules: tuple[str, ...],
+              allow_commands: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
     """The agents of ``directory`` by name (its agent files' stems), or the problems of every bad file and exit 2."""
     from handrail.errors import ConfigurationError, ConfigurationTypeError
 
@@ -78,7 +80,7 @@ def agents_of(out: Any, directory: Path, allow_modules: tuple[str, ...]) -> dict
     agents: dict[str, Any] = {}
     for name, path in files.items():
         try:
-            agents[name] = _build(name, path, allow_modules)
+            agents[name] = _build(name, path, allow_modules, allow_commands)
         except (ConfigurationError, ConfigurationTypeError, ImportError) as exc:
             problems.append(_file_problem(path, exc))
     if problems:
@@ -87,14 +89,14 @@ def agents_of(out: Any, directory: Path, allow_modules: tuple[str, ...]) -> dict
 
 
 def serve_temporal(target: Target, task_queue: str, directory: Path, allow_modules: tuple[str, ...],
-                   max_workers: int | None) -> None:  # fmt: skip
+                   max_workers: int | None, *, allow_commands: tuple[str, ...] = ()) -> None:  # fmt: skip
     """Run the worker until stopped (see the module docstring)."""
     from rich.console import Console
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if not task_queue.strip():
         raise click.UsageError("--task-queue is empty; name the queue clients start runs on.")
-    agents = agents_of(err, directory, allow_modules)
+    agents = agents_of(err, directory, allow_modules, allow_commands)
     store = client_store(err, target.store_url, create=True)
     try:
         run_async(lambda: _serve(err, target, task_queue, agents, store, max_workers))

@@ -63,6 +63,9 @@ def _report(what: str, record: Any) -> None:
               help="Run only agent files inside DIR (<name>.yaml); default: the files snapshots record.")  # fmt: skip
 @click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
               help="Trust dotted paths under this module prefix in agent files (repeatable).")  # fmt: skip
+@click.option("--allow-command", "allow_commands", multiple=True, metavar="NAME",
+              help="Let the agent files' stdio MCP servers run this command, exactly as a file writes it "
+                   "(repeatable).")  # fmt: skip
 @click.option("--unknown-outcome", type=click.Choice(["fail", "retry"]), default="fail", show_default=True,
               help="A call found running (its process died mid-call): fail it (the model is told its outcome is "
                    "unknown) or retry it with the same call id (for idempotent tools).")  # fmt: skip
@@ -82,6 +85,7 @@ def worker(
     store_url: str,
     agents_dir: Path | None,
     allow_modules: tuple[str, ...],
+    allow_commands: tuple[str, ...],
     unknown_outcome: str,
     max_workers: int | None,
     address: str | None,
@@ -105,7 +109,8 @@ def worker(
 
     err = Console(stderr=True, highlight=False)
     if address is not None:
-        _temporal(ctx, err, store_url, agents_dir, allow_modules, max_workers, address, task_queue, namespace)
+        _temporal(ctx, err, store_url, agents_dir, (allow_modules, allow_commands), max_workers, address, task_queue,
+                  namespace)  # fmt: skip
         return
     for given, flag in ((task_queue, "--task-queue"), (namespace, "--namespace")):
         if given is not None:
@@ -118,8 +123,8 @@ def worker(
     stop = threading.Event()
     with service_store(err, store_url, allow_modules) as (where, _):  # as serve checks it: it exists, it answers
         resumer = Resumer(
-            where.store, agents_dir=agents_dir, allowed_modules=allow_modules, unknown_outcome=unknown_outcome,
-            max_workers=max_workers, report=_report,
+            where.store, agents_dir=agents_dir, allowed_modules=allow_modules, allowed_commands=allow_commands,
+            unknown_outcome=unknown_outcome, max_workers=max_workers, report=_report,
         )  # fmt: skip
         previous = _on_signals(stop)
         try:
@@ -134,9 +139,9 @@ def worker(
     click.echo("handrail worker: stopped.")
 
 
-def _temporal(ctx: click.Context, err: Any, store_url: str, agents_dir: Path | None, allow_modules: tuple[str, ...],
-              max_workers: int | None, address: str, task_queue: str | None,
-              namespace: str | None) -> None:  # fmt: skip
+def _temporal(ctx: click.Context, err: Any, store_url: str, agents_dir: Path | None,
+              allowed: tuple[tuple[str, ...], tuple[str, ...]], max_workers: int | None, address: str,
+              task_queue: str | None, namespace: str | None) -> None:  # fmt: skip
     from handrail.cli._temporal import Target
     from handrail.cli._temporal_worker import serve_temporal
 
@@ -147,8 +152,8 @@ def _temporal(ctx: click.Context, err: Any, store_url: str, agents_dir: Path | N
         raise click.UsageError("--temporal needs --task-queue QUEUE (the queue runs are started on).", ctx)
     if agents_dir is None:
         raise click.UsageError("--temporal needs --agents DIR (its NAME.yaml files are the agents it runs).", ctx)
-    serve_temporal(Target(address, namespace or "default", store_url), task_queue, agents_dir, allow_modules,
-                   max_workers)  # fmt: skip
+    serve_temporal(Target(address, namespace or "default", store_url), task_queue, agents_dir, allowed[0],
+                   max_workers, allow_commands=allowed[1])  # fmt: skip
 
 
 def _on_signals(stop: threading.Event) -> dict[int, Any]:

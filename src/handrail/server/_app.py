@@ -141,6 +141,7 @@ def create_app(
     agents: Mapping[str, AgentFactory] | None = None,
     agents_dir: str | os.PathLike[str] | None = None,
     allow_modules: Iterable[str] = (),
+    allow_commands: Iterable[str] = (),
     allowed_hosts: Iterable[str] = (),
     clock: Callable[[], datetime] | None = None,
     resume: bool = True,
@@ -161,6 +162,7 @@ def create_app(
             resumer continues (see :class:`~handrail.server.AgentRegistry`).
         agents_dir: A directory of agent files (``<name>.yaml``), another source of agents.
         allow_modules: Module prefixes agent files (and snapshots) may import from.
+        allow_commands: Programs the agent files' stdio MCP servers may run, besides those each file allows.
         allowed_hosts: Host names the server answers to besides the loopback names (its public name, the bound
             address); any other ``Host`` gets 421.
         clock: Returns now (timezone-aware); tests inject one to judge expiry.
@@ -197,8 +199,8 @@ def create_app(
     now = clock or _utc_now
     deliver = _temporal_decisions(temporal, namespace)
     hub = EventHub(store, keepalive=keepalive)
-    resumer = Resumer(store, agents=agents, agents_dir=agents_dir, allowed_modules=allow_modules, clock=now,
-                      unknown_outcome=unknown_outcome)  # fmt: skip
+    resumer = Resumer(store, agents=agents, agents_dir=agents_dir, allowed_modules=allow_modules,
+                      allowed_commands=allow_commands, clock=now, unknown_outcome=unknown_outcome)  # fmt: skip
     waker = Waker(hub.poke, resumer.wake) if resume else Waker(hub.poke)
     previews = Previewer(store, resumer.launcher.registry, timeout=preview_timeout)
 

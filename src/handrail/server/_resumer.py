@@ -81,6 +81,7 @@ class Resumer:
         agents: ``{name: factory}``, ``factory(store) -> Agent`` (see :class:`~handrail.server.AgentRegistry`).
         agents_dir: A directory of agent files; only agent files inside it are run.
         allowed_modules: Module prefixes agent files may import from.
+        allowed_commands: Programs the agent files' stdio MCP servers may run.
         unknown_outcome: For a call found ``running`` (its process died mid-call): ``fail`` (the default: fail
             closed; the model reads "outcome unknown" and the call is not run twice) or ``retry`` (run it again
             with the same call id; for idempotent tools).
@@ -107,6 +108,7 @@ class Resumer:
         agents: Mapping[str, AgentFactory] | None = None,
         agents_dir: str | os.PathLike[str] | None = None,
         allowed_modules: Iterable[str] = (),
+        allowed_commands: Iterable[str] = (),
         unknown_outcome: str = "fail",
         clock: Callable[[], datetime] | None = None,
         max_workers: int = 4,
@@ -125,6 +127,7 @@ class Resumer:
         self._owns_launcher = launcher is None
         self.launcher: RunLauncher = launcher or RunLauncher(
             store, agents=agents, agents_dir=agents_dir, allowed_modules=allowed_modules,
+            allowed_commands=allowed_commands,
             unknown_outcome=unknown_outcome, clock=clock, max_workers=max_workers, report=report,
         )  # fmt: skip
         """Drives the runs (and starts new ones: :meth:`RunLauncher.start_run`)."""

@@ -71,7 +71,9 @@ class RunLauncher:
         agents: ``{name: factory}``: ``factory(store) -> Agent`` (see :class:`~handrail.server.AgentRegistry`).
         agents_dir: A directory of agent files ``<name>.yaml`` (only files inside it are accepted).
         allowed_modules: Module prefixes agent files may import from.
-        registry: An :class:`AgentRegistry` to use instead of ``agents`` / ``agents_dir`` / ``allowed_modules``.
+        allowed_commands: Programs the agent files' stdio MCP servers may run.
+        registry: An :class:`AgentRegistry` to use instead of ``agents`` / ``agents_dir`` / ``allowed_modules`` /
+            ``allowed_commands``.
         unknown_outcome: ``fail`` (default) or ``retry``: see :data:`UNKNOWN_OUTCOMES`.
         clock: Returns now (timezone-aware): the records' and events' times.
         max_workers: Runs driven at once in this process (the rest wait in the pool's queue).
@@ -89,6 +91,7 @@ class RunLauncher:
         agents: Mapping[str, AgentFactory] | None = None,
         agents_dir: str | os.PathLike[str] | None = None,
         allowed_modules: Iterable[str] = (),
+        allowed_commands: Iterable[str] = (),
         registry: AgentRegistry | None = None,
         unknown_outcome: str = "fail",
         clock: Callable[[], datetime] | None = None,
@@ -105,8 +108,9 @@ class RunLauncher:
         self.store: Any = store
         """The service's store."""
         self.registry: AgentRegistry = registry or AgentRegistry(
-            store, agents=agents, agents_dir=agents_dir, allowed_modules=allowed_modules
-        )
+            store, agents=agents, agents_dir=agents_dir, allowed_modules=allowed_modules,
+            allowed_commands=allowed_commands,
+        )  # fmt: skip
         """The agents runs are started and resumed with."""
         self.clock: Callable[[], datetime] = clock or _utc_now
         """Returns now."""

@@ -56,6 +56,8 @@ class ServeConfig:
     """Seconds between an event stream's keep-alive comments."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Further create_app keyword arguments (JSON data)."""
+    allow_commands: tuple[str, ...] = ()
+    """Programs the agent files' stdio MCP servers may run."""
 
 
 def worker_app() -> Any:
@@ -65,9 +67,11 @@ def worker_app() -> Any:
 
     data = json.loads(os.environ[_CONFIG_ENV])
     config = ServeConfig(**{**data, "allow_modules": tuple(data["allow_modules"]),
-                            "allowed_hosts": tuple(data["allowed_hosts"])})  # fmt: skip
+                            "allowed_hosts": tuple(data["allowed_hosts"]),
+                            "allow_commands": tuple(data.get("allow_commands", ()))})  # fmt: skip
     store = open_snapshot_store(config.store_url, allowed_modules=config.allow_modules)
     return create_app(store, agents_dir=config.agents_dir, allow_modules=config.allow_modules,
+                      allow_commands=config.allow_commands,
                       allowed_hosts=config.allowed_hosts, keepalive=config.keepalive, **config.extra)  # fmt: skip
 
 
@@ -128,6 +132,7 @@ def serve(
     workers: int = 1,
     store_url: str | None = None,
     allow_modules: Iterable[str] = (),
+    allow_commands: Iterable[str] = (),
     keepalive: float = 15.0,
     graceful_timeout: float = 3.0,
     log_level: str = "warning",
@@ -150,6 +155,7 @@ def serve(
         workers: Server processes (more than 1 needs ``store_url``).
         store_url: The store's URL, for the worker processes (``workers > 1``).
         allow_modules: Module prefixes trusted inside snapshots and agent files.
+        allow_commands: Programs the agent files' stdio MCP servers may run, besides those each file allows.
         keepalive: Seconds between an event stream's keep-alive comments.
         graceful_timeout: Seconds uvicorn waits for open requests at shutdown before cancelling them.
         log_level: uvicorn's log level.
@@ -180,7 +186,9 @@ def serve(
     if workers > 1 and agents_dir is not None:  # the processes check them too, but only this one can refuse cleanly
         from handrail.server._registry import AgentRegistry
 
-        AgentRegistry(store, agents_dir=agents_dir, allowed_modules=allow_modules)  # every agent file, or SpecError
+        AgentRegistry(
+            store, agents_dir=agents_dir, allowed_modules=allow_modules, allowed_commands=allow_commands
+        )  # every agent file, or SpecError
     hosts = (host, *allowed_hosts)
     sock = bind(host, port)
     try:
@@ -188,11 +196,14 @@ def serve(
                                   "lifespan": "on", "server_header": False}  # fmt: skip
         if workers > 1:
             assert store_url is not None
-            config = ServeConfig(store_url, agents_dir, tuple(allow_modules), hosts, keepalive, dict(app_options))
+            config = ServeConfig(
+                store_url, agents_dir, tuple(allow_modules), hosts, keepalive, dict(app_options), tuple(allow_commands)
+            )
             os.environ[_CONFIG_ENV] = json.dumps(asdict(config))
             uv_config = uvicorn.Config("handrail.server._serve:worker_app", factory=True, workers=workers, **common)
         else:
             app = create_app(store, agents=agents, agents_dir=agents_dir, allow_modules=allow_modules,
+                             allow_commands=allow_commands,
                              allowed_hosts=hosts, keepalive=keepalive, **app_options)  # fmt: skip
             uv_config = uvicorn.Config(app, **common)
         if on_ready is not None:

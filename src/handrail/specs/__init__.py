@@ -3,6 +3,7 @@
 from handrail.specs.agent_spec import (
     AgentSpec,
     GeneratorSpec,
+    MCPServerEntry,
     RejectingUI,
     SpecError,
     ToolEntry,
@@ -17,6 +18,7 @@ from handrail.specs.agent_spec import (
 __all__ = [
     "AgentSpec",
     "GeneratorSpec",
+    "MCPServerEntry",
     "RejectingUI",
     "SpecError",
     "ToolEntry",

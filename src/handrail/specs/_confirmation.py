@@ -45,6 +45,7 @@ __all__ = [
     "RejectingUI",
     "WorkflowDecides",
     "asks_a_person",
+    "default_strategy",
     "strategies",
 ]
 
@@ -256,28 +257,53 @@ def _check_names(name: str, entry: ConfirmationEntry, tools: Mapping[str, set[st
             raise SpecError(f"confirmation.{name}.{field}: {exc}", ("confirmation", name, field)) from None
 
 
+def default_strategy(approve: Approve, ui: ConfirmationUI | None, pause: Pause | None) -> Any:
+    """The strategy of calls that ask though no ``confirmation`` entry names them (MCP tools, by their hints).
+
+    ``ask``: the console strategy of ``always`` (through ``ui``); ``all``: one that never asks; ``none``: one that
+    rejects every call; ``pause`` and ``workflow``: a ``BreakpointConfirmationStrategy`` writing where the file's
+    pausing tools write (``workflow``: nowhere, the workflow decides).
+
+    Raises:
+        ConfigurationError: The pause target (a caller's setting) is refused by the strategy.
+    """
+    from handrail.human_in_the_loop import BlockingConfirmationStrategy, BreakpointConfirmationStrategy, NeverAskPolicy
+
+    if approve == "all":
+        return BlockingConfirmationStrategy(confirmation_policy=NeverAskPolicy(), confirmation_ui=RejectingUI())
+    if pause is not None:
+        return BreakpointConfirmationStrategy(pause.directory, snapshot_store=pause.store, metadata=pause.metadata)
+    return _asking("*", ConfirmationEntry(ask="always"), approve, ui)
+
+
 def strategies(
     confirmation: Mapping[str, str | ConfirmationEntry],
     tools: Mapping[str, set[str]],
     approve: Approve,
     ui: ConfirmationUI | None,
     pause: Pause | None,
+    *,
+    more_tools: bool = False,
 ) -> dict[str, Any] | None:
     """The confirmation strategies of an agent file's ``confirmation`` (None: nothing asks).
 
-    ``tools`` maps each tool's name to the argument names its rules may read.
+    ``tools`` maps each tool's name to the argument names its rules may read. ``more_tools``: the agent gets more
+    tools when it runs (an MCP server's, known once connected), so a key that names none of ``tools`` is not
+    refused, and the rules of such a key (and of ``'*'``) are not checked against argument names here: at run time
+    a key that matches no tool is warned about, and a rule reading an argument the call lacks fails, which asks.
 
     Raises:
         SpecError: A key that is no tool, a setting a console cannot honour, or a strategy that refuses its
             settings; ``location`` is the field.
     """
     unknown = sorted(k for k in confirmation if k != "*" and k not in tools)
-    if unknown:
+    if unknown and not more_tools:
         raise SpecError(
             f"confirmation: {unknown} are not tools of this agent (tools: {list(tools)}).", ("confirmation", unknown[0])
         )
     for name, value in confirmation.items():
-        _check_names(name, _entry(value), tools)
+        if not more_tools or (name != "*" and name in tools):
+            _check_names(name, _entry(value), tools)
     if approve == "all" or not confirmation:
         return None
     built: dict[str, Any] = {}

@@ -19,6 +19,10 @@ caller (the CLI's ``--allow-module``); nested imports made while building (e.g. 
 ``run``; handrail's own functions cannot become tools. A file that lists modules in
 ``allowed_modules`` can run their code: read an agent file from someone else before running it.
 Relative paths (a ``.gguf`` model, a search ``folder``) are resolved against the file's folder.
+
+``mcp_servers`` lists MCP servers whose tools the agent gets (docs/agent-files.md, "MCP servers"). The command of
+a stdio server runs a program, so it is held to an allowlist too: the file's ``allowed_commands`` plus those the
+caller passes (the CLI's ``--allow-command``), each matched exactly as written.
 """
 
 from __future__ import annotations
@@ -26,10 +30,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from handrail.core._yaml import YamlRefusedError, describe_yaml_error, safe_load_yaml
 from handrail.errors import ConfigurationError, ConfigurationTypeError
@@ -39,10 +43,19 @@ from handrail.specs._confirmation import (
     ConfirmationValue,
     RejectingUI,
     asks_a_person,
+    default_strategy,
     strategies,
 )
 from handrail.specs._confirmation import Pause as _Pause
 from handrail.specs._errors import SpecError, building
+from handrail.specs._mcp import (
+    MCP_TAGS,
+    MCPServerEntry,
+    build_mcp_toolsets,
+    check_unique_names,
+    commands_option,
+    tools_of_servers,
+)
 from handrail.specs._parts import build_generator, build_tool
 from handrail.specs._yaml_lines import line_of
 
@@ -52,9 +65,11 @@ if TYPE_CHECKING:
     from handrail.human_in_the_loop.types import ConfirmationUI
     from handrail.stores.types import SnapshotStore
     from handrail.tools.tool import Tool
+    from handrail.tools.toolset import Toolset
 
-__all__ = ["AgentSpec", "GeneratorSpec", "RejectingUI", "SpecError", "ToolEntry", "agent_spec_json_schema",
-           "build_agent", "build_generator", "check_agent_spec", "load_agent_spec", "needs_a_person"]  # fmt: skip
+__all__ = ["AgentSpec", "GeneratorSpec", "MCPServerEntry", "RejectingUI", "SpecError", "ToolEntry",
+           "agent_spec_json_schema", "build_agent", "build_generator", "check_agent_spec", "load_agent_spec",
+           "needs_a_person"]  # fmt: skip
 
 
 class GeneratorSpec(BaseModel):
@@ -105,6 +120,15 @@ class AgentSpec(BaseModel):
     allowed_modules: list[str] = Field(
         default_factory=list, description="Module prefixes whose dotted paths this file may import."
     )
+    mcp_servers: list[MCPServerEntry] = Field(
+        default_factory=list,
+        description="MCP servers whose tools the agent gets: each a name and a command to run (stdio) or a url "
+        "(streamable HTTP), with the toolset's settings.",
+    )
+    allowed_commands: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list,
+        description="Programs a stdio MCP server of this file may run (its command, exactly as written).",
+    )
     _source: tuple[str, Any] | None = PrivateAttr(None)
     """``(file, composed YAML document)`` when read by :func:`load_agent_spec`: errors found later name the line."""
 
@@ -115,6 +139,11 @@ class AgentSpec(BaseModel):
         file, root = self._source
         return f"{file}:{line_of(root, location) or 1}: "
 
+    @model_validator(mode="after")
+    def _unique_servers(self) -> AgentSpec:
+        check_unique_names(self.mcp_servers)
+        return self
+
 
 def agent_spec_json_schema() -> dict[str, Any]:
     """Return the JSON Schema (Draft 2020-12) of agent files."""
@@ -124,7 +153,7 @@ def agent_spec_json_schema() -> dict[str, Any]:
     return schema
 
 
-_UNION_TAGS = ("str", "ToolEntry", *ENTRY_TAGS)
+_UNION_TAGS = ("str", "ToolEntry", *ENTRY_TAGS, *MCP_TAGS)
 """The names pydantic puts into an error's location for the member of a union it tried (not fields)."""
 
 
@@ -182,8 +211,14 @@ Approve = Literal["ask", "all", "none", "pause", "workflow"]
 
 
 def needs_a_person(spec: AgentSpec) -> bool:
-    """True when some tool of the spec may ask a person (a policy other than ``never``)."""
-    return asks_a_person(spec.confirmation)
+    """True when some tool of the spec may ask a person.
+
+    That is a policy other than ``never``, or an MCP server (its tools ask unless their hints say read-only) that no
+    ``'*': never`` covers.
+    """
+    everything = spec.confirmation.get("*")
+    covered = everything is not None and not asks_a_person({"*": everything})
+    return asks_a_person(spec.confirmation) or (bool(spec.mcp_servers) and not covered)
 
 
 def _pause_settings(
@@ -221,6 +256,7 @@ def build_agent(
     *,
     base_dir: str | Path = ".",
     allowed_modules: Iterable[str] = (),
+    allowed_commands: Iterable[str] = (),
     generator: ChatGenerator | None = None,
     approve: Approve = "ask",
     confirmation_ui: ConfirmationUI | None = None,
@@ -234,6 +270,8 @@ def build_agent(
         spec: The validated spec.
         base_dir: Folder that relative paths in the spec are resolved against (the file's folder).
         allowed_modules: Module prefixes trusted besides handrail's own and the file's ``allowed_modules``.
+        allowed_commands: Programs a stdio MCP server may run besides those of the file's ``allowed_commands``
+            (each exactly as an entry's ``command`` writes it).
         generator: A chat generator to use instead of the spec's (e.g. chosen on the command line).
         approve: For tools with a ``confirmation`` policy: ``ask`` a person (through ``confirmation_ui``,
             default a RichConsoleUI), run ``all`` calls without asking, reject (``none``) every call
@@ -243,6 +281,8 @@ def build_agent(
             across processes); ``never`` tools run without pausing. ``workflow``: for a Temporal worker
             (:mod:`handrail.temporal`), whose workflow decides the calls: the strategies are those of ``pause``,
             with every setting of the file (quorum, allowed decisions, expiry, ...), but write no snapshot.
+            The same mode decides the tools of ``mcp_servers`` that no ``confirmation`` entry names and whose
+            server's hints say to ask: the console (``always``), none asks, all rejected, or paused as above.
         confirmation_ui: The UI that asks when ``approve`` is ``ask``.
         snapshot_dir: With ``approve="pause"`` (it or ``snapshot_store`` required there): the directory
             snapshots are written to (created on the first pause).
@@ -253,17 +293,20 @@ def build_agent(
             ``{"agent_file": <absolute path>}`` so ``handrail resume`` can rebuild the agent).
 
     Returns:
-        The Agent (not warmed up: the model loads on first use or ``warm_up()``).
+        The Agent (not warmed up: the model loads and the MCP servers are connected to on first use or
+        ``warm_up()``; ``close()`` ends the connections and the servers' processes).
 
     Raises:
-        SpecError: A tool or generator that cannot be resolved, or an invalid combination (``pause``
-            with neither or both of ``snapshot_dir`` and ``snapshot_store``, or either of them without ``pause``).
+        SpecError: A tool or generator that cannot be resolved, a stdio MCP server whose command is not allowed,
+            or an invalid combination (``pause`` with neither or both of ``snapshot_dir`` and ``snapshot_store``,
+            or either of them without ``pause``).
     """
     from handrail.components.agents.agent import Agent
 
     pause = _pause_settings(approve, snapshot_dir, snapshot_store, snapshot_metadata)
     allowed = _allowed(spec, allowed_modules)
-    tools, built = _tools_and_strategies(spec, Path(base_dir), allowed, approve, confirmation_ui, pause)
+    commands = (*spec.allowed_commands, *commands_option(allowed_commands))
+    tools, built = _tools_and_strategies(spec, Path(base_dir), allowed, commands, approve, confirmation_ui, pause)
     if generator is None:
         with _located(spec):
             generator = build_generator(spec.generator, allowed_modules=allowed, base_dir=base_dir)
@@ -271,7 +314,7 @@ def build_agent(
         with building("the agent", ("generator",), [("tools",), ("exit_conditions",)]):
             return Agent(
                 chat_generator=generator,
-                tools=tools,  # type: ignore[arg-type]
+                tools=tools,
                 system_prompt=spec.system_prompt,
                 exit_conditions=spec.exit_conditions,
                 max_agent_steps=spec.max_agent_steps,
@@ -286,44 +329,74 @@ def check_agent_spec(
     *,
     base_dir: str | Path = ".",
     allowed_modules: Iterable[str] = (),
+    allowed_commands: Iterable[str] = (),
     approve: Approve = "pause",
     snapshot_dir: str | Path | None = None,
     snapshot_store: SnapshotStore | str | None = None,
+    connect_mcp: bool = False,
 ) -> dict[str, Any] | None:
     """Check a spec as :func:`build_agent` does, except its generator, which is not built (no model is loaded).
 
     For a service checking every agent file when it starts: the tools are built (their modules imported), the
-    ``confirmation`` rules checked against the tools' arguments and the strategies built with their settings.
+    ``confirmation`` rules checked against the tools' arguments and the strategies built with their settings. The
+    MCP servers' toolsets are built too (each command checked against the allowlist), but no server is started or
+    connected to unless ``connect_mcp``: without it the servers' tools are not known, so ``confirmation`` keys
+    that name no other tool are not refused, nor their rules (or those of ``'*'``) checked against arguments.
 
     Args:
         spec: The validated spec (:func:`load_agent_spec`).
         base_dir: As for :func:`build_agent`.
         allowed_modules: As for :func:`build_agent`.
+        allowed_commands: As for :func:`build_agent`.
         approve: As for :func:`build_agent` (``pause`` by default: a service's agents pause).
         snapshot_dir: With ``approve="pause"``: as for :func:`build_agent`.
         snapshot_store: With ``approve="pause"``: as for :func:`build_agent`.
+        connect_mcp: Start and connect to every MCP server of the file, list its tools, and check the whole
+            ``confirmation`` field against them and the file's other tools, as for a file without servers (the
+            connections are closed and the processes ended before this returns).
 
     Returns:
         The confirmation strategies the agent would get (None: nothing asks).
 
     Raises:
         SpecError: What :func:`build_agent` raises for the tools and the ``confirmation`` field, naming the file,
-            the line and the field.
+            the line and the field; with ``connect_mcp``, a server that cannot be reached too.
     """
     pause = _pause_settings(approve, snapshot_dir, snapshot_store, None)
-    _, built = _tools_and_strategies(spec, Path(base_dir), _allowed(spec, allowed_modules), approve, None, pause)
-    return built
+    commands = (*spec.allowed_commands, *commands_option(allowed_commands))
+    tools, built = _tools_and_strategies(spec, Path(base_dir), _allowed(spec, allowed_modules), commands, approve,
+                                         None, pause)  # fmt: skip
+    if not connect_mcp or not spec.mcp_servers:
+        return built
+    from handrail.tools.toolset import Toolset
+
+    with _located(spec):
+        listed = tools_of_servers([t for t in tools if isinstance(t, Toolset)])
+        names = {**_argument_names([t for t in tools if not isinstance(t, Toolset)]), **listed}
+        return strategies(spec.confirmation, names, approve, None, pause)
 
 
 def _tools_and_strategies(
-    spec: AgentSpec, base_dir: Path, allowed: tuple[str, ...], approve: Approve, ui: ConfirmationUI | None,
-    pause: _Pause | None,
-) -> tuple[list[Tool], dict[str, Any] | None]:  # fmt: skip
-    """The spec's tools and confirmation strategies; errors at the field's file and line."""
+    spec: AgentSpec, base_dir: Path, allowed: tuple[str, ...], commands: tuple[str, ...], approve: Approve,
+    ui: ConfirmationUI | None, pause: _Pause | None,
+) -> tuple[list[Tool | Toolset], dict[str, Any] | None]:  # fmt: skip
+    """The spec's tools (its MCP servers' toolsets last) and confirmation strategies; errors at the field's line.
+
+    The MCP tools are known once connected: ``confirmation`` keys that name no other tool are left to the run.
+    """
     with _located(spec):
         tools = _tools(spec, base_dir, allowed)
-        names = {t.name: {*t.parameters.get("properties", {}), *(t.inputs_from_state or {}).values()} for t in tools}
-        return tools, strategies(spec.confirmation, names, approve, ui, pause)
+        names = _argument_names(tools)
+        built = strategies(spec.confirmation, names, approve, ui, pause, more_tools=bool(spec.mcp_servers))
+        if not spec.mcp_servers:
+            return list(tools), built
+        toolsets = build_mcp_toolsets(spec.mcp_servers, base_dir, commands, default_strategy(approve, ui, pause))
+        return [*tools, *toolsets], built
+
+
+def _argument_names(tools: Iterable[Any]) -> dict[str, set[str]]:
+    """``{tool name: the argument names its rules may read}`` (its parameters and the State values it reads)."""
+    return {t.name: {*t.parameters.get("properties", {}), *(t.inputs_from_state or {}).values()} for t in tools}
 
 
 @contextlib.contextmanager

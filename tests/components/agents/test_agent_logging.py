@@ -63,6 +63,14 @@ def test_an_agent_without_tools_is_logged(caplog: pytest.LogCaptureFixture) -> N
     assert _records(caplog, "No tools provided") == []
 
 
+def test_a_toolset_whose_tools_come_at_warm_up_is_not_logged_as_no_tools(caplog: pytest.LogCaptureFixture) -> None:
+    from handrail.tools import Toolset
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        Agent(chat_generator=ScriptedChatGenerator([reply("x")]), tools=[Toolset([])])  # an MCP server's, say
+    assert _records(caplog, "No tools provided") == []
+
+
 def test_only_system_messages_in_the_input_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     agent = Agent(chat_generator=ScriptedChatGenerator([reply("a"), reply("b")]), tools=[PING], system_prompt="S")
     with caplog.at_level(logging.WARNING, logger=LOGGER):
