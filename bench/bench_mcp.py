@@ -56,9 +56,9 @@ def _free_port() -> int:
 def _server(kind: str) -> tuple[Any, Callable[[], Any], Any]:
     """``(handrail server spec, SDK client target factory, process or None)``."""
     from mcp import StdioServerParameters
+    from tests.mcp.server_double import build_server
 
     from handrail.tools import StdioServer, StreamableHttpServer
-    from tests.mcp.server_double import build_server
 
     if kind == "in-process":
         server = build_server()
@@ -161,9 +161,14 @@ def main() -> None:
     rows = {kind: measure(kind, n) for kind in ("in-process", "stdio", "streamable HTTP")}
     print("| | " + " | ".join(rows) + " |")
     print("|---|" + "---|" * len(rows))
-    labels = {"connect": "connect + list (cold), median of 5", "sdk": "call, SDK client (floor)",
-              "sync": "call, handrail `tool.invoke`", "async": "call, handrail `await tool.invoke_async`",
-              "step_wall": "agent step with one MCP call, wall", "step_cpu": "agent step with one MCP call, CPU"}  # fmt: skip
+    labels = {
+        "connect": "connect + list (cold), median of 5",
+        "sdk": "call, SDK client (floor)",
+        "sync": "call, handrail `tool.invoke`",
+        "async": "call, handrail `await tool.invoke_async`",
+        "step_wall": "agent step with one MCP call, wall",
+        "step_cpu": "agent step with one MCP call, CPU",
+    }
     for key, label in labels.items():
         print(f"| {label} | " + " | ".join(f"{rows[k][key] * 1000:.2f} ms" for k in rows) + " |")
 
