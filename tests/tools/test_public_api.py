@@ -10,8 +10,12 @@ from handrail.tools import from_function, preview, toolset, utils
 def test_tools_package_exports_exactly_all() -> None:
     assert sorted(handrail.tools.__all__) == [
         "ComponentTool",
+        "MCPTool",
+        "MCPToolset",
         "PipelineTool",
         "Preview",
+        "StdioServer",
+        "StreamableHttpServer",
         "Tool",
         "ToolCallId",
         "Toolset",
