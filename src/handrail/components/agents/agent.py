@@ -135,7 +135,10 @@ class Agent(FreshLockOnCopy):
         self.chat_generator = chat_generator
         self.tools: list[Tool | Toolset] | Toolset = tools if tools is not None else []
         self.system_prompt = system_prompt
-        if not flatten_tools(self.tools) and not isinstance(self.tools, Toolset):
+        toolsets = (
+            [self.tools] if isinstance(self.tools, Toolset) else [t for t in self.tools if isinstance(t, Toolset)]
+        )
+        if not flatten_tools(self.tools) and not toolsets:  # a toolset may list its tools once warmed up (MCP)
             logging.getLogger("handrail.components.agents").warning(
                 "No tools provided to the Agent: it behaves like its chat generator and only returns text. "
                 "Pass tools to the Agent (not to the chat generator) to let the model call them."
