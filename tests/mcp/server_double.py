@@ -2,6 +2,10 @@
 
 In process: ``build_server()``. As a subprocess: ``python server_double.py stdio`` or
 ``python server_double.py http PORT`` (streamable HTTP on 127.0.0.1:PORT, path ``/mcp``).
+
+With ``HANDRAIL_MCP_DOUBLE_LOG`` naming a file, a server process appends ``start PID`` to it when it starts, and
+``delete_file PATH PID`` for each call of ``delete_file``: the tests count processes and executions there, across
+processes.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
-__all__ = ["INSTRUCTIONS", "NAME", "PNG", "build_server"]
+__all__ = ["INSTRUCTIONS", "LOG_ENV", "NAME", "PNG", "build_server", "log_lines"]
 
 NAME = "double"
+LOG_ENV = "HANDRAIL_MCP_DOUBLE_LOG"
 INSTRUCTIONS = "A test double: add numbers, sleep, crash, fail."
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -32,6 +37,23 @@ class Weather(BaseModel):
 
     city: str
     celsius: float
+
+
+def _log(line: str) -> None:
+    """Append ``line`` and this process's id to the file ``HANDRAIL_MCP_DOUBLE_LOG`` names (if it is set)."""
+    path = os.environ.get(LOG_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(f"{line} {os.getpid()}\n")
+
+
+def log_lines(path: str | os.PathLike[str]) -> list[list[str]]:
+    """The log's lines, split into words (empty when nothing was logged)."""
+    try:
+        with open(path, encoding="utf-8") as log:
+            return [line.split() for line in log.read().splitlines()]
+    except FileNotFoundError:
+        return []
 
 
 def build_server() -> MCPServer:
@@ -154,6 +176,7 @@ def _add_annotated_tools(server: MCPServer) -> None:
     @server.tool(annotations=ToolAnnotations(destructive_hint=True))
     def delete_file(path: str) -> str:
         """Delete a file (pretends to)."""
+        _log(f"delete_file {path}")
         return f"deleted {path}"
 
     @server.tool()
@@ -170,6 +193,7 @@ def _add_annotated_tools(server: MCPServer) -> None:
 def main(argv: list[str]) -> None:
     """Run the server over stdio or streamable HTTP."""
     server = build_server()
+    _log("start")
     if argv[:1] == ["stdio"]:
         server.run("stdio")
     elif argv[:1] == ["http"] and len(argv) == 2:

@@ -54,10 +54,16 @@ def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
     raise AssertionError(f"handrail serve printed no URL (exit {process.poll()}): {err}")
 
 
-def start_serve(store_url: str, *options: str, env: dict[str, str] | None = None) -> ServeProcess:
-    """Start ``handrail serve --store URL --port 0 [options]`` (``env`` added); returns once /healthz answers."""
+def start_serve(
+    store_url: str, *options: str, env: dict[str, str] | None = None, module: str = "handrail.cli"
+) -> ServeProcess:
+    """Start ``handrail serve --store URL --port 0 [options]`` (``env`` added); returns once /healthz answers.
+
+    ``module``: the module run as ``python -m MODULE serve ...`` (a script of a test's own that serves the same way,
+    e.g. with agents given as Python factories).
+    """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **(env or {})}
-    command = [sys.executable, "-m", "handrail.cli", "serve", "--store", store_url, "--port", "0", *options]
+    command = [sys.executable, "-m", module, "serve", "--store", store_url, "--port", "0", *options]
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = _first_line(process, START_TIMEOUT)
     assert "listening on http://127.0.0.1:" in line, line
@@ -74,9 +80,11 @@ def start_serve(store_url: str, *options: str, env: dict[str, str] | None = None
 
 
 @contextmanager
-def serving(store_url: str, *options: str, env: dict[str, str] | None = None) -> Iterator[ServeProcess]:
+def serving(
+    store_url: str, *options: str, env: dict[str, str] | None = None, module: str = "handrail.cli"
+) -> Iterator[ServeProcess]:
     """:func:`start_serve`, stopped at the end (SIGKILL if it does not stop)."""
-    server = start_serve(store_url, *options, env=env)
+    server = start_serve(store_url, *options, env=env, module=module)
     try:
         yield server
     finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from handrail.server import AgentRegistry, Resumer, RunLauncher
 from handrail.specs import build_agent, load_agent_spec
 from handrail.stores import FileSnapshotStore
 from handrail.testing import FunctionChatGenerator, user
-from handrail.tools import create_tool_from_function
+from handrail.tools import MCPToolset, StdioServer, Tool, create_tool_from_function
 from tests.server._agents import AGENT_FILE, SENT, pay_replies, payer, transfer
 from tests.server.test_resumer import approve_all
 
@@ -155,3 +157,65 @@ def test_a_factory_is_called_once_with_the_store(sqlite_store: Any) -> None:
     registry = AgentRegistry(sqlite_store, agents={"payer": factory})
     agent, metadata = registry.agent_named("payer")
     assert calls == [sqlite_store] and registry.agent_named("payer")[0] is agent and metadata == {"agent_name": "payer"}
+
+
+def _mcp_agent(strategy: Any, **settings: Any) -> Agent:
+    """An agent whose tools are an MCP server's (never connected here: the registry does not connect)."""
+    files = MCPToolset(StdioServer(sys.executable, ["-c", "raise SystemExit(3)"], name="files"),
+                       confirmation_strategy=strategy)  # fmt: skip
+    return Agent(chat_generator=FunctionChatGenerator(pay_replies), tools=[files], **settings)
+
+
+def test_an_agent_whose_mcp_toolset_pauses_into_the_store_is_accepted_without_strategies_of_its_own(
+    sqlite_store: Any,
+) -> None:
+    registry = AgentRegistry(sqlite_store, agents={
+        "files": lambda store: _mcp_agent(BreakpointConfirmationStrategy(snapshot_store=store)),
+        "covered": lambda store: _mcp_agent(None, confirmation_strategies={  # "*" decides every tool instead
+            "*": BreakpointConfirmationStrategy(snapshot_store=store)}),
+    })  # fmt: skip
+    assert registry.names() == ["covered", "files"]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "words"),
+    [
+        (
+            None,
+            "the confirmation_strategy of MCPToolset 'files' is None, so the calls its tools ask about would wait "
+            "at a console prompt",
+        ),
+        (
+            BreakpointConfirmationStrategy(snapshot_file_path="/tmp/else"),
+            "the confirmation_strategy of MCPToolset 'files' pauses into /tmp/else, not into the service's store",
+        ),
+    ],
+)
+def test_an_mcp_toolset_that_would_ask_at_the_console_or_pause_elsewhere_is_refused(
+    sqlite_store: Any, strategy: Any, words: str
+) -> None:
+    with pytest.raises(ConfigurationError) as info:  # its calls would wait at the server's console, or be lost
+        AgentRegistry(sqlite_store, agents={"files": lambda store: _mcp_agent(strategy)})
+    message = str(info.value)
+    assert "factory 'files'" in message and words in message
+    assert "give MCPToolset confirmation_strategy=BreakpointConfirmationStrategy(snapshot_store=store)" in message
+
+
+def test_a_tool_bringing_a_console_confirmation_is_refused_unless_the_agent_decides_it(sqlite_store: Any) -> None:
+    @dataclass
+    class Asking(Tool):
+        confirmation_default: Any = field(default="ask", kw_only=True)
+
+    def build(store: Any, strategies: Any = None) -> Agent:
+        tool = Asking(name="wipe", description="Wipe.", parameters={"type": "object", "properties": {}},
+                      function=lambda: "wiped")  # fmt: skip
+        return Agent(chat_generator=FunctionChatGenerator(pay_replies), tools=[tool],
+                     confirmation_strategies=strategies)  # fmt: skip
+
+    with pytest.raises(
+        ConfigurationError,
+        match="the confirmation tool 'wipe' brings itself \\(BlockingConfirmationStrategy\\) does not pause",
+    ):
+        AgentRegistry(sqlite_store, agents={"wiper": build})
+    strategy = BreakpointConfirmationStrategy(snapshot_store=sqlite_store)
+    AgentRegistry(sqlite_store, agents={"wiper": lambda store: build(store, {"wipe": strategy})})

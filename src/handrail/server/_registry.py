@@ -11,12 +11,13 @@ An :class:`AgentRegistry` answers two questions: which Agent starts a run of age
   as ``handrail resume`` builds it (its generator, or the model the run was started with), and with
   ``agents_dir`` the files ``<agents_dir>/<name>.yaml`` (or ``.yml``). With ``agents_dir`` set, only files
   inside that directory are accepted, whatever a snapshot records. Module prefixes in ``allowed_modules`` are
-  trusted besides handrail's own and the file's ``allowed_modules``; the commands in ``allowed_commands`` may be
-  run by the files' stdio MCP servers besides those of each file's ``allowed_commands``.
+  trusted besides handrail's own and the file's ``allowed_modules``.
 
 Every agent must pause into the service's store: each of its confirmation strategies is a pausing one
 (``BreakpointConfirmationStrategy``) whose ``snapshot_store`` is the store object itself, and it has at least
-one. Otherwise a call would wait for a person at the server's console, or pause into a store no resumer
+one. The confirmation a tool brings itself counts as one of them wherever the agent's own strategies leave it in
+charge: an MCP toolset's ``confirmation_strategy`` (None: a console prompt, refused) for the calls its server's
+hints say ask. Otherwise a call would wait for a person at the server's console, or pause into a store no resumer
 watches, or the run could not be kept durably; such an agent is refused with a
 :class:`~handrail.errors.ConfigurationError` naming the agent and the tool, when the registry is made.
 
@@ -55,6 +56,10 @@ _SUFFIXES = (".yaml", ".yml")
 
 
 _ADVICE = "give it BreakpointConfirmationStrategy(snapshot_store=store) with the store the factory is passed"
+_CONSOLE = (
+    "{what} is None, so the calls its tools ask about would wait at a console prompt; in the service a call "
+    "is decided through the approval service, never at the server's console"
+)
 _NONE = ("has no confirmation strategy, so its runs cannot pause into the service's store (a service run is kept "
          "there from its start, and its calls that need a person pause there)")  # fmt: skip
 
@@ -76,36 +81,60 @@ def check_pauses_into(agent: Any, store: Any, what: str) -> None:
         problem = _not_pausing(key, strategy, store)
         if problem is not None:
             raise ConfigurationError(f"{what}: {problem}: {_ADVICE}.")
-    own = _toolset_strategies(agent) if "*" not in strategies else []  # '*' decides every tool, theirs too
-    for label, strategy in own:
-        problem = (f"the tools of {label} that ask use its confirmation_strategy, which is None (a console prompt)"
-                   if strategy is None else _not_pausing(label, strategy, store))  # fmt: skip
+    own = _tools_own(agent, strategies)
+    for brings, strategy, advice in own:
+        problem = _CONSOLE.format(what=brings) if strategy is None else _not_pausing(brings, strategy, store, brings)
         if problem is not None:
-            raise ConfigurationError(f"{what}: {problem}: give the toolset confirmation_strategy="
-                                     f"BreakpointConfirmationStrategy(snapshot_store=store).")  # fmt: skip
+            raise ConfigurationError(f"{what}: {problem}: {advice}.")
     if not strategies and not own:
         raise ConfigurationError(f"{what} {_NONE}: {_ADVICE}.")
 
 
-def _toolset_strategies(agent: Any) -> list[tuple[str, Any]]:
-    """``(label, confirmation_strategy)`` of the agent's toolsets whose tools bring their own confirmation (MCP)."""
-    tools = agent.tools if isinstance(agent.tools, list) else [agent.tools]
-    return [(f"MCP server {getattr(t, 'label', type(t).__name__)!r}", getattr(t, "confirmation_strategy", None))
-            for t in tools if getattr(t, "tools_may_ask", False)]  # fmt: skip
+def _tools_own(agent: Any, strategies: Mapping[Any, Any]) -> list[tuple[str, Any, str]]:
+    """The confirmations the agent's tools bring themselves, where the agent's own strategies leave them in charge.
+
+    A tool's ``confirmation_default`` (an MCP tool's, from its server's hints) decides its calls when no strategy
+    of the agent covers its name. A toolset with ``tools_may_ask`` (an MCP toolset) knows its tools only once it is
+    connected, so what they will bring is its ``confirmation_strategy`` (None: a console prompt), unless a ``"*"``
+    strategy of the agent covers every tool. Each: (what brings it, the strategy or None for a toolset's console
+    prompt, how to make it pause).
+    """
+    from handrail.components.agents._confirm import find_strategy
+    from handrail.components.agents._tool_defaults import default_strategy
+    from handrail.tools.toolset import Toolset
+    from handrail.tools.utils import flatten_tools
+
+    items = [agent.tools] if isinstance(agent.tools, Toolset) else list(agent.tools or [])
+    found: list[tuple[str, Any, str]] = []
+    for item in items:
+        if getattr(item, "tools_may_ask", False) and strategies.get("*") is None:
+            kind, label = type(item).__name__, getattr(item, "label", None)
+            named = f"{kind} {label!r:.80}" if isinstance(label, str) else kind
+            advice = (f"give {kind} confirmation_strategy=BreakpointConfirmationStrategy(snapshot_store=store) with "
+                      "the store the factory is passed, or the agent a '*' strategy that pauses into it")  # fmt: skip
+            found.append(
+                (f"the confirmation_strategy of {named}", getattr(item, "confirmation_strategy", None), advice)
+            )
+    for tool in flatten_tools(items):
+        strategy = default_strategy(tool)
+        if strategy is not None and find_strategy(strategies, tool.name) is None:
+            found.append((f"the confirmation tool {tool.name!r} brings itself", strategy, _ADVICE))
+    return found
 
 
-def _not_pausing(key: Any, strategy: Any, store: Any) -> str | None:
-    """Why ``strategy`` (for tool ``key``) does not pause into ``store``; None when it does."""
+def _not_pausing(key: Any, strategy: Any, store: Any, what: str | None = None) -> str | None:
+    """Why ``strategy`` (for tool ``key``; ``what``: named otherwise) does not pause into ``store``; None if it does."""
     from handrail.human_in_the_loop.types import is_pausing_strategy
 
+    what = what or f"the confirmation strategy for {key!r}"
     if not is_pausing_strategy(strategy):
-        return (f"the confirmation strategy for {key!r} ({type(strategy).__name__}) does not pause the run; in the "
-                f"service a call is decided through the approval service, never at the server's console")  # fmt: skip
+        return (f"{what} ({type(strategy).__name__}) does not pause the run; in the service a call is decided "
+                f"through the approval service, never at the server's console")  # fmt: skip
     if strategy.snapshot_store is not store:
         target = strategy.snapshot_store if strategy.snapshot_store is not None else strategy.snapshot_file_path
         where = target if isinstance(target, str) else type(target).__name__
-        return (f"the confirmation strategy for {key!r} pauses into {where!s:.120}, not into the service's store "
-                f"{store}; its paused runs would never be resumed by the service")  # fmt: skip
+        return (f"{what} pauses into {where!s:.120}, not into the service's store {store}; its paused runs would "
+                f"never be resumed by the service")  # fmt: skip
     return None
 
 
@@ -119,8 +148,6 @@ class AgentRegistry:
             accepted (also those snapshots record).
         allowed_modules: Module prefixes agent files may import from, besides handrail's own and each file's
             ``allowed_modules`` (the CLI's ``--allow-module``).
-        allowed_commands: Programs the agent files' stdio MCP servers may run, besides those of each file's
-            ``allowed_commands`` (the CLI's ``--allow-command``).
 
     Raises:
         ConfigurationError / ConfigurationTypeError: A bad name, a factory that is not callable, that raises, or
@@ -134,14 +161,11 @@ class AgentRegistry:
         agents: Mapping[str, AgentFactory] | None = None,
         agents_dir: str | os.PathLike[str] | None = None,
         allowed_modules: Iterable[str] = (),
-        allowed_commands: Iterable[str] = (),
     ) -> None:
         self.store = store
         """The service's store."""
         self.allowed_modules: tuple[str, ...] = _prefixes(allowed_modules)
         """Module prefixes agent files may import from, besides handrail's and the file's own."""
-        self.allowed_commands: tuple[str, ...] = _prefixes(allowed_commands, "allowed_commands", "command", "python")
-        """Programs the agent files' stdio MCP servers may run, besides those each file allows."""
         self.agents_dir: Path | None = _directory(agents_dir)
         """The directory of agent files (None: agent files are read wherever snapshots record them)."""
         self._agents: dict[str, Agent] = {}
@@ -185,12 +209,12 @@ class AgentRegistry:
 
         spec = self._spec(path)
         built = check_agent_spec(spec, base_dir=path.parent, allowed_modules=self.allowed_modules,
-                                 allowed_commands=self.allowed_commands, snapshot_store=self.store) or {}  # fmt: skip
+                                 snapshot_store=self.store) or {}  # fmt: skip
         for key, strategy in built.items():
             problem = _not_pausing(key, strategy, self.store)
             if problem is not None:
                 raise ConfigurationError(f"{spec.where('confirmation', key) or f'{path}: '}{problem}.")
-        if not built and not spec.mcp_servers:  # an MCP server's tools that ask pause into the store
+        if not built:
             raise ConfigurationError(f"{path}:1: the agent {_NONE}: give a tool a confirmation that asks a person.")
 
     def names(self) -> list[str]:
@@ -308,8 +332,7 @@ class AgentRegistry:
         if models:
             metadata["generator"] = dict(models)
         agent = build_agent(
-            spec, base_dir=path.parent, allowed_modules=self.allowed_modules, allowed_commands=self.allowed_commands,
-            generator=model_generator(**models),
+            spec, base_dir=path.parent, allowed_modules=self.allowed_modules, generator=model_generator(**models),
             approve="pause", snapshot_store=self.store, snapshot_metadata=metadata,
         )  # fmt: skip
         check_pauses_into(agent, self.store, f"The agent of {path}")
@@ -348,14 +371,13 @@ def _name(name: object) -> str:
     return name
 
 
-def _prefixes(values: Iterable[str], name: str = "allowed_modules", what: str = "module prefix",
-              example: str = "mytools") -> tuple[str, ...]:  # fmt: skip
+def _prefixes(values: Iterable[str]) -> tuple[str, ...]:
     if isinstance(values, str):
-        raise ConfigurationTypeError(f"{name} must be a list of {what}es, not one str.")
+        raise ConfigurationTypeError("allowed_modules must be a list of module prefixes, not one str.")
     found = tuple(values)
     for value in found:
         if not isinstance(value, str) or not value.strip():
-            raise ConfigurationError(f"{name} holds {value!r}; each must be a {what} (e.g. {example!r}).")
+            raise ConfigurationError(f"allowed_modules holds {value!r}; each must be a module prefix (e.g. 'mytools').")
     return found
 
 

@@ -10,7 +10,7 @@ import pytest
 from handrail.components.agents import Agent
 from handrail.dataclasses import ChatMessage
 from handrail.testing import ScriptedChatGenerator, call, reply, user
-from handrail.tools import Tool
+from handrail.tools import Tool, Toolset
 
 LOGGER = "handrail.components.agents"
 
@@ -63,12 +63,25 @@ def test_an_agent_without_tools_is_logged(caplog: pytest.LogCaptureFixture) -> N
     assert _records(caplog, "No tools provided") == []
 
 
-def test_a_toolset_whose_tools_come_at_warm_up_is_not_logged_as_no_tools(caplog: pytest.LogCaptureFixture) -> None:
-    from handrail.tools import Toolset
+class _Connecting(Toolset):
+    """A toolset whose tools are known only once it is warmed up (as an MCP server's are)."""
 
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
-        Agent(chat_generator=ScriptedChatGenerator([reply("x")]), tools=[Toolset([])])  # an MCP server's, say
-    assert _records(caplog, "No tools provided") == []
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def warm_up(self) -> None:
+        self.tools = [PING]
+
+
+def test_an_agent_whose_toolset_lists_its_tools_at_warm_up_is_not_logged_as_without_tools(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    for tools in ([_Connecting()], _Connecting()):
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            agent = Agent(chat_generator=ScriptedChatGenerator([reply(call("ping", {"x": "a"}, "c1")), reply("ok")]),
+                          tools=tools)  # fmt: skip
+        assert _records(caplog, "No tools provided") == [], tools
+        assert agent.run([user("go")])["messages"][2].tool_call_result.result == "a"  # its tool was there after all
 
 
 def test_only_system_messages_in_the_input_are_logged(caplog: pytest.LogCaptureFixture) -> None:

@@ -22,6 +22,8 @@ from handrail.human_in_the_loop import (
     BreakpointConfirmationStrategy,
     NeverAskPolicy,
 )
+from handrail.human_in_the_loop.service import ApprovalService
+from handrail.stores import SQLiteSnapshotStore
 from handrail.testing import ScriptedChatGenerator, call, reply, user
 from handrail.tools import Tool, Toolset
 from tests.human_in_the_loop._helpers import ScriptedUI
@@ -140,3 +142,36 @@ def test_a_pausing_default_pauses_into_its_own_store(tmp_path: Path) -> None:
         _run([_tool("delete", own, ran)], None, "delete")
     assert ran == [] and info.value.snapshot_file_path is not None
     assert Path(info.value.snapshot_file_path).parent == tmp_path / "snaps"
+
+
+@dataclass
+class _Described(_OwnConfirmation):
+    """A tool with a text of its own for the person deciding its calls (as an MCP tool names its server)."""
+
+    @property
+    def approval_description(self) -> str:
+        return f"Server 'files', tool '{self.name}' (destructive)\n{self.description}"
+
+
+def test_a_paused_calls_approval_record_shows_the_tools_approval_description(tmp_path: Path) -> None:
+    store = SQLiteSnapshotStore(tmp_path / "approvals.db")
+    try:
+        own = BreakpointConfirmationStrategy(snapshot_store=store)
+        plain = _OwnConfirmation(name="move", description="move a file.", parameters=SCHEMA,
+                                 function=lambda path: "moved", confirmation_default=own)  # fmt: skip
+        described = _Described(name="delete", description="delete a file.", parameters=SCHEMA,
+                               function=lambda path: "deleted", confirmation_default=own)  # fmt: skip
+        with pytest.raises(HITLBreakpointException):
+            _run([described, plain], None, "delete", "move")
+        records = {a.tool_name: a for a in ApprovalService(store).list().items}
+        assert records["delete"].tool_description == "Server 'files', tool 'delete' (destructive)\ndelete a file."
+        assert records["move"].tool_description == "move a file."  # no text of its own: its description
+    finally:
+        store.close()
+
+
+def test_the_metadata_of_a_pausing_strategy_a_tool_brings_goes_into_the_snapshot(tmp_path: Path) -> None:
+    own = BreakpointConfirmationStrategy(snapshot_file_path=str(tmp_path / "snaps"), metadata={"ticket": 7})
+    with pytest.raises(HITLBreakpointException) as info:
+        _run([_tool("delete", own, [])], None, "delete")
+    assert info.value.snapshot.metadata["ticket"] == 7  # as for a strategy the Agent is given

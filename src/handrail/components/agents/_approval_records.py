@@ -3,11 +3,13 @@
 When a run pauses into a store that keeps approvals (:class:`~handrail.stores.approvals.ApprovalStore`: the
 three built-in snapshot stores), :func:`open_approvals` creates one pending
 :class:`~handrail.dataclasses.approval.Approval` per held call, after the snapshot is written: the effective
-arguments (the ledger's: after hooks and State injection), the tool's description and parameter schema (the
-run's fingerprint), the strategy's settings (:func:`~handrail.human_in_the_loop.types.approval_settings`), the
-step. Its id comes from the run id and the call id, so a retried pause, or the same call held again on a later
-pause of the run, finds the record already there (no duplicate); a held call whose approval is decided already
-gets that decision written into the new snapshot (:func:`~handrail.stores._approval_decide.sync_snapshot`).
+arguments (the ledger's: after hooks and State injection), what the person reads about the tool (its
+``approval_description`` where it has one, as an MCP tool has: its server and hints; else its description) and
+its parameter schema (the run's fingerprint), the strategy's settings
+(:func:`~handrail.human_in_the_loop.types.approval_settings`), the step. Its id comes from the run id and the
+call id, so a retried pause, or the same call held again on a later pause of the run, finds the record already
+there (no duplicate); a held call whose approval is decided already gets that decision written into the new
+snapshot (:func:`~handrail.stores._approval_decide.sync_snapshot`).
 
 :class:`ExecutedTrail` appends the ``executed`` audit entry of an approved call once the ledger's record of its
 outcome is durable. A store that is not an ApprovalStore (a user's own) gets neither: its runs work as before.
@@ -65,12 +67,20 @@ def _initiator(snapshot: AgentSnapshot) -> str | None:
 
 
 def _new_approval(
-    snapshot: AgentSnapshot, run_id: str, agent_name: str, call: ToolCall, entry: LedgerEntry | None, strategy: Any
+    snapshot: AgentSnapshot,
+    run_id: str,
+    agent_name: str,
+    call: ToolCall,
+    entry: LedgerEntry | None,
+    strategy: Any,
+    described: str | None = None,
 ) -> Approval:
     settings = approval_settings(strategy)
     proposed = call.arguments if isinstance(call.arguments, dict) else {}
     arguments = dict(entry.arguments) if entry is not None else dict(proposed)
     description, schema = _tool_info(snapshot, call.tool_name)
+    if isinstance(described, str) and described:  # the tool's own text for the approver (an MCP tool's server, hints)
+        description = described
     team = team_policy(strategy, arguments)
     extra: dict[str, Any] = {}
     injected = sorted(k for k in arguments if k not in proposed)
@@ -92,8 +102,22 @@ def _new_approval(
     )  # fmt: skip
 
 
-def open_approvals(cp: Checkpoints, held: list[ToolCall], strategy_of: Callable[[str], Any] | None) -> None:
-    """Create the approval records of the calls a pause holds (after its snapshot is written)."""
+def open_approvals(
+    cp: Checkpoints,
+    held: list[ToolCall],
+    strategy_of: Callable[[str], Any] | None,
+    description_of: Callable[[str], str | None] | None = None,
+) -> None:
+    """Create the approval records of the calls a pause holds (after its snapshot is written).
+
+    Args:
+        cp: The run's checkpoints (the store and the snapshot just written).
+        held: The calls the pause holds.
+        strategy_of: The strategy deciding a tool's calls, by tool name (its settings go on the record).
+        description_of: What the person deciding a tool's calls reads about it, by tool name: its
+            ``approval_description`` (an MCP tool's names its server and hints) where it has one; None, or None
+            returned: the tool's description as the snapshot records it.
+    """
     store, snapshot, run_id = cp.store, cp.last, cp.run_id
     if not held or not keeps_approvals(store) or snapshot is None or run_id is None or not snapshot.snapshot_id:
         return
@@ -106,6 +130,7 @@ def open_approvals(cp: Checkpoints, held: list[ToolCall], strategy_of: Callable[
             call,
             entries.get(call.id),
             None if strategy_of is None else strategy_of(call.tool_name),
+            None if description_of is None else description_of(call.tool_name),
         )
         for call in held
         if call.id

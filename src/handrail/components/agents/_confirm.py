@@ -184,6 +184,11 @@ class Approvals:
         """The strategy deciding calls to ``tool_name``: an explicit one, else the tool's own default."""
         return find_strategy(self.strategies, tool_name, self.tools.get(tool_name))
 
+    def description_of(self, tool_name: str) -> str | None:
+        """What the person deciding calls to ``tool_name`` reads about it: its ``approval_description``, if any."""
+        described = getattr(self.tools.get(tool_name), "approval_description", None)
+        return described if isinstance(described, str) else None
+
     @property
     def ledger(self) -> Ledger | None:
         """The run's ledger when calls are recorded: known decisions and recorded outcomes are reused."""

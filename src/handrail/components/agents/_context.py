@@ -233,7 +233,10 @@ class AgentContext(ToolContext):
         held = [by_id[i] for i in effect.held if i in by_id] or list(self.run.held)
         error = cp.pause(cp.snapshot("tool_invoker", self.state, cp.tool_break_point(held[0].tool_name)), held)
         approvals = self.parts.approvals
-        open_approvals(cp, held, approvals.strategy_of if approvals is not None else None)  # the snapshot is written
+        if approvals is None:
+            open_approvals(cp, held, None)  # the snapshot is written
+        else:
+            open_approvals(cp, held, approvals.strategy_of, approvals.description_of)
         return error
 
     def _paused(self, effect: Pause) -> BaseException:

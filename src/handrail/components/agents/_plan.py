@@ -181,7 +181,7 @@ def _build(
 
         checkpoints = Checkpoints(
             break_point=break_point, store=store, agent_name=_agent_name(break_point, snapshot),
-            fingerprint=fingerprint, metadata=_snapshot_metadata(agent, snapshot, stores), ledger=ledger,
+            fingerprint=fingerprint, metadata=_snapshot_metadata(strategies, snapshot, stores), ledger=ledger,
             resumed=snapshot, owns_store=owns_store, run=run,
         )  # fmt: skip
     elif owns_store and store is not None:  # pragma: no cover - a store always comes with a ledger
@@ -335,12 +335,17 @@ def _store_use(agent: Agent, req: RunRequest, snapshot: AgentSnapshot | None) ->
     return use
 
 
-def _snapshot_metadata(agent: Agent, snapshot: AgentSnapshot | None, stores: StoreUse) -> dict[str, Any]:
-    """The snapshot's metadata (on resume) updated with the pausing strategies' ``metadata`` and the run's stores."""
+def _snapshot_metadata(
+    strategies: Mapping[Any, Any], snapshot: AgentSnapshot | None, stores: StoreUse
+) -> dict[str, Any]:
+    """The snapshot's metadata (on resume) updated with the pausing strategies' ``metadata`` and the run's stores.
+
+    ``strategies``: the Agent's, with those its tools bring themselves (an MCP toolset's ``confirmation_strategy``).
+    """
     metadata = dict(snapshot.metadata) if snapshot is not None else {}
     if stores.active:
         metadata["run"] = stores.to_metadata()
-    for key, strategy in (agent.confirmation_strategies or {}).items():
+    for key, strategy in strategies.items():
         if not is_pausing_strategy(strategy) or not strategy.metadata:
             continue
         if not isinstance(strategy.metadata, Mapping):
