@@ -11,7 +11,8 @@ An :class:`AgentRegistry` answers two questions: which Agent starts a run of age
   as ``handrail resume`` builds it (its generator, or the model the run was started with), and with
   ``agents_dir`` the files ``<agents_dir>/<name>.yaml`` (or ``.yml``). With ``agents_dir`` set, only files
   inside that directory are accepted, whatever a snapshot records. Module prefixes in ``allowed_modules`` are
-  trusted besides handrail's own and the file's ``allowed_modules``.
+  trusted besides handrail's own and the file's ``allowed_modules``; the commands in ``allowed_commands`` may be
+  run by the files' stdio MCP servers besides those of each file's ``allowed_commands``.
 
 Every agent must pause into the service's store: each of its confirmation strategies is a pausing one
 (``BreakpointConfirmationStrategy``) whose ``snapshot_store`` is the store object itself, and it has at least
@@ -148,6 +149,8 @@ class AgentRegistry:
             accepted (also those snapshots record).
         allowed_modules: Module prefixes agent files may import from, besides handrail's own and each file's
             ``allowed_modules`` (the CLI's ``--allow-module``).
+        allowed_commands: Programs the agent files' stdio MCP servers may run, besides those of each file's
+            ``allowed_commands`` (the CLI's ``--allow-command``).
 
     Raises:
         ConfigurationError / ConfigurationTypeError: A bad name, a factory that is not callable, that raises, or
@@ -161,11 +164,14 @@ class AgentRegistry:
         agents: Mapping[str, AgentFactory] | None = None,
         agents_dir: str | os.PathLike[str] | None = None,
         allowed_modules: Iterable[str] = (),
+        allowed_commands: Iterable[str] = (),
     ) -> None:
         self.store = store
         """The service's store."""
         self.allowed_modules: tuple[str, ...] = _prefixes(allowed_modules)
         """Module prefixes agent files may import from, besides handrail's and the file's own."""
+        self.allowed_commands: tuple[str, ...] = _prefixes(allowed_commands, "allowed_commands", "command", "python")
+        """Programs the agent files' stdio MCP servers may run, besides those each file allows."""
         self.agents_dir: Path | None = _directory(agents_dir)
         """The directory of agent files (None: agent files are read wherever snapshots record them)."""
         self._agents: dict[str, Agent] = {}
@@ -209,12 +215,12 @@ class AgentRegistry:
 
         spec = self._spec(path)
         built = check_agent_spec(spec, base_dir=path.parent, allowed_modules=self.allowed_modules,
-                                 snapshot_store=self.store) or {}  # fmt: skip
+                                 allowed_commands=self.allowed_commands, snapshot_store=self.store) or {}  # fmt: skip
         for key, strategy in built.items():
             problem = _not_pausing(key, strategy, self.store)
             if problem is not None:
                 raise ConfigurationError(f"{spec.where('confirmation', key) or f'{path}: '}{problem}.")
-        if not built:
+        if not built and not spec.mcp_servers:  # an MCP server's tools that ask pause into the store
             raise ConfigurationError(f"{path}:1: the agent {_NONE}: give a tool a confirmation that asks a person.")
 
     def names(self) -> list[str]:
@@ -332,7 +338,8 @@ class AgentRegistry:
         if models:
             metadata["generator"] = dict(models)
         agent = build_agent(
-            spec, base_dir=path.parent, allowed_modules=self.allowed_modules, generator=model_generator(**models),
+            spec, base_dir=path.parent, allowed_modules=self.allowed_modules, allowed_commands=self.allowed_commands,
+            generator=model_generator(**models),
             approve="pause", snapshot_store=self.store, snapshot_metadata=metadata,
         )  # fmt: skip
         check_pauses_into(agent, self.store, f"The agent of {path}")
@@ -371,13 +378,14 @@ def _name(name: object) -> str:
     return name
 
 
-def _prefixes(values: Iterable[str]) -> tuple[str, ...]:
+def _prefixes(values: Iterable[str], name: str = "allowed_modules", what: str = "module prefix",
+              example: str = "mytools") -> tuple[str, ...]:  # fmt: skip
     if isinstance(values, str):
-        raise ConfigurationTypeError("allowed_modules must be a list of module prefixes, not one str.")
+        raise ConfigurationTypeError(f"{name} must be a list of {what}es, not one str.")
     found = tuple(values)
     for value in found:
         if not isinstance(value, str) or not value.strip():
-            raise ConfigurationError(f"allowed_modules holds {value!r}; each must be a module prefix (e.g. 'mytools').")
+            raise ConfigurationError(f"{name} holds {value!r}; each must be a {what} (e.g. {example!r}).")
     return found
 
 
