@@ -13,9 +13,10 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import Field
 
 from handrail.components.agents import Agent
 from handrail.dataclasses import ChatMessage, ImageContent
@@ -438,3 +439,98 @@ def test_eager_connect_lists_at_construction(mcp_server_obj: Any) -> None:
         assert "add" in [t.name for t in toolset.tools] and toolset.protocol_version
     finally:
         toolset.close()
+
+
+# -- the fresh-user probe's findings ------------------------------------------------------------------------------
+
+
+def test_a_combined_toolset_closes_its_servers_and_round_trips() -> None:
+    before = child_pids()
+    combined = MCPToolset(stdio_spec(), prefix="p", tool_names=["add"]) + MCPToolset(
+        stdio_spec(), prefix="q", tool_names=["add"]
+    )
+    replies = [reply(call("p_add", {"a": 1, "b": 1}, id="p"), call("q_add", {"a": 2, "b": 2}, id="q")), reply("ok")]
+    assert _results(_run(combined, replies)) == {"p": ("2", False), "q": ("4", False)}  # _run closes the agent
+    assert wait_until(lambda: not (child_pids() - before), 15)
+    data = combined.to_dict()
+    assert [part["init_parameters"]["prefix"] for part in data["init_parameters"]["parts"]] == ["p", "q"]
+    assert type(combined).from_dict(data).to_dict() == data
+
+
+def _server_with(**tools: Any) -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("odd")
+    for name, fn in tools.items():
+        server.add_tool(fn, name=name)
+    return server
+
+
+def test_a_tool_that_cannot_be_used_is_left_out_and_named(caplog: pytest.LogCaptureFixture) -> None:
+    def risky(x: Annotated[str, Field(pattern="(a+)+$")]) -> str:
+        """A pattern that backtracks for ever on some inputs."""
+        return x
+
+    def fine(x: str) -> str:
+        """Fine."""
+        return x
+
+    server = _server_with(risky=risky, fine=fine)
+    toolset = MCPToolset(server)
+    with caplog.at_level("WARNING", logger="handrail.tools.mcp"):
+        toolset.warm_up()
+    assert [t.name for t in toolset] == ["fine"]
+    assert any("'risky' is left out" in r.getMessage() and "MCP server 'odd'" in r.getMessage() for r in caplog.records)
+    toolset.close()
+    with pytest.raises(ConfigurationError, match=r"MCP server 'odd': tool 'risky' cannot be used"):
+        MCPToolset(server, tool_names=["risky"]).warm_up()
+
+
+def test_a_strategy_key_matching_no_listed_tool_warns_with_the_name_the_model_sees(mcp_server_obj: Any) -> None:
+    ask = BlockingConfirmationStrategy(AlwaysAskPolicy(), ScriptedUI())
+    agent = Agent(chat_generator=ScriptedChatGenerator([reply("x")]), tools=[MCPToolset(mcp_server_obj)],
+                  confirmation_strategies={"calendar.read": ask})  # fmt: skip
+    with pytest.warns(UserWarning, match=r"Did you mean 'calendar_read' for 'calendar.read'"):
+        agent.run([user("go")])
+    agent.close()
+
+
+def test_tool_timeouts_take_both_names_and_refuse_an_unknown_one() -> None:
+    toolset = MCPToolset(build_server(), prefix="k", tool_timeouts={"k_slow": 0.5})
+    results = _results(_run(toolset, [reply(call("k_slow", {"seconds": 30}, id="s")), reply("ok")]))
+    assert results["s"][1] and "0.5 s" in results["s"][0]
+    with pytest.raises(ConfigurationError, match=r"tool_timeouts names no tool of the server: \['nosuch'\]"):
+        MCPToolset(build_server(), tool_timeouts={"nosuch": 1}).warm_up()
+
+
+def test_a_tool_of_a_closed_toolset_says_so_instead_of_reconnecting(mcp_server_obj: Any) -> None:
+    toolset = MCPToolset(mcp_server_obj)
+    toolset.warm_up()
+    add = next(t for t in toolset if t.name == "add")
+    toolset.close()
+    with pytest.raises(Exception, match="is closed; warm it up again"):
+        add.invoke(a=1, b=2)
+    assert toolset._connection is None  # nothing connected again
+
+
+@pytest.mark.parametrize("offload", [lambda text: None, lambda text: 1 / 0])
+def test_an_offload_that_gives_nothing_or_fails_still_cuts_the_result(offload: Any) -> None:
+    toolset = MCPToolset(build_server(), max_result_chars=1_000, result_offload=offload)
+    text, error = _results(_run(toolset, [reply(call("big", {"n": 50_000}, id="b")), reply("ok")]))["b"]
+    assert not error and len(text) <= 1_000 and "characters cut" in text and " is at " not in text
+
+
+def test_settings_that_would_do_nothing_are_refused(mcp_server_obj: Any) -> None:
+    with pytest.raises(TypeError, match="takes no tool_names"):
+        MCPTool("add", mcp_server_obj, tool_names=["big"])
+    with pytest.raises(ConfigurationError, match="tool_names is empty"):
+        MCPToolset(mcp_server_obj, tool_names=[])
+    for bad in (None, "python server.py", {"command": "python"}):
+        with pytest.raises(TypeError, match="StdioServer"):
+            MCPToolset(bad)
+
+
+def test_two_servers_with_one_tool_name_are_told_about_prefix() -> None:
+    with pytest.raises(ConfigurationError, match=r"give one MCPToolset a prefix="):
+        Agent(chat_generator=ScriptedChatGenerator([reply("x")]),
+              tools=[MCPToolset(build_server()), MCPToolset(build_server())]).run([user("go")])  # fmt: skip

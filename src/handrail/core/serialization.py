@@ -193,6 +193,16 @@ _NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*[+*{]"
 """A group holding a repetition, itself repeated (``(a+)+``, ``(\\w+\\s?)*``): backtracking can take hours."""
 
 
+def pattern_may_hang(pattern: str) -> bool:
+    """Whether a regular expression nests a repetition inside a repeated group (``(a+)+``), which can take hours.
+
+    Examples:
+        >>> pattern_may_hang("(a+)+$"), pattern_may_hang("^[a-z]+$")
+        (True, False)
+    """
+    return bool(_NESTED_REPEAT.search(pattern))
+
+
 def check_pattern_from_file(pattern: str, where: str) -> None:
     """Refuse, in a file's data (under an allowlist), a regular expression with a repeated repetition.
 

@@ -205,6 +205,47 @@ class _Combined(Toolset):
         for part in self._parts:
             part.warm_up()
 
+    @property
+    def tools_may_ask(self) -> bool:
+        """Whether a part's tools may bring their own confirmation (an MCP toolset's do)."""
+        return any(getattr(part, "tools_may_ask", False) for part in self._parts)
+
+    def close(self) -> None:
+        """Close each part that has a ``close()`` (an MCP toolset ends its server); every part, even when one raises."""
+        from handrail.tools._lifecycle import close_objects
+
+        close_objects(list(self._parts))
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        from handrail.tools._lifecycle import aclose_objects
+
+        await aclose_objects(list(self._parts))
+
     def to_dict(self) -> dict[str, Any]:
-        """One Toolset of the tools the parts hold now."""
-        return Toolset(list(self)).to_dict()
+        """One Toolset of the tools the parts hold now; the parts themselves when one serializes itself otherwise.
+
+        A part with its own ``to_dict`` (an MCP toolset, whose tools are its server's) is kept as a part:
+        ``{"type": <this class>, "init_parameters": {"parts": [part dicts]}}``.
+        """
+        if all(type(part).to_dict is Toolset.to_dict for part in self._parts if isinstance(part, Toolset)):
+            return Toolset(list(self)).to_dict()
+        return {"type": qualified_name(self), "init_parameters": {"parts": [p.to_dict() for p in self._parts]}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Toolset:
+        """Rebuild from :meth:`to_dict` output (either form).
+
+        Raises:
+            SerializationError: A malformed ``parts`` list or a part that is not a Toolset.
+        """
+        params = envelope_parameters(data)
+        if not isinstance(params, Mapping) or "parts" not in params:
+            return Toolset.from_dict(data)
+        parts = params["parts"]
+        if not isinstance(parts, list):
+            raise SerializationError(f"A combined Toolset's 'parts' must be a list, got {type(parts).__name__}.")
+        built = [object_from_dict(part) for part in parts]
+        if not all(isinstance(part, Toolset) for part in built):
+            raise SerializationError("Each part of a combined Toolset must be a Toolset.")
+        return cls(built)

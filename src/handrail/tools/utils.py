@@ -67,7 +67,9 @@ def flatten_tools(tools: ToolsType | None) -> list[Tool]:
     counts = Counter(t.name for t in flat)
     duplicates = sorted(name for name, count in counts.items() if count > 1)
     if duplicates:
-        raise ConfigurationError(f"Duplicate tool names found: {duplicates}")
+        servers = any(getattr(t, "remote_name", None) is not None for t in flat if t.name in duplicates)
+        hint = " (tools of MCP servers: give one MCPToolset a prefix=)" if servers else ""
+        raise ConfigurationError(f"Duplicate tool names found: {duplicates}{hint}")
     return flat
 
 

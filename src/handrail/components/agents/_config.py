@@ -320,9 +320,13 @@ def warn_unmatched_strategies(strategies: Mapping[Any, ConfirmationStrategy], to
         if key != "*" and not any(n in tool_names for n in (key if isinstance(key, tuple) else (key,)))
     ]
     if unmatched:
+        from handrail.tools._names import wire_name
+
+        meant = {key: wire_name(key) for key in unmatched if isinstance(key, str) and wire_name(key) in tool_names}
+        hint = "".join(f" Did you mean {v!r} for {k!r} (the name the model sees)?" for k, v in meant.items())
         warnings.warn(
             f"confirmation_strategies keys {unmatched} match no tool of this run (tools: {sorted(tool_names)}); "
-            f"calls of the tools you meant run WITHOUT approval. Check the names.",
+            f"calls of the tools you meant run WITHOUT approval. Check the names.{hint}",
             stacklevel=6,
         )
 

@@ -233,7 +233,8 @@ def _check_and_warn(agent: Agent, req: RunRequest, tools: _Tools) -> None:
             f"available tools: {sorted(tools.names)}.",
             stacklevel=5,
         )
-    if agent.confirmation_strategies and not tools.has_toolset:
+    listed = all(getattr(t, "tools_may_ask", False) for t in tools.run_tools if isinstance(t, Toolset))
+    if agent.confirmation_strategies and (not tools.has_toolset or listed):  # MCP toolsets listed at warm-up
         cfg.warn_unmatched_strategies(agent.confirmation_strategies, tools.names)
 
 

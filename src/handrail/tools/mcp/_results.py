@@ -14,6 +14,7 @@ Everything here reads the SDK's objects by attribute, so this module never impor
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,13 @@ def cut_text(text: str, max_chars: int, offload: Offload | None = None) -> str:
         return text
     where = ""
     if offload is not None:
-        where = f"; the whole result ({len(text):,} characters) is at {offload(text)}"
+        try:
+            reference = offload(text)
+        except Exception as exc:  # the cut text still reaches the model; the failure is logged
+            logging.getLogger("handrail.tools.mcp").warning("result_offload failed, the result is only cut: %r", exc)
+            reference = None
+        if isinstance(reference, str) and reference:
+            where = f"; the whole result ({len(text):,} characters) is at {reference[:500]}"
     for _ in range(3):  # the marker's own length depends on the count it names
         keep = max(max_chars - len(_marker(len(text), where)), 0)
         cut = len(text) - keep

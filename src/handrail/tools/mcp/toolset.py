@@ -27,7 +27,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from handrail.core.serialization import deserialize_callable, object_from_dict, qualified_name, serialize_callable
+from handrail.core.serialization import (
+    deserialize_callable,
+    object_from_dict,
+    pattern_may_hang,
+    qualified_name,
+    serialize_callable,
+)
 from handrail.errors import ConfigurationError, ConfigurationTypeError, MCPToolError, SerializationError
 from handrail.tools._confirmation import ASK
 from handrail.tools._names import wire_name
@@ -92,7 +98,7 @@ class MCPServerTool(Tool):
                           if k in _HINTS)  # fmt: skip
         return (
             f"MCP server '{self.server}', tool '{self.remote_name}'"
-            f" (the server's hints, unverified: {hints or 'none'})\n{self.description}"
+            f" (the server's hints, unverified: {hints or 'none'}). {self.description}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,6 +167,7 @@ class MCPToolset(Toolset):
         confirmation_strategy: Any = None,
     ) -> None:
         super().__init__([])
+        _check_server(server)
         self.server = server
         self.label = server_label(server)
         """The server's name in messages and approvals."""
@@ -286,7 +293,9 @@ class MCPToolset(Toolset):
             listed = [t for t in listed if t.name in self.tool_names]
         if self.tool_filter is not None:
             listed = [t for t in listed if self.tool_filter(t)]
-        tools = [self._tool(t) for t in listed]
+        if not self._listed:
+            self._check_timeouts(names)
+        tools = self._usable(listed)
         seen: dict[str, str] = {}
         for tool in tools:
             other = seen.setdefault(tool.name, tool.remote_name)
@@ -299,6 +308,44 @@ class MCPToolset(Toolset):
         self.tools = list(tools)
         self._listed = True
 
+    def _usable(self, listed: list[Any]) -> list[MCPServerTool]:
+        """The listed tools as handrail tools; one that cannot be used is left out with a warning naming why.
+
+        A tool named in ``tool_names`` that cannot be used is an error instead (it was asked for by name).
+        """
+        tools: list[MCPServerTool] = []
+        for item in listed:
+            remote = str(getattr(item, "name", ""))
+            if any(t.remote_name == remote for t in tools):
+                logger.warning("MCP server '%s' lists tool %r twice; the second is left out.", self.label, remote)
+                continue
+            try:
+                tool = self._tool(item)
+                _check_patterns(tool.parameters)
+            except (ConfigurationError, ConfigurationTypeError) as exc:
+                if self.tool_names is not None and remote in self.tool_names:
+                    raise ConfigurationError(
+                        f"MCP server '{self.label}': tool {remote!r:.100} cannot be used: {exc}"
+                    ) from exc
+                logger.warning(
+                    "MCP server '%s': tool %.100r is left out, it cannot be used: %s", self.label, remote, exc
+                )
+                continue
+            tools.append(tool)
+        return tools
+
+    def _check_timeouts(self, names: list[str]) -> None:
+        known = set(names) | {wire_name(f"{self.prefix}_{n}" if self.prefix else n) for n in names}
+        unknown = sorted(set(self.tool_timeouts) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"MCP server '{self.label}': tool_timeouts names no tool of the server: {unknown} (its tools: "
+                f"{sorted(names)}); the keys are the tools' names on the server, or the names the model sees."
+            )
+
+    def _timeout(self, remote: str, name: str) -> float:
+        return self.tool_timeouts.get(remote, self.tool_timeouts.get(name, self.call_timeout))
+
     def _tool(self, listed: Any) -> MCPServerTool:
         remote = str(listed.name)
         annotations = _annotations(getattr(listed, "annotations", None))
@@ -306,7 +353,8 @@ class MCPToolset(Toolset):
         schema = dict(getattr(listed, "input_schema", None) or _OPEN)
         schema.setdefault("type", "object")
         options = ResultOptions(self.label, self.max_result_chars, self.use_structured_content, self.result_offload)
-        timeout = self.tool_timeouts.get(remote, self.call_timeout)
+        name = wire_name(f"{self.prefix}_{remote}" if self.prefix else remote)
+        timeout = self._timeout(remote, name)
 
         def call(**arguments: Any) -> Any:
             self._check_present(remote)
@@ -325,7 +373,7 @@ class MCPToolset(Toolset):
             return Preview("json", json.dumps(shown, ensure_ascii=False, default=str), title=f"{self.label} · {remote}")
 
         return MCPServerTool(
-            name=wire_name(f"{self.prefix}_{remote}" if self.prefix else remote),
+            name=name,
             description=str(getattr(listed, "description", None) or getattr(listed, "title", None) or remote),
             parameters=schema, function=call, async_function=call_async, preview=preview,
             outputs_to_string={"raw_result": True},
@@ -335,6 +383,13 @@ class MCPToolset(Toolset):
         )  # fmt: skip
 
     def _check_present(self, remote: str) -> None:
+        if not self._listed:
+            raise MCPToolError(
+                f"The MCPToolset of server '{self.label}' is closed; warm it up again to call '{remote}' (an Agent "
+                f"does at its next run, with the tools it lists then).",
+                server=self.label,
+                tool=remote,
+            )
         if self._changed.is_set():  # announced but not listed yet: list now, so a removed tool is named as such
             self._refresh()
         if remote in self._removed:
@@ -414,7 +469,10 @@ class MCPTool(MCPToolset):
     def __init__(self, name: str, server: Any, **kwargs: Any) -> None:
         if not isinstance(name, str) or not name:
             raise ConfigurationTypeError(f"MCPTool needs the server's tool name as a str, got {name!r:.60}.")
-        kwargs.pop("tool_names", None)
+        if "tool_names" in kwargs:
+            raise ConfigurationTypeError(
+                f"MCPTool is the one tool {name!r:.60}: it takes no tool_names (use MCPToolset)."
+            )
         super().__init__(server, tool_names=[name], **kwargs)
         self.name = name
 
@@ -474,7 +532,35 @@ def _names_option(value: Iterable[str] | None) -> tuple[str, ...] | None:
         return None
     if isinstance(value, str) or not all(isinstance(n, str) and n for n in value):
         raise ConfigurationTypeError(f"MCPToolset tool_names must be a list of tool names, got {value!r:.80}.")
-    return tuple(value)
+    names = tuple(value)
+    if not names:
+        raise ConfigurationError("MCPToolset tool_names is empty, which would offer no tool; None offers them all.")
+    return names
+
+
+def _check_patterns(schema: Any) -> None:
+    """Refuse a server's schema whose ``pattern`` could take hours to match (its schema is untrusted input)."""
+    if isinstance(schema, Mapping):
+        for key, value in schema.items():
+            patterns = [value] if key == "pattern" else list(value) if key == "patternProperties" else []
+            for pattern in patterns:
+                if isinstance(pattern, str) and pattern_may_hang(pattern):
+                    raise ConfigurationError(
+                        f"its input schema has the pattern {pattern!r:.100}, which repeats a group that itself repeats "
+                        f"(such as '(a+)+') and can take hours to match a model's argument"
+                    )
+            _check_patterns(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            _check_patterns(item)
+
+
+def _check_server(server: Any) -> None:
+    if server is None or isinstance(server, str | bytes | int | float | bool | Mapping | list | tuple):
+        raise ConfigurationTypeError(
+            f"MCPToolset needs a server: StdioServer(command, args) for a program, StreamableHttpServer(url) for a "
+            f"URL, or an in-process server object; got {type(server).__name__} {server!r:.80}."
+        )
 
 
 def _prefix_option(value: str | None) -> str | None:
