@@ -237,6 +237,20 @@ def test_the_working_directory_is_the_file_folder_or_relative_to_it(tmp_path: Pa
         build(missing)
 
 
+def test_without_base_dir_paths_are_relative_to_the_file_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "servers").mkdir()
+    path = write(tmp_path, STDIO + "    cwd: servers\nallowed_commands: [python]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    spec = load_agent_spec(Path("..") / path.name)  # a path relative to the working directory, too
+    agent = build_agent(spec, generator=ScriptedChatGenerator([reply("unused")]), approve="all")
+    assert toolsets(agent)[0].server.cwd == str((tmp_path / "servers").resolve())
+    assert check_agent_spec(load_agent_spec(path), approve="all") is None  # no "servers is not a directory"
+
+
 def test_a_setting_the_toolset_refuses_is_reported_at_its_line(tmp_path: Path) -> None:
     path = write(tmp_path, "mcp_servers:\n  - name: a\n    url: http://h/mcp\n    prefix: '  '\n")
     with pytest.raises(SpecError, match=rf"^{path}:4: mcp_servers\.0\.prefix: .*prefix must be a non-empty str"):
@@ -495,3 +509,27 @@ def test_check_with_connect_mcp_checks_the_confirmation_against_the_servers_tool
         check("confirmation:\n  add:\n    ask_when: c > 1\n")
     with pytest.raises(SpecError, match=rf"^{path}:5: mcp_servers\.0\.tool_names: .*has no tool \['nope'\]"):
         check("", DOUBLE_FILE.replace("[add, env, calendar.read]", "[add, nope]"))
+
+
+def test_a_run_paused_on_a_hint_gated_tool_records_its_file_and_resumes(tmp_path: Path) -> None:
+    """No confirmation entry: add asks by its server's hints; the snapshot still names the file for resume."""
+    from handrail.dataclasses.snapshot import load_snapshot
+
+    servers = DOUBLE_FILE.replace("[add, env, calendar.read]", "[add]")
+    path = tmp_path / "agent.yaml"
+    path.write_text(scripted_generator_yaml([reply(call("add", {"a": 20, "b": 22}, id="c1"))]) + "\n" + servers,
+                    encoding="utf-8")  # fmt: skip
+    folder, runner = tmp_path / "approvals", CliRunner()
+    allow = ["--allow-command", sys.executable]
+    paused = runner.invoke(main_command(), ["run", "--json", "--pause-for-approval", str(folder), *allow, str(path),
+                                            "q"])  # fmt: skip
+    assert paused.exit_code == 4, paused.output
+    snapshot_id = json.loads(paused.stdout.strip().splitlines()[-1])["snapshot_id"]
+    assert load_snapshot(folder / f"{snapshot_id}.json").metadata["agent_file"] == str(path.resolve())
+
+    approved = runner.invoke(main_command(), ["approvals", "approve", snapshot_id, "--dir", str(folder)])
+    assert approved.exit_code == 0, approved.output
+    path.write_text(scripted_generator_yaml([reply("It is 42.")]) + "\n" + servers, encoding="utf-8")
+    resumed = runner.invoke(main_command(), ["resume", snapshot_id, "--dir", str(folder), *allow])
+    assert resumed.exit_code == 0, resumed.output
+    assert "It is 42." in resumed.output and "--agent" not in resumed.output
