@@ -187,3 +187,16 @@ def test_allow_commands_refuses_a_str_or_an_empty_command(commands: object) -> N
 
     with pytest.raises(ConfigurationTypeError, match="allow_commands"), allow_commands(commands):  # type: ignore[arg-type]
         pass
+
+
+def test_repr_and_label_show_no_password_token_or_plain_value() -> None:
+    from handrail.tools.mcp._servers import shown_url
+
+    http = StreamableHttpServer("http://user:pw-1618@host/mcp?token=tk-1618&page=2", headers={"X-Auth": "h-1618"})
+    stdio = StdioServer("srv", env={"API_KEY": "e-1618", "T": Secret.from_env_var("T_VAR")})
+
+    shown = repr(http) + repr(stdio) + server_label(http)
+    assert "1618" not in shown
+    assert "http://user@host/mcp?token=***&page=2" in shown and "'X-Auth': '***'" in shown
+    assert "Secret.from_env_var('T_VAR'" in shown and server_label(http) == "host:80"
+    assert shown_url("https://h/mcp?author=ann&key=k") == "https://h/mcp?author=ann&key=***"

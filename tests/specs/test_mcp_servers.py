@@ -192,6 +192,34 @@ def test_refusals_name_file_line_and_field(tmp_path: Path, text: str, line: int,
     assert "abc123" not in message and "Bearer abc" not in message and ":pw@" not in message  # no secret echoed
 
 
+@pytest.mark.parametrize(
+    ("field", "name"),
+    [("headers", "X-Auth"), ("headers", "Proxy-Authorization"), ("headers", "X-Session-Id"), ("headers", "Cookie"),
+     ("headers", "X-Api-Key"), ("env", "OPENAI_KEY"), ("env", "KEYRING_PASS"), ("env", "DB_PASSWORD"),
+     ("env", "AUTH"), ("env", "GH_CREDENTIALS")],
+)  # fmt: skip
+def test_a_plain_credential_under_any_common_name_is_refused(tmp_path: Path, field: str, name: str) -> None:
+    kind = "    url: http://h/mcp\n" if field == "headers" else "    command: python\n"
+    path = write(tmp_path, f"{ENTRY}{kind}    {field}:\n      {name}: abc123\n")
+    with pytest.raises(SpecError, match=rf"{path}:5: mcp_servers\.0\.{field}\.{name}: .*holds a credential") as info:
+        load_agent_spec(path)
+    assert "abc123" not in str(info.value) and "env_vars:" in str(info.value)
+
+
+@pytest.mark.parametrize("query", ["token=abc123", "api_key=abc123", "x=1&key=abc123", "access_token=abc123"])
+def test_a_credential_in_the_url_query_is_refused(tmp_path: Path, query: str) -> None:
+    path = write(tmp_path, f"{ENTRY}    url: http://h/mcp?{query}\n")
+    with pytest.raises(SpecError, match=rf"{path}:3: mcp_servers\.0\.url: its query holds .*=, a credential") as info:
+        load_agent_spec(path)
+    assert "abc123" not in str(info.value)
+
+
+def test_names_that_only_look_like_credentials_are_plain_values(tmp_path: Path) -> None:
+    path = write(tmp_path, f"{ENTRY}    command: python\n    env:\n      GIT_AUTHOR_NAME: ann\n      MODE: fast\n")
+    assert load_agent_spec(path).mcp_servers[0].env == {"GIT_AUTHOR_NAME": "ann", "MODE": "fast"}
+    assert load_agent_spec(write(tmp_path, f"{ENTRY}    url: http://h/mcp?page=2\n")).mcp_servers[0].url
+
+
 # -- the command allowlist ---------------------------------------------------------------------------------------
 
 STDIO = "mcp_servers:\n  - name: files\n    command: python\n    args: [server.py]\n"

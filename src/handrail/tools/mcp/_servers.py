@@ -17,6 +17,7 @@ import contextlib
 import contextvars
 import copy
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ from handrail.core.secret import Secret, deserialize_secret
 from handrail.core.serialization import active_allowlist, default_to_dict, init_parameters
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 
-__all__ = ["StdioServer", "StreamableHttpServer", "allow_commands", "resolve_values", "server_label"]
+__all__ = ["StdioServer", "StreamableHttpServer", "allow_commands", "resolve_values", "server_label", "shown_url"]
 
 _ALLOWED_COMMANDS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
     "handrail_mcp_allowed_commands", default=frozenset()
@@ -127,6 +128,10 @@ class StdioServer:
             object.__setattr__(self, "cwd", os.fspath(self.cwd))
         _check_name(self.name, "StdioServer")
 
+    def __repr__(self) -> str:
+        return (f"StdioServer(command={self.command!r}, args={self.args!r}, env={_shown_values(self.env)!r}, "
+                f"cwd={self.cwd!r}, name={self.name!r})")  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "init_parameters"}``; a Secret in ``env`` is written as its dict, never its value.
 
@@ -194,6 +199,10 @@ class StreamableHttpServer:
         object.__setattr__(self, "headers", _checked_values(self.headers, "StreamableHttpServer", "headers"))
         _check_name(self.name, "StreamableHttpServer")
 
+    def __repr__(self) -> str:
+        return (f"StreamableHttpServer(url={shown_url(self.url)!r}, headers={_shown_values(self.headers)!r}, "
+                f"name={self.name!r})")  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "init_parameters"}``; a Secret header is written as its dict, never its value.
 
@@ -234,6 +243,27 @@ def server_label(server: object) -> str:
         return f"{parts.hostname}:{port}"
     name = getattr(server, "name", None)
     return name if isinstance(name, str) and name else type(server).__name__
+
+
+_QUERY_CREDENTIAL = re.compile(
+    r"([?&][^=&#]*(?:auth(?!or(?!i))|key|token|secret|session|cookie|passw(?:or)?d|credential)[^=&#]*=)[^&#]*",
+    re.IGNORECASE,
+)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages and ``repr`` show it: no userinfo password, ``***`` for a credential query value.
+
+    Examples:
+        >>> shown_url("http://bob:hunter2@host/mcp?token=abc&page=2")
+        'http://bob@host/mcp?token=***&page=2'
+    """
+    return _QUERY_CREDENTIAL.sub(r"\1***", url_without_password(url))
+
+
+def _shown_values(values: Mapping[str, str | Secret]) -> dict[str, str | Secret]:
+    """``values`` for a ``repr``: a Secret as it is (its repr shows no value), a plain value as ``***``."""
+    return {key: value if isinstance(value, Secret) else "***" for key, value in values.items()}
 
 
 def resolve_values(values: Mapping[str, str | Secret]) -> dict[str, str]:
