@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,6 +64,17 @@ def test_json_output_is_one_parseable_object(tmp_path: Path) -> None:
     assert data["exit_reason"] == "text"
     assert data["tool_call_counts"] == {"calculator": 1}
     assert data["messages"][0]["role"] == "user"
+    help_text = " ".join(runner.invoke(main, ["run", "--help"]).output.split())
+    assert "Print one JSON object (answer, exit reason, messages)." in help_text  # the keys it prints
+
+
+def test_python_dash_m_handrail_is_the_handrail_command() -> None:
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "handrail", "--help"], capture_output=True, text=True, env=env,
+                            timeout=60, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "approvals" in result.stdout and "resume" in result.stdout and "run" in result.stdout
 
 
 def test_bad_agent_file_exits_2_naming_file_and_line(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +126,77 @@ def test_without_the_sdk_a_connection_names_the_extra_to_install() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "pip install 'handrail[mcp]'" in done.stdout
+
+
+def _pipeline_yaml_running(command: str, args: list[str]) -> str:
+    from handrail import Pipeline
+    from handrail.components.agents import Agent
+    from handrail.testing import ScriptedChatGenerator, reply
+    from handrail.tools.mcp import MCPToolset
+
+    toolset = MCPToolset(StdioServer(command, args, name="x"), connect_timeout=5)
+    pipeline = Pipeline()
+    pipeline.add_component("agent", Agent(chat_generator=ScriptedChatGenerator([reply("hi")]), tools=[toolset]))
+    return pipeline.dumps()
+
+
+def test_a_pipeline_yaml_cannot_start_a_program_it_names(tmp_path: Path) -> None:
+    from handrail import Pipeline
+
+    marker = tmp_path / "ran.txt"
+    text = _pipeline_yaml_running("/bin/sh", ["-c", f"echo ran > {marker}"])
+
+    with pytest.raises(SerializationError) as caught:
+        Pipeline.loads(text)
+
+    message = str(caught.value)
+    assert "'/bin/sh'" in message and "allow_commands(['/bin/sh'])" in message
+    assert not marker.exists()
+
+
+def test_a_command_allowed_by_allow_commands_loads_and_only_inside() -> None:
+    from handrail import Pipeline
+    from handrail.tools.mcp import MCPToolset, allow_commands
+
+    text = _pipeline_yaml_running(sys.executable, ["server.py"])
+
+    with allow_commands([sys.executable]):
+        pipeline = Pipeline.loads(text)
+    with pytest.raises(SerializationError, match="allow_commands"):
+        Pipeline.loads(text)
+    with allow_commands(["python"]), pytest.raises(SerializationError, match="Allowed now: \\['python'\\]"):
+        Pipeline.loads(text)  # exactly as written: 'python' does not allow another path
+
+    toolset = pipeline.get_component("agent").tools[0]
+    assert isinstance(toolset, MCPToolset) and toolset.server.command == sys.executable
+
+
+def test_a_server_built_in_code_or_read_without_an_allowlist_is_not_checked() -> None:
+    from handrail.core.serialization import restricted_imports
+
+    data = StdioServer("/bin/sh", ["-c", "true"]).to_dict()
+
+    assert StdioServer.from_dict(data).command == "/bin/sh"  # the caller's own data, no allowlist active
+    with restricted_imports([]), pytest.raises(SerializationError, match="'/bin/sh'"):
+        StdioServer.from_dict(data)
+
+
+@pytest.mark.parametrize("commands", ["python", ["python", ""]])
+def test_allow_commands_refuses_a_str_or_an_empty_command(commands: object) -> None:
+    from handrail.tools.mcp import allow_commands
+
+    with pytest.raises(ConfigurationTypeError, match="allow_commands"), allow_commands(commands):  # type: ignore[arg-type]
+        pass
+
+
+def test_repr_and_label_show_no_password_token_or_plain_value() -> None:
+    from handrail.tools.mcp._servers import shown_url
+
+    http = StreamableHttpServer("http://user:pw-1618@host/mcp?token=tk-1618&page=2", headers={"X-Auth": "h-1618"})
+    stdio = StdioServer("srv", env={"API_KEY": "e-1618", "T": Secret.from_env_var("T_VAR")})
+
+    shown = repr(http) + repr(stdio) + server_label(http)
+    assert "1618" not in shown
+    assert "http://user@host/mcp?token=***&page=2" in shown and "'X-Auth': '***'" in shown
+    assert "Secret.from_env_var('T_VAR'" in shown and server_label(http) == "host:80"
+    assert shown_url("https://h/mcp?author=ann&key=k") == "https://h/mcp?author=ann&key=***"

@@ -192,6 +192,34 @@ def test_refusals_name_file_line_and_field(tmp_path: Path, text: str, line: int,
     assert "abc123" not in message and "Bearer abc" not in message and ":pw@" not in message  # no secret echoed
 
 
+@pytest.mark.parametrize(
+    ("field", "name"),
+    [("headers", "X-Auth"), ("headers", "Proxy-Authorization"), ("headers", "X-Session-Id"), ("headers", "Cookie"),
+     ("headers", "X-Api-Key"), ("env", "OPENAI_KEY"), ("env", "KEYRING_PASS"), ("env", "DB_PASSWORD"),
+     ("env", "AUTH"), ("env", "GH_CREDENTIALS")],
+)  # fmt: skip
+def test_a_plain_credential_under_any_common_name_is_refused(tmp_path: Path, field: str, name: str) -> None:
+    kind = "    url: http://h/mcp\n" if field == "headers" else "    command: python\n"
+    path = write(tmp_path, f"{ENTRY}{kind}    {field}:\n      {name}: abc123\n")
+    with pytest.raises(SpecError, match=rf"{path}:5: mcp_servers\.0\.{field}\.{name}: .*holds a credential") as info:
+        load_agent_spec(path)
+    assert "abc123" not in str(info.value) and "env_vars:" in str(info.value)
+
+
+@pytest.mark.parametrize("query", ["token=abc123", "api_key=abc123", "x=1&key=abc123", "access_token=abc123"])
+def test_a_credential_in_the_url_query_is_refused(tmp_path: Path, query: str) -> None:
+    path = write(tmp_path, f"{ENTRY}    url: http://h/mcp?{query}\n")
+    with pytest.raises(SpecError, match=rf"{path}:3: mcp_servers\.0\.url: its query holds .*=, a credential") as info:
+        load_agent_spec(path)
+    assert "abc123" not in str(info.value)
+
+
+def test_names_that_only_look_like_credentials_are_plain_values(tmp_path: Path) -> None:
+    path = write(tmp_path, f"{ENTRY}    command: python\n    env:\n      GIT_AUTHOR_NAME: ann\n      MODE: fast\n")
+    assert load_agent_spec(path).mcp_servers[0].env == {"GIT_AUTHOR_NAME": "ann", "MODE": "fast"}
+    assert load_agent_spec(write(tmp_path, f"{ENTRY}    url: http://h/mcp?page=2\n")).mcp_servers[0].url
+
+
 # -- the command allowlist ---------------------------------------------------------------------------------------
 
 STDIO = "mcp_servers:\n  - name: files\n    command: python\n    args: [server.py]\n"
@@ -235,6 +263,20 @@ def test_the_working_directory_is_the_file_folder_or_relative_to_it(tmp_path: Pa
     missing = write(tmp_path, STDIO + "    cwd: nowhere\n" + allowed)
     with pytest.raises(SpecError, match=rf"^{missing}:5: mcp_servers\.0\.cwd: .*nowhere is not a directory"):
         build(missing)
+
+
+def test_without_base_dir_paths_are_relative_to_the_file_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "servers").mkdir()
+    path = write(tmp_path, STDIO + "    cwd: servers\nallowed_commands: [python]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    spec = load_agent_spec(Path("..") / path.name)  # a path relative to the working directory, too
+    agent = build_agent(spec, generator=ScriptedChatGenerator([reply("unused")]), approve="all")
+    assert toolsets(agent)[0].server.cwd == str((tmp_path / "servers").resolve())
+    assert check_agent_spec(load_agent_spec(path), approve="all") is None  # no "servers is not a directory"
 
 
 def test_a_setting_the_toolset_refuses_is_reported_at_its_line(tmp_path: Path) -> None:
@@ -495,3 +537,27 @@ def test_check_with_connect_mcp_checks_the_confirmation_against_the_servers_tool
         check("confirmation:\n  add:\n    ask_when: c > 1\n")
     with pytest.raises(SpecError, match=rf"^{path}:5: mcp_servers\.0\.tool_names: .*has no tool \['nope'\]"):
         check("", DOUBLE_FILE.replace("[add, env, calendar.read]", "[add, nope]"))
+
+
+def test_a_run_paused_on_a_hint_gated_tool_records_its_file_and_resumes(tmp_path: Path) -> None:
+    """No confirmation entry: add asks by its server's hints; the snapshot still names the file for resume."""
+    from handrail.dataclasses.snapshot import load_snapshot
+
+    servers = DOUBLE_FILE.replace("[add, env, calendar.read]", "[add]")
+    path = tmp_path / "agent.yaml"
+    path.write_text(scripted_generator_yaml([reply(call("add", {"a": 20, "b": 22}, id="c1"))]) + "\n" + servers,
+                    encoding="utf-8")  # fmt: skip
+    folder, runner = tmp_path / "approvals", CliRunner()
+    allow = ["--allow-command", sys.executable]
+    paused = runner.invoke(main_command(), ["run", "--json", "--pause-for-approval", str(folder), *allow, str(path),
+                                            "q"])  # fmt: skip
+    assert paused.exit_code == 4, paused.output
+    snapshot_id = json.loads(paused.stdout.strip().splitlines()[-1])["snapshot_id"]
+    assert load_snapshot(folder / f"{snapshot_id}.json").metadata["agent_file"] == str(path.resolve())
+
+    approved = runner.invoke(main_command(), ["approvals", "approve", snapshot_id, "--dir", str(folder)])
+    assert approved.exit_code == 0, approved.output
+    path.write_text(scripted_generator_yaml([reply("It is 42.")]) + "\n" + servers, encoding="utf-8")
+    resumed = runner.invoke(main_command(), ["resume", snapshot_id, "--dir", str(folder), *allow])
+    assert resumed.exit_code == 0, resumed.output
+    assert "It is 42." in resumed.output and "--agent" not in resumed.output

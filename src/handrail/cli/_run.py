@@ -83,7 +83,7 @@ def _model_options(command: Any) -> Any:
                      help="Use the embedded model: default (Qwen2.5-Coder 1.5B), small (0.5B) or a .gguf file."),
         click.option("--openai-base-url", metavar="URL", help="Use an OpenAI-compatible server at URL instead."),
         click.option("--openai-model", metavar="NAME", help="Model name to ask the OpenAI-compatible server for."),
-        click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, exit reason, history)."),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object (answer, exit reason, messages)."),
         click.option("--allow-module", "allow_modules", multiple=True, metavar="PREFIX",
                      help="Trust dotted paths under this module prefix in the agent file (repeatable)."),
         click.option("--allow-command", "allow_commands", multiple=True, metavar="NAME",

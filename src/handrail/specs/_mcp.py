@@ -18,11 +18,12 @@ Each entry is one server, reached by running ``command`` (stdio) or at ``url`` (
 
 A Secret is written as :meth:`Secret.to_dict <handrail.core.secret.Secret.to_dict>` writes an env-var secret (as a
 generator's ``api_key`` is written): the file names the variable, never the value. A plain value is refused where
-it would be a credential: the ``Authorization``, ``Proxy-Authorization``, ``Cookie`` and API-key headers, any
-header or variable whose name holds ``token``, ``secret``, ``password`` or ``api_key``/``apikey``, and a password
-in the URL. Loading refuses what the file alone gets wrong (both or neither of ``command`` and ``url``, a stdio
-setting on an HTTP server and the reverse, a plain credential, a bad timeout); building refuses a command that is
-not allowed. Every error names the file, the line and the field.
+it would be a credential: any header or variable whose name holds ``auth`` (not ``author``), ``key``, ``token``,
+``secret``, ``session``, ``cookie``, ``password`` or ``credential`` (``Authorization``, ``X-Api-Key``,
+``OPENAI_KEY``, ...), a password in the URL, and a URL query parameter so named (``?token=``, ``?api_key=``).
+Loading refuses what the file alone gets wrong (both or neither of ``command`` and ``url``, a stdio setting on an
+HTTP server and the reverse, a plain credential, a bad timeout); building refuses a command that is not allowed.
+Every error names the file, the line and the field.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ MCP_TAGS = ("MCPTextValue", "MCPEnvVarSecret")
 _SECRET_FORM = "{type: env_var, env_vars: [NAME]}"
 _STDIO_ONLY = ("args", "cwd", "env")
 _HTTP_ONLY = ("headers",)
-_CREDENTIAL_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"}
-_CREDENTIAL_WORDS = re.compile(r"token|secret|passw(or)?d|api[_-]?key|private[_-]?key|access[_-]?key", re.IGNORECASE)
+_CREDENTIAL_WORDS = re.compile(r"auth(?!or(?!i))|key|token|secret|session|cookie|passw(or)?d|credential", re.IGNORECASE)
+"""A header, variable or URL query parameter whose name holds one of these is a credential (``AUTHOR`` is not)."""
 
 Seconds = Annotated[float, Field(gt=0, le=86_400, strict=True)]
 """A timeout in seconds, in (0, 86400] (``true`` is not 1)."""
@@ -218,7 +219,7 @@ class MCPServerEntry(BaseModel):
 
 
 def _url_problems(url: str) -> list[tuple[tuple[str | int, ...], str, Any]]:
-    from urllib.parse import urlsplit
+    from urllib.parse import parse_qsl, urlsplit
 
     try:
         parts = urlsplit(url)
@@ -230,11 +231,16 @@ def _url_problems(url: str) -> list[tuple[tuple[str | int, ...], str, Any]]:
     if parts.password is not None:
         return [(("url",), "holds a password, which is never written in an agent file: send it in a header read "
                            f"from the environment (headers: {{Authorization: {_SECRET_FORM}}})", "***")]  # fmt: skip
+    names = [name for name, _ in parse_qsl(parts.query) if _CREDENTIAL_WORDS.search(name)]
+    if names:
+        return [(("url",), f"its query holds {names[0]}=, a credential, which is never written in an agent file: "
+                           f"send it in a header read from the environment (headers: {{Authorization: "
+                           f"{_SECRET_FORM}}})", "***")]  # fmt: skip
     return []
 
 
 def _credential(field: str, key: str) -> bool:
-    return (field == "headers" and key.lower() in _CREDENTIAL_HEADERS) or bool(_CREDENTIAL_WORDS.search(key))
+    return bool(_CREDENTIAL_WORDS.search(key))
 
 
 def _env_name(field: str, key: str) -> str:

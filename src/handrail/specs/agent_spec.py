@@ -139,6 +139,10 @@ class AgentSpec(BaseModel):
         file, root = self._source
         return f"{file}:{line_of(root, location) or 1}: "
 
+    def folder(self) -> Path:
+        """The folder of the file :func:`load_agent_spec` read this spec from (absolute); else ``Path(".")``."""
+        return Path(self._source[0]).resolve().parent if self._source is not None else Path(".")
+
     @model_validator(mode="after")
     def _unique_servers(self) -> AgentSpec:
         check_unique_names(self.mcp_servers)
@@ -254,7 +258,7 @@ def _pause_settings(
 def build_agent(
     spec: AgentSpec,
     *,
-    base_dir: str | Path = ".",
+    base_dir: str | Path | None = None,
     allowed_modules: Iterable[str] = (),
     allowed_commands: Iterable[str] = (),
     generator: ChatGenerator | None = None,
@@ -268,7 +272,9 @@ def build_agent(
 
     Args:
         spec: The validated spec.
-        base_dir: Folder that relative paths in the spec are resolved against (the file's folder).
+        base_dir: Folder that relative paths in the spec (a tool's ``folder``, a server's ``cwd``, a generator's
+            files) are resolved against; None: the folder of the file :func:`load_agent_spec` read the spec from
+            (the working directory for a spec not read from a file).
         allowed_modules: Module prefixes trusted besides handrail's own and the file's ``allowed_modules``.
         allowed_commands: Programs a stdio MCP server may run besides those of the file's ``allowed_commands``
             (each exactly as an entry's ``command`` writes it).
@@ -306,9 +312,12 @@ def build_agent(
     pause = _pause_settings(approve, snapshot_dir, snapshot_store, snapshot_metadata)
     allowed = _allowed(spec, allowed_modules)
     commands = (*spec.allowed_commands, *commands_option(allowed_commands))
-    tools, built = _tools_and_strategies(spec, Path(base_dir), allowed, commands, approve, confirmation_ui, pause)
+    base_dir = spec.folder() if base_dir is None else Path(base_dir)
+    tools, built = _tools_and_strategies(spec, base_dir, allowed, commands, approve, confirmation_ui, pause)
     if generator is None:
-        with _located(spec):
+        from handrail.tools.mcp._servers import allow_commands
+
+        with _located(spec), allow_commands(commands):
             generator = build_generator(spec.generator, allowed_modules=allowed, base_dir=base_dir)
     try:
         with building("the agent", ("generator",), [("tools",), ("exit_conditions",)]):
@@ -327,7 +336,7 @@ def build_agent(
 def check_agent_spec(
     spec: AgentSpec,
     *,
-    base_dir: str | Path = ".",
+    base_dir: str | Path | None = None,
     allowed_modules: Iterable[str] = (),
     allowed_commands: Iterable[str] = (),
     approve: Approve = "pause",
@@ -364,7 +373,8 @@ def check_agent_spec(
     """
     pause = _pause_settings(approve, snapshot_dir, snapshot_store, None)
     commands = (*spec.allowed_commands, *commands_option(allowed_commands))
-    tools, built = _tools_and_strategies(spec, Path(base_dir), _allowed(spec, allowed_modules), commands, approve,
+    base_dir = spec.folder() if base_dir is None else Path(base_dir)
+    tools, built = _tools_and_strategies(spec, base_dir, _allowed(spec, allowed_modules), commands, approve,
                                          None, pause)  # fmt: skip
     if not connect_mcp or not spec.mcp_servers:
         return built
@@ -384,7 +394,9 @@ def _tools_and_strategies(
 
     The MCP tools are known once connected: ``confirmation`` keys that name no other tool are left to the run.
     """
-    with _located(spec):
+    from handrail.tools.mcp._servers import allow_commands
+
+    with _located(spec), allow_commands(commands):  # a stdio server read from the file's data: its commands
         tools = _tools(spec, base_dir, allowed)
         names = _argument_names(tools)
         built = strategies(spec.confirmation, names, approve, ui, pause, more_tools=bool(spec.mcp_servers))

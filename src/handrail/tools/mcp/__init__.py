@@ -14,11 +14,12 @@ _EXPORTS = {  # load on first use
     "MCPToolset": "handrail.tools.mcp.toolset",
     "StdioServer": "handrail.tools.mcp._servers",
     "StreamableHttpServer": "handrail.tools.mcp._servers",
+    "allow_commands": "handrail.tools.mcp._servers",
 }
 
 if _typing.TYPE_CHECKING:
-    from handrail.tools.mcp._servers import StdioServer, StreamableHttpServer
+    from handrail.tools.mcp._servers import StdioServer, StreamableHttpServer, allow_commands
     from handrail.tools.mcp.toolset import MCPServerTool, MCPTool, MCPToolset
 
-__all__ = ["MCPServerTool", "MCPTool", "MCPToolset", "StdioServer", "StreamableHttpServer"]
+__all__ = ["MCPServerTool", "MCPTool", "MCPToolset", "StdioServer", "StreamableHttpServer", "allow_commands"]
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -4,23 +4,85 @@ Both are frozen dataclasses that serialize to ``{"type", "init_parameters"}``. A
 in ``env`` or ``headers`` stays a Secret (its dict, never its value) and is resolved only when a connection is made.
 A third kind of server, an in-process ``mcp.server.mcpserver.MCPServer`` object (for tests), is used as it is and
 cannot be serialized.
+
+A :class:`StdioServer` rebuilt from data while a serialization allowlist is active (a pipeline YAML read by
+``Pipeline.loads``, an agent read by ``Agent.from_dict`` inside ``restricted_imports``, any file's data) runs its
+command only when that command is allowed by :func:`allow_commands`: the data alone cannot start a program. One
+built in Python code (``StdioServer("python", ...)``) is the caller's own and is not checked.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from handrail.core._urls import register_url_passwords, url_without_password
 from handrail.core.secret import Secret, deserialize_secret
-from handrail.core.serialization import default_to_dict, init_parameters
+from handrail.core.serialization import active_allowlist, default_to_dict, init_parameters
 from handrail.errors import ConfigurationError, ConfigurationTypeError, SerializationError
 
-__all__ = ["StdioServer", "StreamableHttpServer", "resolve_values", "server_label"]
+__all__ = ["StdioServer", "StreamableHttpServer", "allow_commands", "resolve_values", "server_label", "shown_url"]
+
+_ALLOWED_COMMANDS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "handrail_mcp_allowed_commands", default=frozenset()
+)
+
+
+@contextlib.contextmanager
+def allow_commands(commands: Iterable[str]) -> Iterator[None]:
+    """Let :class:`StdioServer` objects read from data in this context run ``commands`` (besides those allowed).
+
+    Data read under a serialization allowlist (``Pipeline.loads``, ``load_haystack``, an ``Agent.from_dict``
+    inside ``restricted_imports``) may describe a stdio server; its command is refused when it is read unless it
+    is allowed here, exactly as written (``"python"`` allows ``python``, not ``/usr/bin/python``). Agent files
+    allow the commands their ``allowed_commands`` (and the caller's) name.
+
+    Args:
+        commands: The commands, each exactly as a server's ``command`` writes it.
+
+    Raises:
+        ConfigurationTypeError: One str instead of a list of them, or an empty command.
+
+    Examples:
+        >>> from handrail.core.serialization import restricted_imports
+        >>> data = StdioServer("python", ["server.py"]).to_dict()
+        >>> with restricted_imports([]), allow_commands(["python"]):  # as a file's data is read
+        ...     StdioServer.from_dict(data).command
+        'python'
+    """
+    if isinstance(commands, str):
+        raise ConfigurationTypeError(f"allow_commands takes a list of commands, not one str ({commands!r:.60}).")
+    found = tuple(commands)
+    bad = [c for c in found if not isinstance(c, str) or not c.strip()]
+    if bad:
+        raise ConfigurationTypeError(f"allow_commands got {bad[0]!r:.60}; each must be a command (e.g. 'python').")
+    token = _ALLOWED_COMMANDS.set(_ALLOWED_COMMANDS.get() | frozenset(found))
+    try:
+        yield
+    finally:
+        _ALLOWED_COMMANDS.reset(token)
+
+
+def _check_command_from_data(command: object) -> None:
+    """Refuse, in data read under an allowlist, a command no :func:`allow_commands` allows (before anything runs)."""
+    if active_allowlist() is None or not isinstance(command, str):
+        return
+    allowed = _ALLOWED_COMMANDS.get()
+    if command in allowed:
+        return
+    raise SerializationError(
+        f"StdioServer command {command!r:.200} runs a program, and it was read from data: it runs only when allowed. "
+        f"Load inside `with handrail.tools.mcp.allow_commands([{command!r:.200}]):` to allow it (agent files: "
+        f"allowed_commands). Allowed now: {sorted(allowed) or 'none'}.",
+        path=("command",),
+    )
 
 
 @dataclass(frozen=True)
@@ -66,6 +128,10 @@ class StdioServer:
             object.__setattr__(self, "cwd", os.fspath(self.cwd))
         _check_name(self.name, "StdioServer")
 
+    def __repr__(self) -> str:
+        return (f"StdioServer(command={self.command!r}, args={self.args!r}, env={_shown_values(self.env)!r}, "
+                f"cwd={self.cwd!r}, name={self.name!r})")  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "init_parameters"}``; a Secret in ``env`` is written as its dict, never its value.
 
@@ -85,10 +151,15 @@ class StdioServer:
     def from_dict(cls, data: Mapping[str, Any]) -> StdioServer:
         """Rebuild a server written by :meth:`to_dict` (``data`` is not modified).
 
+        Under a serialization allowlist (the data came from a file), ``command`` must be allowed by
+        :func:`allow_commands`; nothing is run here either way.
+
         Raises:
-            SerializationError: For a malformed dict or Secret.
+            SerializationError: For a malformed dict or Secret, or a command read under an allowlist that no
+                :func:`allow_commands` allows (the message names it and how to allow it).
         """
         params = init_parameters(copy.deepcopy(dict(data)), cls)
+        _check_command_from_data(params.get("command"))
         params["env"] = _values_from_dict(params.get("env"), "env")
         return cls(**params)
 
@@ -127,6 +198,10 @@ class StreamableHttpServer:
         register_url_passwords(self.url)
         object.__setattr__(self, "headers", _checked_values(self.headers, "StreamableHttpServer", "headers"))
         _check_name(self.name, "StreamableHttpServer")
+
+    def __repr__(self) -> str:
+        return (f"StreamableHttpServer(url={shown_url(self.url)!r}, headers={_shown_values(self.headers)!r}, "
+                f"name={self.name!r})")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "init_parameters"}``; a Secret header is written as its dict, never its value.
@@ -168,6 +243,27 @@ def server_label(server: object) -> str:
         return f"{parts.hostname}:{port}"
     name = getattr(server, "name", None)
     return name if isinstance(name, str) and name else type(server).__name__
+
+
+_QUERY_CREDENTIAL = re.compile(
+    r"([?&][^=&#]*(?:auth(?!or(?!i))|key|token|secret|session|cookie|passw(?:or)?d|credential)[^=&#]*=)[^&#]*",
+    re.IGNORECASE,
+)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages and ``repr`` show it: no userinfo password, ``***`` for a credential query value.
+
+    Examples:
+        >>> shown_url("http://bob:hunter2@host/mcp?token=abc&page=2")
+        'http://bob@host/mcp?token=***&page=2'
+    """
+    return _QUERY_CREDENTIAL.sub(r"\1***", url_without_password(url))
+
+
+def _shown_values(values: Mapping[str, str | Secret]) -> dict[str, str | Secret]:
+    """``values`` for a ``repr``: a Secret as it is (its repr shows no value), a plain value as ``***``."""
+    return {key: value if isinstance(value, Secret) else "***" for key, value in values.items()}
 
 
 def resolve_values(values: Mapping[str, str | Secret]) -> dict[str, str]:
