@@ -19,7 +19,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 __all__ = ["INSTRUCTIONS", "LOG_ENV", "NAME", "PNG", "build_server", "log_lines"]
@@ -128,7 +128,8 @@ def _add_process_tools(server: MCPServer) -> None:
 
 
 def _add_protocol_tools(server: MCPServer) -> None:
-    """enable_extra and remove (list changes), protocol_error (a JSON-RPC error), request_meta (the _meta)."""
+    """enable_extra and remove (list changes), protocol_error (a JSON-RPC error), bad_structured (structured content
+    against its output schema), bogus_content (a malformed result), request_meta (the _meta)."""
 
     @server.tool()
     async def enable_extra(ctx: Context, announce: Literal["both", "listen", "legacy"] = "both") -> str:
@@ -154,9 +155,26 @@ def _add_protocol_tools(server: MCPServer) -> None:
         return f"removed {name}"
 
     @server.tool()
-    def protocol_error() -> str:
-        """Answer with a JSON-RPC error (not a tool error)."""
-        raise MCPError(code=-32099, message="the double refuses")
+    def protocol_error(code: int = -32099) -> str:
+        """Answer with a JSON-RPC error (not a tool error) of the given code."""
+        raise MCPError(code=code, message="the double refuses")
+
+    @server.tool()
+    def bad_structured() -> CallToolResult:
+        """Structured content that breaks the tool's own output schema (the text is fine)."""
+        return CallToolResult(content=[TextContent(type="text", text="n is seven")], structured_content={"n": "seven"})
+
+    @server.tool()
+    def bogus_content() -> CallToolResult:
+        """A content block of a type no client knows (the server drops it when writing: a malformed result)."""
+        return CallToolResult(content=[TextContent.model_construct(type="bogus", text="?")])
+
+    # a published schema without a model is not checked by the server: only the client sees the mismatch
+    server._tool_manager.get_tool("bad_structured").fn_metadata.output_schema = {  # type: ignore[union-attr]
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+    }
 
     @server.tool()
     def request_meta(ctx: Context) -> dict[str, Any]:

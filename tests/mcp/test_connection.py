@@ -7,6 +7,7 @@ protocol eras, and closing.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from typing import Any
@@ -71,14 +72,57 @@ def test_a_failing_tool_an_unknown_tool_and_bad_arguments_are_error_results(conn
     assert text(api.call(conn, "add", {"a": 2, "b": 2})) == "4"  # still usable
 
 
-def test_a_json_rpc_error_is_a_protocol_error_naming_the_server_and_code(conn: MCPConnection, api: Api) -> None:
+@pytest.mark.parametrize("code", [-32099, -32001, -32000])
+def test_a_json_rpc_error_is_a_protocol_error_naming_the_server_and_code(
+    conn: MCPConnection, api: Api, code: int
+) -> None:
+    # -32001 and -32000 are the codes of the SDK's own timeout and closed connection: from the server they are
+    # still the server's answer, not a timeout nor a lost connection
+    before = api.call(conn, "pid").structured_content["result"]
     with pytest.raises(MCPProtocolError) as caught:
-        api.call(conn, "protocol_error")
+        api.call(conn, "protocol_error", {"code": code})
 
-    assert caught.value.code == -32099
+    assert caught.value.code == code
     assert caught.value.server == conn.label
-    assert "the double refuses" in str(caught.value) and conn.label in str(caught.value)
+    assert f"with error {code}: the double refuses" in str(caught.value) and conn.label in str(caught.value)
+    assert caught.value.__context__ is None and caught.value.__cause__ is None
+    assert conn.connected
+    assert api.call(conn, "pid").structured_content["result"] == before  # the same connection, no reconnect
     assert text(api.call(conn, "add", {"a": 1, "b": 1})) == "2"
+
+
+def test_structured_content_against_the_output_schema_is_dropped_and_the_text_kept(
+    conn: MCPConnection, api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="handrail.tools.mcp")
+    result = api.call(conn, "bad_structured")
+
+    assert not result.is_error
+    assert text(result) == "n is seven"
+    assert result.structured_content is None
+    warnings = [
+        r.getMessage() for r in caplog.records if r.name == "handrail.tools.mcp" and r.levelno == logging.WARNING
+    ]
+    assert any(
+        conn.label in m and "'bad_structured'" in m and "'seven' is not of type 'integer'" in m for m in warnings
+    ), warnings
+    assert all("\n" not in m for m in warnings)
+    assert conn.connected
+
+
+def test_a_malformed_result_is_a_short_protocol_error(stdio_server: Any) -> None:
+    conn = MCPConnection(stdio_server)
+    try:
+        with pytest.raises(MCPProtocolError) as caught:
+            conn.call_tool("bogus_content", {}, timeout=20)
+
+        message = str(caught.value)
+        assert message.startswith("MCP server stdio-double: the call of 'bogus_content' returned a malformed result: ")
+        assert len(message) < 500 and "\n" not in message and "errors.pydantic.dev" not in message
+        assert caught.value.code is None and caught.value.__cause__ is None and caught.value.__context__ is None
+        assert text(conn.call_tool("add", {"a": 1, "b": 2}, timeout=20)) == "3"
+    finally:
+        conn.close()
 
 
 def test_a_call_past_its_timeout_is_cancelled_on_the_server_and_the_connection_stays(
@@ -92,7 +136,11 @@ def test_a_call_past_its_timeout_is_cancelled_on_the_server_and_the_connection_s
     error = caught.value
     assert (error.server, error.tool, error.timeout) == (conn.label, "slow", 0.5)
     assert isinstance(error, TimeoutError) and isinstance(error, RunError)
-    assert "'slow'" in str(error) and "0.5 s" in str(error)
+    assert str(error) == (
+        f"MCP server {conn.label}: the call of 'slow' took longer than 0.5 s; the server was asked to cancel it, "
+        "and its outcome is unknown (it may have run); it is not sent again."
+    )
+    assert error.__context__ is None and error.__cause__ is None  # no anyio internals as a "root cause"
     assert text(api.call(conn, "add", {"a": 1, "b": 2})) == "3"
     # notifications/cancelled reached the server: its handler was interrupted
     assert wait_until(lambda: api.call(conn, "cancelled").structured_content["result"] >= 1)
@@ -253,7 +301,7 @@ def test_listing_past_the_list_timeout_is_a_timeout_error(api: Api) -> None:
 
         assert time.monotonic() - started < 10
         assert (caught.value.server, caught.value.tool, caught.value.timeout) == ("slow-list", None, 0.5)
-        assert "listing the tools took longer than 0.5 s" in str(caught.value)
+        assert "listing the tools took longer than 0.5 s; the server was asked to cancel it." in str(caught.value)
         assert conn.connected  # a timeout does not end the connection
     finally:
         conn.close()

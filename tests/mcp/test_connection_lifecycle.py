@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver import MCPServer
 
 from handrail.core.secret import Secret
 from handrail.errors import MCPConnectionError
@@ -83,16 +84,56 @@ def test_the_reconnect_budget_runs_out_and_then_requests_fail_fast() -> None:
         conn.close()
 
 
-def test_a_request_that_works_resets_the_reconnect_count() -> None:
-    api = Api("async")
+def test_the_reconnect_budget_counts_over_the_connections_life_not_in_a_row(api: Api) -> None:
+    log_starts: list[int] = []
     conn = MCPConnection(stdio_spec(), max_reconnects=1)
     try:
-        for _ in range(3):
-            with pytest.raises(MCPConnectionError):
-                api.call(conn, "crash")
-            assert text(api.call(conn, "add", {"a": 1, "b": 2})) == "3"  # one reconnect, then it works
+        log_starts.append(_pid(api, conn))
+        with pytest.raises(MCPConnectionError):
+            api.call(conn, "crash")
+        log_starts.append(_pid(api, conn))  # the one reconnect: it works
+        with pytest.raises(MCPConnectionError):
+            api.call(conn, "crash")
+        before = child_pids()
+
+        for _ in range(3):  # a request that worked in between does not give the budget back
+            with pytest.raises(MCPConnectionError) as caught:
+                api.call(conn, "add", {"a": 1, "b": 2})
+            assert "gave up after 1 reconnect; last error:" in str(caught.value)
+        assert child_pids() <= before
+        assert len(set(log_starts)) == 2  # started twice: the first connection and one reconnect
+        api.close(conn)  # closing starts the count over
+        assert text(api.call(conn, "add", {"a": 1, "b": 2})) == "3"
     finally:
         conn.close()
+
+
+def test_an_in_process_tool_that_raises_system_exit_fails_the_call_at_once_and_close_is_quick() -> None:
+    server = MCPServer("exits")
+
+    @server.tool()
+    def leave() -> str:
+        """Raise SystemExit."""
+        raise SystemExit(1)
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    conn = MCPConnection(server)
+    try:
+        started = time.monotonic()
+        with pytest.raises(MCPConnectionError) as caught:
+            conn.call_tool("leave", {}, timeout=2)
+
+        assert time.monotonic() - started < 10
+        assert "raised SystemExit" in str(caught.value) and "'leave'" in str(caught.value)
+        assert text(conn.call_tool("add", {"a": 1, "b": 2}, timeout=20)) == "3"  # the MCP loop lives on
+    finally:
+        started = time.monotonic()
+        conn.close()
+        assert time.monotonic() - started < 10
 
 
 async def test_an_http_server_killed_during_a_call_fails_it_without_cancelling_the_caller(
@@ -165,6 +206,75 @@ def test_a_server_that_cannot_start_fails_the_connect_quickly(server: Any, cause
     assert f"Cannot connect to MCP server {server.name}" in str(caught.value)
     assert cause.lower() in str(caught.value).lower()
     assert not conn.connected
+
+
+def test_a_server_that_exits_before_the_handshake_names_its_last_stderr_lines_masked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HANDRAIL_TEST_MCP_SECRET", "s3cr3t-value-1618")
+    code = (
+        "import os, sys\n"
+        "for i in range(8): print(f'line {i}', file=sys.stderr)\n"
+        "print('fatal: bad key ' + os.environ['KEY'] + ' ' + 'y' * 400, file=sys.stderr)\n"
+        "sys.exit(2)\n"
+    )
+    server = StdioServer(
+        sys.executable, ["-c", code], env={"KEY": Secret.from_env_var("HANDRAIL_TEST_MCP_SECRET")}, name="exits"
+    )
+    conn = MCPConnection(server, connect_timeout=5)
+
+    with pytest.raises(MCPConnectionError) as caught:
+        conn.connect()
+
+    message = str(caught.value)
+    assert "closed the connection before the handshake" in message
+    assert "its last stderr lines: 'line 4' | 'line 5' | 'line 6' | 'line 7' | 'fatal: bad key " in message
+    assert "line 3" not in message and "s3cr3t-value-1618" not in message
+    assert "y" * 200 not in message  # each line cut
+    conn.close()
+
+
+def test_a_server_that_writes_no_json_rpc_to_stdout_says_so_in_one_line_each(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    code = "import time\nfor i in range(3): print(f'hello {i}, not JSON-RPC', flush=True)\ntime.sleep(30)\n"
+    conn = MCPConnection(StdioServer(sys.executable, ["-c", code], name="chatty"), connect_timeout=2)
+
+    with pytest.raises(MCPConnectionError) as caught:
+        conn.connect()
+    conn.close()
+
+    assert "did not connect within 2 s" in str(caught.value)
+    assert "the server wrote 3 lines that are not JSON-RPC to stdout (first: 'hello 0, not JSON-RPC')" in str(
+        caught.value
+    )
+    warnings = [r for r in caught_records(caplog) if "not JSON-RPC" in r.getMessage()]
+    assert [r.getMessage() for r in warnings] == [
+        f"MCP server chatty wrote a line that is not JSON-RPC: 'hello {i}, not JSON-RPC'" for i in range(3)
+    ]
+    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in warnings)
+    assert not [r for r in caplog.records if r.name == "mcp.client.stdio" and r.levelno >= logging.ERROR]
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def caught_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "handrail.tools.mcp"]
+
+
+def test_close_after_a_connect_timeout_waits_for_the_process_to_end() -> None:
+    before = child_pids()
+    conn = MCPConnection(
+        StdioServer(sys.executable, ["-c", "import time; time.sleep(60)"], name="mute"), connect_timeout=1
+    )
+    with pytest.raises(MCPConnectionError):
+        conn.connect()
+
+    started = time.monotonic()
+    conn.close()
+
+    assert time.monotonic() - started < 15
+    assert child_pids() <= before  # ended (and reaped) by the time close() returned
 
 
 def test_a_server_that_never_answers_times_out_and_its_process_is_ended() -> None:

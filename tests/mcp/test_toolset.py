@@ -138,7 +138,7 @@ def test_a_call_past_its_timeout_is_an_error_result_and_the_connection_goes_on(a
     toolset = MCPToolset(any_server, tool_timeouts={"slow": 0.5})
     replies = [reply(call("slow", {"seconds": 30}, id="s")), reply(call("add", {"a": 2, "b": 2}, id="a")), reply("ok")]
     results = _results(_run(toolset, replies, run_mode))
-    assert results["s"][1] and "0.5 s" in results["s"][0] and "cancelled" in results["s"][0]
+    assert results["s"][1] and "0.5 s" in results["s"][0] and "asked to cancel" in results["s"][0]
     assert results["a"] == ("4", False)
 
 

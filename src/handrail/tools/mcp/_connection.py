@@ -4,10 +4,11 @@ Everything runs on the private MCP loop (:mod:`handrail.tools.mcp._loop`); the l
 there (:class:`~handrail.tools.mcp._owner.Owner`). This module imports ``mcp`` only when a connection is created.
 
 Reconnects: after a connection is lost (or a connect failed), the next request connects again, and that counts as
-one reconnect. A request that succeeds sets the count back to 0, so the budget (``max_reconnects``) bounds
-reconnects in a row without one working request: a server that keeps dying at once is given up on (every request
-then fails fast, naming the count and the last error) until :meth:`MCPConnection.close` is called. A tool call is
-never sent twice: one whose connection was lost raises, and only the next request reconnects.
+one reconnect. The budget (``max_reconnects``) bounds the reconnects over the connection's whole life, whether
+requests worked in between or not: a server that crashes on every call is started at most ``1 + max_reconnects``
+times; after that every request fails fast (naming the count and the last error) until
+:meth:`MCPConnection.close` is called, which starts the count over. A tool call is never sent twice: one whose
+connection was lost raises, and only the next request reconnects.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ class MCPConnection:
         list_timeout: Seconds listing the tools (every page) may take.
         mode: ``"auto"`` (the 2026-07-28 protocol when the server speaks it, else the older handshake) or
             ``"legacy"`` (always the older handshake).
-        max_reconnects: Reconnects in a row, without a request that worked, before giving up.
+        max_reconnects: How many times a lost (or failed) connection is made again over the connection's life,
+            until :meth:`close`; then requests fail at once with MCPConnectionError. A request that works does not
+            reset the count.
         on_tools_changed: Called, on the MCP loop's thread, when the server says its tool list changed (through
             the 2026-07-28 listen stream or the older notification); it should only set a flag.
 
@@ -194,8 +197,8 @@ class MCPConnection:
         Args:
             name: The tool's name on the server.
             arguments: Its arguments (JSON-compatible).
-            timeout: Seconds to wait for the result; then the call is cancelled on the server. Connecting first,
-                when needed, is bounded by ``connect_timeout`` on its own.
+            timeout: Seconds to wait for the result; then the server is asked to cancel the call (it may have run
+                anyway). Connecting first, when needed, is bounded by ``connect_timeout`` on its own.
             meta: The request's ``_meta`` (ids for the server); None for none.
 
         Returns:
@@ -204,8 +207,11 @@ class MCPConnection:
         Raises:
             MCPConnectionError: No connection could be made, or it was lost during the call (its outcome is
                 unknown: it is not sent again).
-            MCPTimeoutError: No result within ``timeout``; the server was told to cancel the call.
-            MCPProtocolError: The server answered with a JSON-RPC error, or with a result that breaks the protocol.
+            MCPTimeoutError: No result within ``timeout``; the server was asked to cancel the call, and its outcome
+                is unknown (it is not sent again).
+            MCPProtocolError: The server answered with a JSON-RPC error (any code), or with a result that cannot
+                be parsed. Structured content that fails the tool's output schema is no error: the result comes
+                with ``structured_content`` set to None (and a WARNING on ``handrail.tools.mcp``).
         """
         limit = _seconds(timeout, "timeout")
         return self._sync(self._call_tool(name, arguments, limit, meta), self._connect_timeout + limit)
@@ -236,7 +242,7 @@ class MCPConnection:
         """End the connection and, for a stdio server, its process; idempotent.
 
         A request in flight fails with MCPConnectionError. A later request connects again, with a fresh
-        reconnect budget.
+        reconnect budget. A stdio process is waited for (bounded) until it has ended.
         """
         self._sync(self._close(), _CLOSE_BOUND)
 
@@ -282,9 +288,10 @@ class MCPConnection:
         except TimeoutError as exc:
             if isinstance(exc, MCPTimeoutError):
                 raise
-            raise MCPConnectionError(
-                f"MCP server {self.label}: no answer within {bound:g} s (a hang in the connection)", server=self.label
-            ) from exc
+        # raised here, outside the except clause: the future's bare TimeoutError is no cause worth showing
+        raise MCPConnectionError(
+            f"MCP server {self.label}: no answer within {bound:g} s (a hang in the connection)", server=self.label
+        )
 
     async def _connect(self) -> None:
         await self._requests.ensure()

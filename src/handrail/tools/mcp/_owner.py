@@ -28,6 +28,7 @@ from mcp.client.subscriptions import ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from handrail.tools.mcp._loop import at_exit
 from handrail.tools.mcp._servers import StdioServer
@@ -257,7 +258,7 @@ class Owner:
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, mcp.types.ToolListChangedNotification):
             self._tools_changed()
-        elif isinstance(message, Exception):
+        elif isinstance(message, Exception) and not isinstance(message, ValidationError):  # those: one WARNING each
             _logger.debug("MCP server %s: transport reported %s", self.target.label, describe(message))
 
     def _tools_changed(self) -> None:

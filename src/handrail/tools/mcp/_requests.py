@@ -1,18 +1,22 @@
 """The requests of one MCP connection, run on the MCP loop: connect (and reconnect), list the tools, call a tool.
 
 Each request runs in its own task and reaches the server through the live :class:`Owner`'s client. What the SDK
-raises becomes one of handrail's three MCP errors here: ``MCPError(-32001)`` (the SDK's timeout, after it sent
-``notifications/cancelled``) an :class:`MCPTimeoutError`; ``MCPError(-32000)`` (the connection closed) an
-:class:`MCPConnectionError`, and the connection is marked lost; any other JSON-RPC error an
-:class:`MCPProtocolError`. No exception group and no transport's ``CancelledError`` gets past it.
+raises becomes one of handrail's three MCP errors here: the SDK's own timeout (``MCPError(-32001)`` raised on the
+client, after it sent ``notifications/cancelled``) an :class:`MCPTimeoutError`; the SDK's own "connection closed"
+(``MCPError(-32000)``) an :class:`MCPConnectionError`, and the connection is marked lost; any JSON-RPC error
+response of the server (whatever its code: a server's ``-32001`` is not a timeout) and any result the SDK cannot
+parse an :class:`MCPProtocolError`, and the connection stays. No exception group, no transport's
+``CancelledError`` and no anyio internal gets past it (the errors raised here carry no such context).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
+import anyio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, RequestParamsMeta, Tool
@@ -25,10 +29,15 @@ from handrail.tools.mcp._transport import Target
 
 __all__ = ["Requests"]
 
+_logger = logging.getLogger("handrail.tools.mcp")
 _GRACE = 2.0
 """Seconds past a call's timeout before handrail cancels it itself (the SDK's own timeout comes first)."""
 _LOST_CAUSE_WAIT = 1.0
 """How long a request that saw the connection close waits for the owner to learn the cause (for the message)."""
+_TEXT_LIMIT = 300
+"""A server's error message (or a parse error) is cut to this many characters in an error's text."""
+_SDK_STREAM_ENDS = ("SSE stream", "server answered a request with 202 Accepted")
+"""How the SDK's HTTP transport words the ``-32000`` errors it makes up itself for a request whose stream ended."""
 _MAX_PAGES = 1000
 """A server whose tool list has more pages than this is not listed (a cursor that never ends)."""
 
@@ -42,7 +51,7 @@ class Requests:
         mode: ``"auto"`` or ``"legacy"``.
         connect_timeout: Seconds a connect may take.
         list_timeout: Seconds listing the tools may take.
-        max_reconnects: Reconnects in a row without a request that worked.
+        max_reconnects: Reconnects over the connection's life (until :meth:`close`).
         on_tools_changed: The connection's callback.
     """
 
@@ -65,6 +74,8 @@ class Requests:
         self._max_reconnects = max_reconnects
         self._on_tools_changed = on_tools_changed
         self._owner: Owner | None = None
+        self._ending: set[Owner] = set()
+        """Owners whose connect failed and that are still ending (a stdio process being stopped)."""
         self._reconnects = 0
         self._failed = False
         """The last connection was lost, or the last connect failed: the next connect is a reconnect."""
@@ -121,6 +132,8 @@ class Requests:
         owner = await self.ensure()
         what = f"the call of {name!r}"
         result: CallToolResult | None = None
+        error: Exception | None = None
+        started = anyio.current_time()
         try:
             async with asyncio.timeout(timeout + _GRACE):
                 client = _client(owner, what)
@@ -129,25 +142,31 @@ class Requests:
                         name, arguments, read_timeout_seconds=timeout, meta=cast(RequestParamsMeta | None, meta)
                     )
         except TimeoutError:
-            raise _timeout(self._label, name, timeout) from None
+            error = _timeout(self._label, name, timeout)
         except Exception as exc:
-            await self._fail(owner, exc, what, tool=name, timeout=timeout)
+            error = await self._fail(owner, exc, what, tool=name, timeout=timeout, started=started)
+        except (SystemExit, KeyboardInterrupt) as exc:  # an in-process tool raised it: it must not end the loop
+            error = self._escaped(owner, exc, what)
+        if error is not None:
+            raise error  # outside the except clauses: no SDK or anyio internals chained as its context
         if result is None:  # the connection ended under the call
             raise _ended(owner, what, tool=name)
-        self._worked()
         return result
 
     async def close(self) -> None:
         """End the connection (and its process) and start over: a fresh reconnect budget."""
         owner, self._owner = self._owner, None
         self._reconnects, self._failed, self._last_error = 0, False, None
-        if owner is not None:
-            await owner.stop()
+        owners = set(self._ending) if owner is None else {owner, *self._ending}
+        self._ending.clear()
+        await asyncio.gather(*(each.stop() for each in owners))
 
     async def _list_once(self) -> list[Tool]:
         owner = await self.ensure()
         what = "listing the tools"
         tools: list[Tool] = []
+        error: Exception | None = None
+        started = anyio.current_time()
         try:
             async with asyncio.timeout(self._list_timeout):
                 cursor: str | None = None
@@ -167,18 +186,13 @@ class Requests:
                         code=None,
                     )
         except TimeoutError:
-            raise MCPTimeoutError(
-                f"MCP server {self._label}: listing the tools took longer than {self._list_timeout:g} s; "
-                f"it was cancelled.",
-                server=self._label,
-                tool=None,
-                timeout=self._list_timeout,
-            ) from None
-        except MCPProtocolError:
-            raise
+            error = _timeout(self._label, None, self._list_timeout)
+        except MCPProtocolError as exc:
+            error = exc
         except Exception as exc:
-            await self._fail(owner, exc, what, tool=None, timeout=self._list_timeout)
-        self._worked()
+            error = await self._fail(owner, exc, what, tool=None, timeout=self._list_timeout, started=started)
+        if error is not None:
+            raise error
         return tools
 
     def _start(self) -> Owner:
@@ -207,48 +221,73 @@ class Requests:
             self._last_error = owner.error or "the connection ended"
             if self._owner is owner:
                 self._owner = None
+            exited = owner.task.done()
+            if not exited:
+                self._ending.add(owner)  # still ending its process: close() waits for it
+                owner.task.add_done_callback(lambda _: self._ending.discard(owner))
+            hint = await owner.target.diagnosis(exited=exited)
             retry = f" (reconnect {self._reconnects} of {self._max_reconnects})" if self._reconnects else ""
             raise MCPConnectionError(
-                f"Cannot connect to MCP server {self._label}: {self._last_error}{retry}.", server=self._label
+                f"Cannot connect to MCP server {self._label}: {self._last_error}{hint}{retry}.", server=self._label
             )
         self.protocol_version, self.instructions = owner.protocol_version, owner.instructions
         return owner
 
-    def _worked(self) -> None:
-        self._reconnects, self._failed = 0, False
+    def _escaped(self, owner: Owner, exc: BaseException, what: str) -> MCPConnectionError:
+        """An in-process server's tool raised ``SystemExit`` or ``KeyboardInterrupt``: the connection is dropped."""
+        reason = f"the in-process server raised {describe(exc)} during {what}"
+        owner.mark_lost(reason)
+        return MCPConnectionError(
+            f"MCP server {self._label}: {reason} (the connection is dropped; the next request connects again).",
+            server=self._label,
+        )
 
-    async def _fail(self, owner: Owner, exc: Exception, what: str, *, tool: str | None, timeout: float) -> NoReturn:
-        """Raise what ``exc`` (raised by the SDK during ``what``) means for the caller."""
-        if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
-            raise _timeout(self._label, tool, timeout) from None
-        if isinstance(exc, MCPConnectionError):
-            raise exc
-        closed = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
+    async def _fail(
+        self, owner: Owner, exc: Exception, what: str, *, tool: str | None, timeout: float, started: float
+    ) -> Exception:
+        """What ``exc`` (raised by the SDK during ``what``, begun at ``started``) means for the caller."""
+        if isinstance(exc, MCPConnectionError | MCPProtocolError):
+            return exc
+        if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT and _timed_out(exc, started, timeout):
+            return _timeout(self._label, tool, timeout)
+        closed = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED and _sdk_closed(exc)
         if closed or isinstance(exc, BaseExceptionGroup) or not owner.usable:
             if owner.stopping:
-                raise _ended(owner, what, tool=tool) from None
+                return _ended(owner, what, tool=tool)
             # the owner usually learns the cause (a process that exited, the transport's error) at once: wait
             # for it a moment, for the message
             if not await owner.wait_gone(_LOST_CAUSE_WAIT):
                 owner.mark_lost(f"{describe(exc)} during {what}")
             outcome = "; it was not sent again: its outcome is unknown" if tool is not None else ""
             cause = owner.lost or describe(exc)
-            raise MCPConnectionError(
+            return MCPConnectionError(
                 f"MCP server {self._label}: the connection was lost during {what} ({cause}){outcome}.",
                 server=self._label,
-            ) from None
-        if isinstance(exc, MCPError):
-            raise MCPProtocolError(
-                f"MCP server {self._label} answered {what} with error {exc.code}: {exc.message}",
+            )
+        if isinstance(exc, MCPError):  # the server's own JSON-RPC error response: the connection stays
+            return MCPProtocolError(
+                f"MCP server {self._label} answered {what} with error {exc.code}: {_cut(exc.message)}",
                 server=self._label,
                 code=exc.code,
-            ) from None
-        # RuntimeError (structured content that does not match the output schema), ValidationError (a malformed
-        # result), or what else the SDK may raise: never passed on raw (an exception group above all).
-        kind = "breaks the protocol" if isinstance(exc, RuntimeError | ValidationError) else "failed"
-        raise MCPProtocolError(
-            f"MCP server {self._label}: {what} {kind}: {describe(exc)}", server=self._label, code=None
-        ) from exc
+            )
+        if isinstance(exc, ValidationError):  # a result (a content block, say) the SDK could not parse
+            first = exc.errors(include_url=False, include_input=False)[:1]
+            detail = f"{'.'.join(str(part) for part in first[0]['loc'])}: {first[0]['msg']}" if first else describe(exc)
+            count = exc.error_count()
+            more = f" (and {count - 1} more error{'' if count == 2 else 's'})" if count > 1 else ""
+            error = MCPProtocolError(
+                f"MCP server {self._label}: {what} returned a malformed result: {_cut(detail)}{more}",
+                server=self._label,
+                code=None,
+            )
+        else:  # what else the SDK may raise: never passed on raw (an exception group above all)
+            kind = "breaks the protocol" if isinstance(exc, RuntimeError) else "failed"
+            error = MCPProtocolError(
+                f"MCP server {self._label}: {what} {kind}: {_cut(describe(exc))}", server=self._label, code=None
+            )
+        # no cause chained: a pydantic dump or the SDK's internals would be shown again after the short text
+        _logger.debug("MCP server %s: %s failed in the SDK", self._label, what, exc_info=exc)
+        return error
 
 
 def _client(owner: Owner, what: str) -> Client:
@@ -269,10 +308,32 @@ def _ended(owner: Owner, what: str, *, tool: str | None) -> MCPConnectionError:
 
 
 def _timeout(label: str, tool: str | None, timeout: float) -> MCPTimeoutError:
-    what = f"the call of {tool!r}" if tool is not None else "listing the tools"
-    return MCPTimeoutError(
-        f"MCP server {label}: {what} took longer than {timeout:g} s; it was cancelled on the server.",
-        server=label,
-        tool=tool,
-        timeout=timeout,
-    )
+    if tool is None:
+        text = f"listing the tools took longer than {timeout:g} s; the server was asked to cancel it."
+    else:
+        text = (
+            f"the call of {tool!r} took longer than {timeout:g} s; the server was asked to cancel it, and its "
+            f"outcome is unknown (it may have run); it is not sent again."
+        )
+    return MCPTimeoutError(f"MCP server {label}: {text}", server=label, tool=tool, timeout=timeout)
+
+
+def _timed_out(exc: MCPError, started: float, timeout: float) -> bool:
+    """Whether ``MCPError(-32001)`` is the SDK's own timeout, not a server's error response with that code.
+
+    The SDK raises its own while handling a TimeoutError, and only once the time is up.
+    """
+    return isinstance(exc.__context__, TimeoutError) or anyio.current_time() - started >= timeout
+
+
+def _sdk_closed(exc: MCPError) -> bool:
+    """Whether ``MCPError(-32000)`` is the SDK's own "connection closed", not a server's error response.
+
+    The SDK's HTTP transport also makes up ``-32000`` errors for a request whose stream ended.
+    """
+    message = exc.message
+    return message == "Connection closed" or message.startswith(_SDK_STREAM_ENDS)
+
+
+def _cut(text: str, limit: int = _TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
