@@ -54,7 +54,7 @@ expression, refused while a run is under way). A test keeps this drawing equal t
         ├── TemporalUnavailableError (ConnectionError)
         │                                          1  the Temporal server did not answer (address, TLS, network)
         ├── MCPConnectionError (ConnectionError)   1  an MCP server cannot be reached, or its connection was lost
-        ├── MCPTimeoutError (TimeoutError)         1  an MCP request took longer than its timeout (it was cancelled)
+        ├── MCPTimeoutError (TimeoutError)         1  an MCP request took longer than its timeout (asked to cancel)
         ├── MCPProtocolError                       1  an MCP server answered with a JSON-RPC error or a bad result
         ├── MCPToolError                           1  an MCP server's tool reported an error, or the server removed it
         ├── ToolNotFoundException                  1  the model called a tool that does not exist (raise mode)
@@ -593,7 +593,7 @@ class MCPConnectionError(RunError, ConnectionError):
 
 
 class MCPTimeoutError(RunError, TimeoutError):
-    """An MCP request took longer than its timeout; it was cancelled (``notifications/cancelled``).
+    """An MCP request took longer than its timeout; the server was asked to cancel it (``notifications/cancelled``).
 
     The connection stays usable: the next request goes to the same server.
 
