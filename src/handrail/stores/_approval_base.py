@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -381,21 +381,15 @@ class ApprovalStoreBase(ApprovalReading, EventLog):
         Raises:
             The errors of :meth:`decide_approval`.
         """
-        key = self._approval_key(approval_id)
         moment = check_moment("at", at)
-        refused: ApprovalConflictError | None = None
-        with self._changing(key) as (handle, events):
-            current = self._current_approval(handle, key)
-            if current.terminal or current.version != expected_version:
-                refused = refusal(current, expected_version)
-            else:
-                updated = current.cancelled(moment, principal=principal, reason=reason)
-                self._approval_cas(handle, updated, expected_version)
-                self._append_entry(handle, key, kind="cancelled", at=moment, principal=principal, feedback=reason)
-                events.append(event_of("cancelled", updated, moment))
-        if refused is not None:
-            raise refused
-        return updated
+
+        def cancel(handle: Any, key: str, current: Approval) -> tuple[Approval, Any]:
+            updated = current.cancelled(moment, principal=principal, reason=reason)
+            self._approval_cas(handle, updated, expected_version)
+            self._append_entry(handle, key, kind="cancelled", at=moment, principal=principal, feedback=reason)
+            return updated, event_of("cancelled", updated, moment)
+
+        return self._transition(approval_id, expected_version, cancel)
 
     def expire_approval(
         self, approval_id: str, *, expected_version: int, at: datetime, details: Mapping[str, Any] | None = None
@@ -409,25 +403,42 @@ class ApprovalStoreBase(ApprovalReading, EventLog):
         Raises:
             The errors of :meth:`decide_approval`.
         """
-        key = self._approval_key(approval_id)
         moment = check_moment("at", at)
         extra = check_details(details)
+
+        def expire(handle: Any, key: str, current: Approval) -> tuple[Approval, Any]:
+            expired = current.expired(current.expires_at or moment)
+            self._approval_cas(handle, expired, expected_version)
+            self._append_entry(
+                handle, key, kind="expired", at=current.expires_at or moment, decision=expired.decision,
+                feedback=expired.feedback, details={**extra, "recorded_at": iso(moment)},
+            )  # fmt: skip
+            return expired, event_of("expired", expired, expired.decided_at or moment)
+
+        return self._transition(approval_id, expected_version, expire)
+
+    def _transition(
+        self, approval_id: str, expected_version: int, change: Callable[[Any, str, Approval], tuple[Approval, Any]]
+    ) -> Approval:
+        """One compare-and-set of a pending approval (a decided record or a stale version is refused).
+
+        ``change(handle, key, current)`` writes the new record and its audit entry, and returns ``(the new record,
+        its event)``.
+        """
+        key = self._approval_key(approval_id)
         refused: ApprovalConflictError | None = None
+        updated: Approval | None = None
         with self._changing(key) as (handle, events):
             current = self._current_approval(handle, key)
             if current.terminal or current.version != expected_version:
                 refused = refusal(current, expected_version)
             else:
-                expired = current.expired(current.expires_at or moment)
-                self._approval_cas(handle, expired, expected_version)
-                self._append_entry(
-                    handle, key, kind="expired", at=current.expires_at or moment, decision=expired.decision,
-                    feedback=expired.feedback, details={**extra, "recorded_at": iso(moment)},
-                )  # fmt: skip
-                events.append(event_of("expired", expired, expired.decided_at or moment))
+                updated, event = change(handle, key, current)
+                events.append(event)
         if refused is not None:
             raise refused
-        return expired
+        assert updated is not None
+        return updated
 
     def expire_approvals(self, now: datetime) -> list[Approval]:
         """Expire every pending approval whose ``expires_at <= now``, each with its ``expired`` audit entry.
