@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -422,21 +423,37 @@ def show(run_id: str, address: str, namespace: str, store_url: str | None, as_js
     """
     out, err = _consoles(as_json)
     target = Target(address, namespace, store_url)
-    store = client_store(err, store_url)
 
-    async def go() -> dict[str, Any]:
-        client = await connect_or_fail(err, target, store)
-        with temporal_errors(err, target, run_id):
-            return await fetch(client, run_id)
+    async def shown(client: Any, run: dict[str, Any]) -> dict[str, Any]:
+        return run
 
-    try:
-        run = run_async(go)
-    finally:
-        store.close()
+    run = _on_run(err, target, run_id, shown)
     if as_json:
         echo_json(run)
     else:
         _print_run(out, run, target)
+
+
+def _on_run(
+    err: Any, target: Target, run_id: str, then: Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """Connect to Temporal (and the --store), read run ``run_id``, and return ``then(client, run)``.
+
+    A connection that fails, or an unknown run, ends the command with its message (what ``runs show`` and
+    ``runs decide`` both begin with); the store is closed whatever happens.
+    """
+    store = client_store(err, target.store_url)
+
+    async def go() -> dict[str, Any]:
+        client = await connect_or_fail(err, target, store)
+        with temporal_errors(err, target, run_id):
+            run = await fetch(client, run_id)
+        return await then(client, run)
+
+    try:
+        return run_async(go)
+    finally:
+        store.close()
 
 
 def _check_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -471,14 +488,10 @@ def decide_command(run_id: str, call_id: str, decision: str, arguments_text: str
     arguments = _parse_arguments(decision, arguments_text)
     out, err = _consoles(as_json)
     target = Target(address, namespace, store_url)
-    store = client_store(err, store_url)
 
-    async def go() -> dict[str, Any]:
+    async def go(client: Any, run: dict[str, Any]) -> dict[str, Any]:
         from handrail.temporal import DecisionRefused, RunNotFoundError, TemporalUnavailableError, decide
 
-        client = await connect_or_fail(err, target, store)
-        with temporal_errors(err, target, run_id):
-            run = await fetch(client, run_id)
         if run["workflow_status"] != "RUNNING":
             fail(err, f"run {run_id} has ended ({run.get('status')}): no call waits for a decision.")
         try:
@@ -498,10 +511,7 @@ def decide_command(run_id: str, call_id: str, decision: str, arguments_text: str
                 raise
             fail(err, f"run {run_id}: {problem[1]}", EXIT_USAGE if problem[0] == "NOT_FOUND" else EXIT_RUN_FAILED)
 
-    try:
-        answer = run_async(go)
-    finally:
-        store.close()
+    answer = _on_run(err, target, run_id, go)
     if as_json:
         echo_json(answer)
         return
