@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from handrail.core._middle_cut import cut_marker, cut_middle, head_tail
 from handrail.dataclasses.chat_message import ImageContent, TextContent, ToolCallResultContentT
 from handrail.dataclasses.state import State
 from handrail.hooks._base import ReadyMadeHook, check_int
@@ -11,10 +12,6 @@ from handrail.hooks._messages import replace_result, step_results
 from handrail.hooks.types import HookPoint
 
 __all__ = ["ToolResultTruncationHook"]
-
-
-def _marker(cut: int) -> str:
-    return f"\n[... {cut} characters cut ...]\n"
 
 
 class ToolResultTruncationHook(ReadyMadeHook):
@@ -67,16 +64,6 @@ class ToolResultTruncationHook(ReadyMadeHook):
         self.max_chars = check_int("ToolResultTruncationHook", "max_chars", max_chars, self.MIN_MAX_CHARS)
         """The longest result kept whole, in characters."""
 
-    def _head_tail(self, length: int) -> tuple[int, int]:
-        """How many characters of a text of ``length`` (over ``max_chars``) to keep before and after the marker."""
-        # The marker for `length` characters cut is at least as long as the real one: start there,
-        # then keep one more character while the (possibly shorter) marker still leaves room.
-        kept = self.max_chars - len(_marker(length))
-        while kept + 1 + len(_marker(length - kept - 1)) <= self.max_chars:
-            kept += 1
-        tail = kept // 2
-        return kept - tail, tail
-
     def truncate(self, text: str) -> str:
         """Return ``text`` itself when it fits, else its head + marker + tail in exactly ``max_chars`` characters.
 
@@ -86,11 +73,7 @@ class ToolResultTruncationHook(ReadyMadeHook):
         Returns:
             The text as the model will read it.
         """
-        length = len(text)
-        if length <= self.max_chars:
-            return text
-        head, tail = self._head_tail(length)
-        return text[:head] + _marker(length - head - tail) + text[length - tail :]
+        return cut_middle(text, self.max_chars)
 
     def truncate_parts(self, parts: list[TextContent | ImageContent]) -> list[TextContent | ImageContent]:
         """Return ``parts`` itself when its text parts fit in ``max_chars`` together, else them cut as one text.
@@ -109,7 +92,7 @@ class ToolResultTruncationHook(ReadyMadeHook):
         length = sum(len(p.text) for p in parts if isinstance(p, TextContent))
         if length <= self.max_chars:
             return parts
-        head, tail = self._head_tail(length)
+        head, tail = head_tail(length, self.max_chars)
         tail_start = length - tail
         out: list[TextContent | ImageContent] = []
         start = 0
@@ -121,7 +104,7 @@ class ToolResultTruncationHook(ReadyMadeHook):
             text, end = part.text, start + len(part.text)
             piece = text[: max(0, min(end, head) - start)]
             if not marked and end > head:  # the part where the head ends holds the marker
-                piece += _marker(length - head - tail)
+                piece += cut_marker(length - head - tail)
                 marked = True
             piece += text[len(text) - max(0, end - max(start, tail_start)) :] if end > tail_start else ""
             if piece == text:

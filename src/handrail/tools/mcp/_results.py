@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from handrail.core._middle_cut import cut_middle
 from handrail.dataclasses.chat_message import TextContent
 from handrail.dataclasses.image_content import ImageContent
 from handrail.errors import MCPToolError
@@ -62,18 +63,7 @@ def cut_text(text: str, max_chars: int, offload: Offload | None = None) -> str:
             reference = None
         if isinstance(reference, str) and reference:
             where = f"; the whole result ({len(text):,} characters) is at {reference[:500]}"
-    for _ in range(3):  # the marker's own length depends on the count it names
-        keep = max(max_chars - len(_marker(len(text), where)), 0)
-        cut = len(text) - keep
-        marker = _marker(cut, where)
-        if len(marker) + keep <= max_chars or keep == 0:
-            break
-    head = (keep + 1) // 2
-    return text[:head] + marker + text[len(text) - (keep - head) :]
-
-
-def _marker(cut: int, where: str) -> str:
-    return f"\n[... {cut} characters cut{where} ...]\n"
+    return cut_middle(text, max_chars, where)
 
 
 def convert_result(tool: str, result: Any, options: ResultOptions) -> str | list[TextContent | ImageContent]:
