@@ -8,16 +8,19 @@ another process, a tool call run as a job elsewhere), send the result back. :cla
 
 Observers (:class:`RunObserver`) see the start and end of every effect :func:`execute_sync` /
 :func:`execute_async` executes (both drivers use them, and so can yours), of each tool call of a ``RunTools``
-effect, and of each durable write of the ledger around those calls (a ``Persist`` event).
+effect, and of each durable write of the ledger around those calls (a ``Persist`` event). An observer may also
+have ``run_started(info)`` and ``run_ended(info, ended)``: told when the run as a whole starts and ends (it ends
+when it returns, pauses, fails or is closed), with a :class:`RunInfo` describing it. Observers made for every run
+(tracing, logging) are registered with :func:`add_observer_factory`.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Awaitable, Generator, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, assert_never, get_args, runtime_checkable
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, assert_never, get_args, runtime_checkable
 
 from handrail.components.effects import (
     AskApproval,
@@ -33,8 +36,8 @@ from handrail.components.effects import (
     ToolInvocation,
 )
 
-__all__ = ["AsyncDriver", "Ended", "MachineRun", "Run", "RunContext", "RunDriver", "RunObserver", "SyncDriver",
-           "execute_async", "execute_sync"]  # fmt: skip
+__all__ = ["AsyncDriver", "Ended", "MachineRun", "Run", "RunContext", "RunDriver", "RunInfo", "RunObserver",
+           "SyncDriver", "add_observer_factory", "execute_async", "execute_sync", "remove_observer_factory"]  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -47,6 +50,72 @@ class Ended:
     """Its result, when it ended without raising."""
     error: BaseException | None = None
     """What it raised (a breakpoint or approval pause raises too: the run stops there)."""
+
+
+RunOutcome = Literal["running", "done", "paused", "failed", "closed"]
+
+
+@dataclass(eq=False, slots=True)
+class RunInfo:
+    """One run as its observers see it in ``run_started`` / ``run_ended`` (read it; only :meth:`carry` writes).
+
+    Made by the run for its observers only (a run without observers makes none).
+    """
+
+    agent_name: str
+    """The run's label: the breakpoint's or resumed snapshot's ``agent_name``, else ``""``."""
+    generator: Any
+    """The run's chat generator (to read its model and provider names; never call it)."""
+    resumed_from: str | None = None
+    """The id of the snapshot this run resumes, or None for a fresh run."""
+    carried_in: Mapping[str, Any] = field(default_factory=dict)
+    """What observers :meth:`carry`-ed in the run that wrote the resumed snapshot (empty for a fresh run)."""
+    conversation_id: str | None = None
+    """The chat history id when the run uses a chat message store, else None."""
+    local_id: str = ""
+    """An id made for this run in this process (a uuid4 hex): the run id when the run has no durable one."""
+    outcome: RunOutcome = "running"
+    """How the run ended (set before ``run_ended``): done, paused (a breakpoint or held calls), failed or closed."""
+    _durable_id: Callable[[], str | None] = field(default=lambda: None, repr=False)
+    _carry: Callable[[str, Any], None] | None = field(default=None, repr=False)
+    _messages: Callable[[], list[Any]] = field(default=list, repr=False)
+    _describe: Callable[[str], str | None] = field(default=lambda name: None, repr=False)
+
+    @property
+    def run_id(self) -> str:
+        """The durable run id (the first snapshot's id of its chain) once it has one, else :attr:`local_id`."""
+        return self._durable_id() or self.local_id
+
+    @property
+    def durable_id(self) -> str | None:
+        """The durable run id, or None (a run without a snapshot store, or before its first record)."""
+        return self._durable_id()
+
+    @property
+    def messages(self) -> list[Any]:
+        """The run's history as it is now (the run's own list: read it, never change it)."""
+        return self._messages()
+
+    def describe_tool(self, name: str) -> str | None:
+        """The description of the run's tool ``name`` (None when it has none or the run has no such tool)."""
+        try:
+            return self._describe(name)
+        except Exception:
+            return None
+
+    @property
+    def can_carry(self) -> bool:
+        """True when this run can write a snapshot, so :meth:`carry` keeps what it is given."""
+        return self._carry is not None
+
+    def carry(self, key: str, value: Any) -> None:
+        """Keep JSON ``value`` in every snapshot this run writes (``metadata["observers"][key]``).
+
+        The run that resumes such a snapshot finds it in :attr:`carried_in`. Never give a secret. Does nothing for a
+        run that writes no snapshot.
+        """
+        if self._carry is not None:
+            self._carry(key, value)
 
 
 @runtime_checkable
@@ -66,6 +135,64 @@ class RunObserver(Protocol):
 
     def ended(self, event: Effect | ToolInvocation, ended: Ended) -> None:
         """``event`` ended (result or error, and duration)."""
+
+    # Optional: ``run_started(self, info: RunInfo) -> None`` and ``run_ended(self, info: RunInfo, ended: Ended)
+    # -> None`` (``ended.result``: the run's result when it is done; ``ended.error``: what stopped it, a breakpoint
+    # exception for a pause). Both are called in the thread (or task) that created and closes the run.
+
+
+_factories: list[Callable[[], RunObserver | None]] = []
+
+
+def add_observer_factory(factory: Callable[[], RunObserver | None]) -> None:
+    """Call ``factory()`` as each Agent run starts; the observer it returns (None: none) observes that run.
+
+    How :func:`handrail.tracing.enable` observes every run. Adding the same factory twice adds it once.
+    """
+    if factory not in _factories:
+        _factories.append(factory)
+
+
+def remove_observer_factory(factory: Callable[[], RunObserver | None]) -> None:
+    """Stop calling ``factory`` for new runs (nothing happens if it was not added)."""
+    if factory in _factories:
+        _factories.remove(factory)
+
+
+def observers_from_factories() -> list[RunObserver]:
+    """The observers the registered factories make for a run starting now (a failing factory is warned about)."""
+    made: list[RunObserver] = []
+    for factory in list(_factories):
+        try:
+            observer = factory()
+        except Exception as exc:
+            _observer_failed(factory, "factory", exc)
+            continue
+        if observer is not None:
+            made.append(observer)
+    return made
+
+
+def notify_run_started(observers: Sequence[RunObserver], info: RunInfo) -> None:
+    """Tell the observers that have ``run_started`` that the run starts."""
+    for observer in observers:
+        method = getattr(observer, "run_started", None)
+        if method is not None:
+            try:
+                method(info)
+            except Exception as exc:
+                _observer_failed(observer, "run_started", exc)
+
+
+def notify_run_ended(observers: Sequence[RunObserver], info: RunInfo, ended: Ended) -> None:
+    """Tell the observers that have ``run_ended`` that the run ended (``info.outcome`` says how)."""
+    for observer in observers:
+        method = getattr(observer, "run_ended", None)
+        if method is not None:
+            try:
+                method(info, ended)
+            except Exception as exc:
+                _observer_failed(observer, "run_ended", exc)
 
 
 class RunContext(Protocol):
@@ -287,11 +414,11 @@ def notify_ended(
             _observer_failed(observer, "ended", exc)
 
 
-def _observer_failed(observer: RunObserver, method: str, exc: Exception) -> None:
+def _observer_failed(observer: object, method: str, exc: Exception) -> None:
     from handrail.core._secret_values import mask_secrets
 
     warnings.warn(
-        f"Observer {type(observer).__name__}.{method} raised {type(exc).__name__}: {mask_secrets(str(exc))}; "
+        f"Observer {getattr(observer, '__qualname__', None) or type(observer).__name__}.{method} raised {type(exc).__name__}: {mask_secrets(str(exc))}; "
         f"the run goes on.",
         RuntimeWarning,
         stacklevel=3,

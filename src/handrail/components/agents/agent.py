@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,7 @@ from handrail.components.agents._plan import RunRequest, start_run
 from handrail.components.agents._prompt import check_user_prompt
 from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
 from handrail.components.agents.run import AgentRun
-from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver
+from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver, _factories, observers_from_factories
 from handrail.components.generators.types import ChatGenerator
 from handrail.core._threads import FreshLockOnCopy
 from handrail.core.component import component
@@ -54,9 +55,22 @@ def _request(agent: Agent, sync_run: bool, arguments: dict[str, Any]) -> tuple[R
     kwargs = arguments.pop("kwargs")
     arguments.pop("self", None)
     given = arguments.pop("observers")
-    checked = type(given) is not tuple or given or agent.observers  # the default () costs nothing per run
-    every = [*agent.observers, *cfg.check_observers(given, "observers")] if checked else []
+    provider = agent.tracer_provider
+    checked = type(given) is not tuple or given or agent.observers or _factories or provider is not None
+    every = [*agent.observers, *cfg.check_observers(given, "observers")] if checked else []  # () costs nothing
+    if checked and (_factories or provider is not None):
+        every.extend(_made_observers(provider))
     return RunRequest(sync_run=sync_run, kwargs=given_arguments(agent, kwargs), **arguments), every
+
+
+def _made_observers(provider: Any) -> list[RunObserver]:
+    """The registered factories' observers, and the tracing observer of the Agent's own tracer provider."""
+    made = observers_from_factories()
+    if provider is not None:
+        # handrail.tracing sits above the components; it is loaded by name, as a plugin, only for this Agent.
+        tracing = importlib.import_module("handrail.tracing")
+        made.append(tracing.observer_for(provider))
+    return made
 
 
 @component
@@ -99,6 +113,9 @@ class Agent(FreshLockOnCopy):
         observers: :class:`~handrail.components.drivers.RunObserver` objects told when each effect of a run (model
             call, tool call, approval, hooks, persist, pause, finish) starts and ends, in every run (a run's own
             ``observers`` are added). Runtime objects: not part of ``to_dict``.
+        tracer_provider: An OpenTelemetry ``TracerProvider``: every run of this Agent is traced to it (see
+            :mod:`handrail.tracing`; needs ``handrail[tracing]``). None: traced only when
+            :func:`handrail.tracing.enable` was called. A runtime object: not part of ``to_dict``.
 
     Raises:
         ConfigurationError: An invalid value (named in the message), or a not-yet-supported parameter.
@@ -131,6 +148,7 @@ class Agent(FreshLockOnCopy):
         user_prompt: str | None = None,
         required_variables: list[str] | Literal["*"] | None = None,
         observers: Sequence[RunObserver] | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         self.chat_generator = chat_generator
         self.tools: list[Tool | Toolset] | Toolset = tools if tools is not None else []
@@ -155,6 +173,7 @@ class Agent(FreshLockOnCopy):
         self.user_prompt = user_prompt
         self.required_variables = required_variables
         self.observers: list[RunObserver] = cfg.check_observers(observers, "observers")
+        self.tracer_provider = tracer_provider
         self._warmed: dict[int, object] = {}
         self._closed: dict[int, object] = {}  # closed by close() and not warmed since
         self._warm_lock = threading.Lock()

@@ -17,6 +17,9 @@ from handrail.components.agents._machine import agent_machine
 from handrail.components.effects import Effect, Pause
 from handrail.errors import RunError
 
+
+from handrail.components.drivers import Ended, RunInfo, notify_run_ended, notify_run_started
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import TracebackType
@@ -35,8 +38,8 @@ class AgentRun:
     (a bad one raised there, before any effect).
     """
 
-    __slots__ = ("__weakref__", "_closed", "_context", "_ended", "_failed", "_machine", "_paused", "_started",
-                 "_stop", "_sync")  # fmt: skip
+    __slots__ = ("__weakref__", "_closed", "_context", "_ended", "_error", "_failed", "_info", "_machine", "_paused",
+                 "_started", "_stop", "_sync")  # fmt: skip
 
     def __init__(self, started: Started, observers: Sequence[RunObserver] = (), *, sync: bool = True) -> None:
         self._started = started
@@ -49,8 +52,14 @@ class AgentRun:
         self._failed: BaseException | None = None
         self._stop = False
         """True once send has nothing more to give: the run ended, paused, failed or was closed."""
+        self._error: BaseException | None = None
+        """What stopped the run, as the caller's ``with`` block saw it (a breakpoint exception for a pause)."""
         if started.parts.checkpoints is not None:  # a run dropped without close() still lets go of its claim
             weakref.finalize(self, release_checkpoints, started.parts.checkpoints)
+        self._info: RunInfo | None = None
+        if observers:
+            self._info = run_info(started)
+            notify_run_started(observers, self._info)
 
     @property
     def context(self) -> AgentContext:
@@ -131,6 +140,17 @@ class AgentRun:
         self._closed = self._stop = True
         self._machine.close()
         self._context.release()
+        if self._info is not None:
+            self._run_ended(self._info)
+
+    def _run_ended(self, info: RunInfo) -> None:
+        error = self._error or self._failed
+        if self._ended:
+            info.outcome, result = "done", self.result
+        else:
+            info.outcome, result = ("paused" if self._paused and _is_pause(error) else
+                                    "failed" if error is not None else "closed"), None  # fmt: skip
+        notify_run_ended(self._context.observers, info, Ended(0.0, result, error))
 
     async def aclose(self) -> None:
         """:meth:`close` with the store I/O in a worker thread."""
@@ -149,6 +169,8 @@ class AgentRun:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
+        if error is not None and self._error is None:
+            self._error = error
         self.close()
 
     async def __aenter__(self) -> AgentRun:
@@ -157,4 +179,54 @@ class AgentRun:
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
+        if error is not None and self._error is None:
+            self._error = error
         await self.aclose()
+
+
+def _is_pause(error: BaseException | None) -> bool:
+    from handrail.dataclasses.breakpoints import BreakpointException
+
+    return isinstance(error, BreakpointException)
+
+
+def run_info(started: Started) -> RunInfo:
+    """What the run's observers are told about it (made only for a run that has observers)."""
+    import uuid
+
+    parts, run = started.parts, started.run
+    cp = parts.checkpoints
+    resumed = cp.last if cp is not None else None
+    carried: dict[str, Any] = {}
+    if resumed is not None:
+        carried_value = resumed.metadata.get("observers")
+        carried = dict(carried_value) if isinstance(carried_value, dict) else {}
+    stores = parts.stores
+    chat = getattr(stores, "chat_kwargs", None) or {}
+    conversation = chat.get("chat_history_id") if isinstance(chat, dict) else None
+
+    def carry(key: str, value: Any) -> None:
+        assert cp is not None
+        slot = cp.metadata.get("observers")
+        if not isinstance(slot, dict):
+            slot = cp.metadata["observers"] = {}
+        slot[key] = value
+
+    return RunInfo(
+        agent_name=cp.agent_name if cp is not None else "",
+        generator=started.model.generator,
+        resumed_from=resumed.snapshot_id if resumed is not None else None,
+        carried_in=carried,
+        conversation_id=conversation if isinstance(conversation, str) else None,
+        local_id=uuid.uuid4().hex,
+        _durable_id=(lambda: cp.run_id) if cp is not None else (lambda: None),
+        _carry=carry if cp is not None else None,
+        _messages=lambda: run.state.data["messages"],
+        _describe=lambda name: _describe(started, name),
+    )
+
+
+def _describe(started: Started, name: str) -> str | None:
+    tool = started.plan.static_by_name.get(name) or next((t for t in started.run.offered if t.name == name), None)
+    description = getattr(tool, "description", None)
+    return description if isinstance(description, str) else None
