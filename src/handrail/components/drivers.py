@@ -36,8 +36,21 @@ from handrail.components.effects import (
     ToolInvocation,
 )
 
-__all__ = ["AsyncDriver", "Ended", "MachineRun", "Run", "RunContext", "RunDriver", "RunInfo", "RunObserver",
-           "SyncDriver", "add_observer_factory", "execute_async", "execute_sync", "remove_observer_factory"]  # fmt: skip
+__all__ = [
+    "AsyncDriver",
+    "Ended",
+    "MachineRun",
+    "Run",
+    "RunContext",
+    "RunDriver",
+    "RunInfo",
+    "RunObserver",
+    "SyncDriver",
+    "add_observer_factory",
+    "execute_async",
+    "execute_sync",
+    "remove_observer_factory",
+]
 
 
 @dataclass(slots=True)
@@ -417,9 +430,9 @@ def notify_ended(
 def _observer_failed(observer: object, method: str, exc: Exception) -> None:
     from handrail.core._secret_values import mask_secrets
 
+    name = getattr(observer, "__qualname__", None) or type(observer).__name__
     warnings.warn(
-        f"Observer {getattr(observer, '__qualname__', None) or type(observer).__name__}.{method} raised {type(exc).__name__}: {mask_secrets(str(exc))}; "
-        f"the run goes on.",
+        f"Observer {name}.{method} raised {type(exc).__name__}: {mask_secrets(str(exc))}; the run goes on.",
         RuntimeWarning,
         stacklevel=3,
     )

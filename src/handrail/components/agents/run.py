@@ -14,11 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.components.agents._context import AgentContext, release_checkpoints
 from handrail.components.agents._machine import agent_machine
+from handrail.components.drivers import Ended, RunInfo, notify_run_ended, notify_run_started
 from handrail.components.effects import Effect, Pause
 from handrail.errors import RunError
-
-
-from handrail.components.drivers import Ended, RunInfo, notify_run_ended, notify_run_started
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
