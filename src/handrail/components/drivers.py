@@ -169,7 +169,13 @@ def _run_logging() -> RunObserver | None:
     return RunLogger()
 
 
-_factories: list[Callable[[], RunObserver | None]] = [_run_logging]
+_factories: list[Callable[[], RunObserver | None]] = []
+"""The factories added with :func:`add_observer_factory` (the built-in one of the run logs is not among them)."""
+
+
+def factories_apply() -> bool:
+    """True when a run starting now may get observers from the factories (one is added, or run logging is on)."""
+    return bool(_factories) or _RUN_LOG.isEnabledFor(logging.INFO)
 
 
 def add_observer_factory(factory: Callable[[], RunObserver | None]) -> None:
@@ -190,7 +196,7 @@ def remove_observer_factory(factory: Callable[[], RunObserver | None]) -> None:
 def observers_from_factories() -> list[RunObserver]:
     """The observers the registered factories make for a run starting now (a failing factory is warned about)."""
     made: list[RunObserver] = []
-    for factory in list(_factories):
+    for factory in (_run_logging, *_factories):
         try:
             observer = factory()
         except Exception as exc:
