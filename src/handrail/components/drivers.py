@@ -11,11 +11,13 @@ Observers (:class:`RunObserver`) see the start and end of every effect :func:`ex
 effect, and of each durable write of the ledger around those calls (a ``Persist`` event). An observer may also
 have ``run_started(info)`` and ``run_ended(info, ended)``: told when the run as a whole starts and ends (it ends
 when it returns, pauses, fails or is closed), with a :class:`RunInfo` describing it. Observers made for every run
-(tracing, logging) are registered with :func:`add_observer_factory`.
+(tracing, logging) are registered with :func:`add_observer_factory`; the one that logs runs (the ``handrail.run``
+loggers, see docs/logging.md) is built in and makes an observer only while ``handrail.run`` is enabled for INFO.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
@@ -165,7 +167,26 @@ class RunObserver(Protocol):
     # exception for a pause). Both are called in the thread (or task) that created and closes the run.
 
 
+_RUN_LOG = logging.getLogger("handrail.run")
+_RUN_LOG.addHandler(logging.NullHandler())  # the run records print nothing until the application configures logging
+
+
+def _run_logging() -> RunObserver | None:
+    """The factory of the run's log records: a logger observer while ``handrail.run`` is enabled for INFO."""
+    if not _RUN_LOG.isEnabledFor(logging.INFO):
+        return None  # a run costs one cached level check
+    from handrail.components._run_logging import RunLogger
+
+    return RunLogger()
+
+
 _factories: list[Callable[[], RunObserver | None]] = []
+"""The factories added with :func:`add_observer_factory` (the built-in one of the run logs is not among them)."""
+
+
+def factories_apply() -> bool:
+    """True when a run starting now may get observers from the factories (one is added, or run logging is on)."""
+    return bool(_factories) or _RUN_LOG.isEnabledFor(logging.INFO)
 
 
 def add_observer_factory(factory: Callable[[], RunObserver | None]) -> None:
@@ -186,7 +207,7 @@ def remove_observer_factory(factory: Callable[[], RunObserver | None]) -> None:
 def observers_from_factories() -> list[RunObserver]:
     """The observers the registered factories make for a run starting now (a failing factory is warned about)."""
     made: list[RunObserver] = []
-    for factory in list(_factories):
+    for factory in (_run_logging, *_factories):
         try:
             observer = factory()
         except Exception as exc:
