@@ -10,7 +10,7 @@ from typing import Any
 
 from handrail.tracing import _conventions as c
 
-__all__ = ["Model", "args_digest", "decision_value", "describe_model", "usage_attributes"]
+__all__ = ["Model", "args_digest", "describe_model", "usage_attributes"]
 
 # handrail's own generators, by qualified class name: (gen_ai.provider.name, model when it has none, in process)
 _KNOWN: dict[str, tuple[str, str | None, bool]] = {
@@ -119,23 +119,3 @@ def args_digest(arguments: Any) -> str:
     """``sha256:<hex>`` of the canonical JSON of a call's arguments (sorted keys, no spaces): names, never shows."""
     text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def decision_value(decision: Any, proposed: Mapping[str, Any]) -> str:
-    """``handrail.approval.decision`` of a ToolExecutionDecision given for a call with the ``proposed`` arguments.
-
-    ``expired``: the approval service's expiry rejection; ``rejected``: any other ``execute=False``; ``auto``: run
-    because the strategy's policy said no person needs to decide (``decided_by="policy"``); ``edited``: run with
-    other arguments than proposed; ``approved``: run as proposed.
-    """
-    from handrail.human_in_the_loop.templates import is_expiry_rejection
-
-    if not decision.execute:
-        return "expired" if is_expiry_rejection(decision) else "rejected"
-    if decision.decided_by == "policy":
-        return "auto"
-    params = decision.final_tool_params
-    if params is not None and (any(k not in params for k in proposed) or
-                               any(k in proposed and proposed[k] != v for k, v in params.items())):  # fmt: skip
-        return "edited"  # keys the model did not give are State-injected values, not an edit
-    return "approved"

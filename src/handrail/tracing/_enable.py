@@ -100,19 +100,21 @@ def enable(
     capture_content: bool | None = None,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
     redact: Callable[[str], str] | None = None,
+    metrics: bool = True,
     meter_provider: Any = None,
 ) -> None:
     """Trace every Agent run from now on (until :func:`disable`); calling it again replaces the settings.
 
     Each run gets its own observer (:func:`observer_for`). With ``tracer_provider`` None the global provider is
-    looked up as each run starts, so one set later (``trace.set_tracer_provider``) is used. When handrail's
-    metrics module is installed, its observer is registered too, with ``meter_provider`` (None: the global one).
+    looked up as each run starts, so one set later (``trace.set_tracer_provider``) is used. With ``metrics`` the
+    runs' metrics are recorded too (:func:`handrail.tracing._metrics.metrics_observer_for`), to ``meter_provider``.
 
     Args:
         tracer_provider: An OpenTelemetry ``TracerProvider``, or None for the global one.
         capture_content: As :func:`observer_for` (None: the environment variable decides, at each run).
         max_content_chars: As :func:`observer_for`.
         redact: As :func:`observer_for`.
+        metrics: Also record the GenAI and approval metrics of every run (when handrail's metrics module is there).
         meter_provider: An OpenTelemetry ``MeterProvider`` for the metrics, or None for the global one.
 
     Raises:
@@ -129,9 +131,9 @@ def enable(
                             redact=redact)  # fmt: skip
 
     made: list[Callable[[], RunObserver | None]] = [traced]
-    metrics = _metrics_module()
-    if metrics is not None:
-        made.append(functools.partial(metrics.metrics_observer_for, meter_provider))
+    module = _metrics_module() if metrics else None
+    if module is not None:
+        made.append(functools.partial(module.metrics_observer_for, meter_provider))
     with _lock:
         _remove_all()
         for factory in made:

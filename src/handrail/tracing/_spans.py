@@ -30,7 +30,8 @@ from handrail.components.effects import (
 )
 from handrail.tracing import _conventions as c
 from handrail.tracing._content import DEFAULT_MAX_CONTENT_CHARS, Content
-from handrail.tracing._describe import Model, args_digest, decision_value, describe_model, usage_attributes
+from handrail.tracing._decisions import decision_for, decision_kind
+from handrail.tracing._describe import Model, args_digest, describe_model, usage_attributes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
     from handrail.components.drivers import Ended, RunInfo
+    from handrail.dataclasses.decisions import ToolExecutionDecision
 
 __all__ = ["TracingObserver"]
 
@@ -140,6 +142,8 @@ class TracingObserver:
             _PROPAGATOR.inject(carrier, self._parent)
             info.carry(c.CARRY_TRACE, {"traceparent": carrier.get("traceparent", ""),
                                        "tracestate": carrier.get("tracestate", "")})  # fmt: skip
+        if info.resumed_from is not None:
+            self._resumed_decisions(info)
 
     @staticmethod
     def _resumed_parent(carried: Any) -> tuple[Context | None, list[Link]]:
@@ -342,21 +346,33 @@ class TracingObserver:
             return
         wait_ms = round(ended.duration * 1000.0, 3)
         for call, decision in zip(effect.calls, decisions, strict=True):
-            attributes: dict[str, Any] = {
-                c.HANDRAIL_APPROVAL_REQUIRED: True,
-                c.HANDRAIL_APPROVAL_DECISION: decision_value(decision, call.arguments),
-                c.HANDRAIL_APPROVAL_WAIT_MS: wait_ms,
-            }
-            if decision.decided_by:
-                attributes[c.HANDRAIL_APPROVAL_DECIDED_BY] = decision.decided_by
-            if decision.execute:
-                with self._lock:
-                    self._decided[call.call_id or ""] = attributes
-                    self._proposed[call.call_id or ""] = dict(call.arguments)
-                continue
-            attributes.update(self._tool_attributes(call))
-            attributes[c.HANDRAIL_TOOL_EXECUTED] = False
-            attributes[c.HANDRAIL_APPROVAL_ARGS_DIGEST] = args_digest(call.arguments)
-            if self._parent is not None:
-                name = f"{c.OP_EXECUTE_TOOL} {call.tool_name}"
-                self._tracer.start_span(name, self._parent, SpanKind.INTERNAL, attributes).end()
+            attributes: dict[str, Any] = {c.HANDRAIL_APPROVAL_WAIT_MS: wait_ms}
+            self._decided_call(call, decision, attributes)
+
+    def _decided_call(self, call: ToolInvocation, decision: ToolExecutionDecision, attributes: dict[str, Any]) -> None:
+        """Keep a decision's attributes for the call's span, or make the span of a call it refused (never run)."""
+        attributes[c.HANDRAIL_APPROVAL_REQUIRED] = True
+        attributes[c.HANDRAIL_APPROVAL_DECISION] = decision_kind(decision, call.arguments)
+        if decision.decided_by:
+            attributes[c.HANDRAIL_APPROVAL_DECIDED_BY] = decision.decided_by
+        if decision.execute:
+            with self._lock:
+                self._decided[call.call_id or ""] = attributes
+                self._proposed[call.call_id or ""] = dict(call.arguments)
+            return
+        attributes.update(self._tool_attributes(call))
+        attributes[c.HANDRAIL_TOOL_EXECUTED] = False
+        attributes[c.HANDRAIL_APPROVAL_ARGS_DIGEST] = args_digest(call.arguments)
+        if self._parent is not None:
+            name = f"{c.OP_EXECUTE_TOOL} {call.tool_name}"
+            self._tracer.start_span(name, self._parent, SpanKind.INTERNAL, attributes).end()
+
+    def _resumed_decisions(self, info: RunInfo) -> None:
+        """The decisions a resumed run applies to its held calls (no AskApproval effect shows them)."""
+        waiting = [e for e in info.resumed_ledger.values() if e.status in ("pending", "approved", "rejected")]
+        for entry in waiting:
+            same_tool = sum(1 for e in waiting if e.tool_name == entry.tool_name)
+            decision = entry.decision or decision_for(entry.tool_call_id, entry.tool_name, info.decisions, same_tool)
+            if decision is not None:
+                call = ToolInvocation(entry.tool_call_id, entry.tool_name, dict(entry.arguments), entry.tool_call_id)
+                self._decided_call(call, decision, {})
