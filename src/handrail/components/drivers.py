@@ -95,6 +95,8 @@ class RunInfo:
     """An id made for this run in this process (a uuid4 hex): the run id when the run has no durable one."""
     outcome: RunOutcome = "running"
     """How the run ended (set before ``run_ended``): done, paused (a breakpoint or held calls), failed or closed."""
+    streaming: bool = False
+    """True when the run gives its model calls a streaming callback (the run's or the Agent's)."""
     decisions: tuple[ToolExecutionDecision, ...] = ()
     """The decisions given for the resumed step (its snapshot's and the caller's); empty for a fresh run."""
     resumed_ledger: Mapping[str, LedgerEntry] = field(default_factory=dict)
@@ -106,6 +108,7 @@ class RunInfo:
     _carry: Callable[[str, Any], None] | None = field(default=None, repr=False)
     _messages: Callable[[], list[Any]] = field(default=list, repr=False)
     _describe: Callable[[str], str | None] = field(default=lambda name: None, repr=False)
+    _redact: Callable[[str], str] | None = field(default=None, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -128,6 +131,14 @@ class RunInfo:
             return self._describe(name)
         except Exception:
             return None
+
+    def redact(self, text: str) -> str:
+        """``text`` masked as the run's redaction hooks (:class:`~handrail.hooks.RedactionHook`) mask the history.
+
+        ``text`` itself when the run has none. For what an observer records of the run's content (a span's
+        messages, a recording): the hooks mask the history only at their points, an observer sees it before.
+        """
+        return self._redact(text) if self._redact is not None else text
 
     @property
     def can_carry(self) -> bool:

@@ -20,7 +20,7 @@ from handrail.components.effects import Effect, Pause
 from handrail.errors import RunError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from types import TracebackType
 
     from handrail.components.agents._plan import Started
@@ -238,7 +238,30 @@ def run_info(started: Started) -> RunInfo:
         _carry=carry if cp is not None else None,
         _messages=lambda: run.state.data["messages"],
         _describe=lambda name: _describe(started, name),
+        streaming=started.model.callback is not None,
+        _redact=_redaction(started),
     )
+
+
+def _redaction(started: Started) -> Callable[[str], str] | None:
+    """The masking of the run's redaction hooks, applied in their order (None: the run has none)."""
+    from handrail.hooks.redaction import RedactionHook
+
+    hooks = started.plan.hooks
+    found: list[RedactionHook] = []
+    for point in ("before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run"):
+        found.extend(
+            h for h in getattr(hooks, point) if isinstance(h, RedactionHook) and all(h is not f for f in found)
+        )
+    if not found:
+        return None
+
+    def redact(text: str) -> str:
+        for hook in found:
+            text = hook.redact(text)
+        return text
+
+    return redact
 
 
 def _describe(started: Started, name: str) -> str | None:
