@@ -136,6 +136,7 @@ def test_a_pause_and_its_resume_are_recorded_to_one_file_and_replayed(tmp_path: 
     assert pause["snapshot_id"] == snapshot.snapshot_id
     assert second.resumed_from == snapshot.snapshot_id
     assert second.start["snapshot"]["tool_execution_decisions"][0]["decided_by"] == "ann"
+    assert [(d["tool_call_id"], d["decided_by"]) for d in second.start["decisions"]] == [("c1", "ann")]
     assert second.end is not None and second.end["outcome"] == "done"
     assert [line["kind"] for line in lines(path)].count("header") == 1
 

@@ -20,7 +20,7 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, assert_never, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, assert_never, get_args, runtime_checkable
 
 from handrail.components.effects import (
     AskApproval,
@@ -35,6 +35,10 @@ from handrail.components.effects import (
     RunTools,
     ToolInvocation,
 )
+
+if TYPE_CHECKING:
+    from handrail.dataclasses.decisions import ToolExecutionDecision
+    from handrail.dataclasses.snapshot import LedgerEntry
 
 __all__ = [
     "AsyncDriver",
@@ -91,6 +95,13 @@ class RunInfo:
     """How the run ended (set before ``run_ended``): done, paused (a breakpoint or held calls), failed or closed."""
     snapshot: Any = None
     """The snapshot this run resumes, as the run read it (the decisions of its store merged in), or None: read it."""
+    decisions: tuple[ToolExecutionDecision, ...] = ()
+    """The decisions given for the resumed step (its snapshot's and the caller's); empty for a fresh run."""
+    resumed_ledger: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    """The resumed record's execution ledger by call id, as the run found it (a copy; empty for a fresh run).
+
+    An entry still ``running`` is a call whose process stopped before it recorded a result: its outcome is unknown.
+    """
     _durable_id: Callable[[], str | None] = field(default=lambda: None, repr=False)
     _carry: Callable[[str, Any], None] | None = field(default=None, repr=False)
     _messages: Callable[[], list[Any]] = field(default=list, repr=False)

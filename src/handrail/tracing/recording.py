@@ -201,6 +201,7 @@ class Recorder:
                                     "resumed_from": info.resumed_from}  # fmt: skip
             snapshot = getattr(info, "snapshot", None)
             if info.resumed_from is not None or snapshot is not None:
+                line["decisions"] = [to_json(d) for d in getattr(info, "decisions", ())]  # who decided the held calls
                 try:
                     line["snapshot"] = snapshot.to_dict() if snapshot is not None else None
                 except ValueError as exc:  # a value the snapshot format refuses: this run cannot be replayed

@@ -199,6 +199,7 @@ def run_info(started: Started) -> RunInfo:
     if resumed is not None:
         carried_value = resumed.metadata.get("observers")
         carried = dict(carried_value) if isinstance(carried_value, dict) else {}
+    ledger = run.ledger if resumed is not None else None
     stores = parts.stores
     chat = getattr(stores, "chat_kwargs", None) or {}
     conversation = chat.get("chat_history_id") if isinstance(chat, dict) else None
@@ -218,6 +219,8 @@ def run_info(started: Started) -> RunInfo:
         carried_in=carried,
         conversation_id=conversation if isinstance(conversation, str) else None,
         local_id=uuid.uuid4().hex,
+        decisions=tuple(ledger.decisions) if ledger is not None else (),
+        resumed_ledger=ledger.snapshot_entries() if ledger is not None else {},
         _durable_id=(lambda: cp.run_id) if cp is not None else (lambda: None),
         _carry=carry if cp is not None else None,
         _messages=lambda: run.state.data["messages"],
