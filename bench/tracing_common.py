@@ -9,10 +9,12 @@ configurations (tracing off, on, on with content, ...); each configuration is a 
 times N runs and returns their process CPU seconds, a function that counts the spans of one run, and a context
 manager that switches the configuration's tracing on around both (global switches must be off again after it).
 
-Every round measures every configuration once, back to back in one process, the order rotated from round to
-round; a configuration's figure is the median over rounds of its per-round median CPU time per step, and its
-spread the lowest and highest of those per-round figures. "Added" is a configuration's figure minus the
-``off`` configuration's of the same API, the ratio is the one divided by the other.
+Every round measures every configuration once (a few warm-up runs, then ``--runs`` timed ones), back to back in one
+process, the order rotated from round to round; many short rounds, so that the load other work puts on the machine
+changes little within one. A configuration's figure is the median over rounds of its per-round median CPU time per
+step, and its spread the lowest and highest of those per-round figures. "Added" is the median over rounds of the
+configuration's figure minus the ``off`` configuration's of the same API and round (paired, so a round measured
+while the machine was busier counts against both), and the ratio the median of the per-round quotients.
 """
 
 from __future__ import annotations
@@ -97,8 +99,8 @@ def arguments(description: str, extra: Callable[[argparse.ArgumentParser], None]
     ap = argparse.ArgumentParser(description=description)
     if extra is not None:
         extra(ap)
-    ap.add_argument("--rounds", type=int, default=5, help="rounds of every configuration (default 5)")
-    ap.add_argument("--runs", type=int, default=20, help="timed runs of 50 steps per configuration and round")
+    ap.add_argument("--rounds", type=int, default=15, help="rounds of every configuration (default 15)")
+    ap.add_argument("--runs", type=int, default=6, help="timed runs of 50 steps per configuration and round (6)")
     ap.add_argument("--api", choices=["sync", "async"], action="append", help="default: both")
     ap.add_argument("--quick", action="store_true", help="2 rounds of 5 runs (a smoke test)")
     ap.add_argument("--json", help="also write the JSON line to this file")
@@ -147,8 +149,11 @@ def summary(configs: list[Config]) -> dict[str, Any]:
         if off is None:
             continue
         for f in figures.values():
-            f["added_us_per_step"] = round(f["cpu_us_per_step"] - off["cpu_us_per_step"], 2)
-            f["ratio"] = round(f["cpu_us_per_step"] / off["cpu_us_per_step"], 3)
+            pairs = list(zip(f["rounds"], off["rounds"], strict=True))
+            f["added_us_per_step"] = round(statistics.median(v - o for v, o in pairs), 2)
+            f["ratio"] = round(statistics.median(v / o for v, o in pairs), 3)
+            spans = f["spans_per_step"]
+            f["added_us_per_span"] = round(f["added_us_per_step"] / spans, 2) if spans else None
     return out
 
 
