@@ -119,12 +119,12 @@ def _config(
         def measure(n: int) -> list[float]:
             return list(hb.bench_async(lambda: agent.run_async(messages=hb.user_msgs()), 3, n).cpu)
 
-    def span_names() -> list[str]:
+    def spans() -> list[Any]:
         otel.exporter.clear()
         hb.check(once(), tc.STEPS, 1)
-        return [s.name for s in otel.finished(SCOPE)]
+        return otel.finished(SCOPE)
 
-    return tc.Config(api, name, measure, span_names, active)
+    return tc.Config(api, name, measure, spans, active)
 
 
 # ---- --trees: the tracing-off W1 of several checkouts, alternating ------------------------------------------------
@@ -159,6 +159,8 @@ def compare_trees(trees: list[str], rounds: int) -> dict[str, Any]:
         for w in WORKLOADS:
             figure = out["trees"][tree][w]
             figure["change_vs_first"] = round(figure["median"] / first[w]["median"] - 1, 4)
+            paired = [v / f for v, f in zip(figure["rounds"], first[w]["rounds"], strict=True)]
+            figure["paired_ratio_median"] = round(statistics.median(paired), 4)  # the same round: similar load
     return out
 
 

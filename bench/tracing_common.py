@@ -40,12 +40,12 @@ STEPS = 50
 
 @dataclass
 class Config:
-    """One configuration of one API: ``measure(n)`` times n runs (CPU seconds each), ``span_names()`` one run's."""
+    """One configuration of one API: ``measure(n)`` times n runs (CPU seconds each), ``spans()`` runs one, traced."""
 
     api: str
     name: str
     measure: Callable[[int], list[float]]
-    span_names: Callable[[], list[str]]
+    spans: Callable[[], list[Any]]
     active: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
     per_round_us: list[float] = field(default_factory=list)
 
@@ -123,18 +123,41 @@ def measure(configs: list[Config], rounds: int, runs: int) -> None:
             print(f"round {r + 1} {config.api:5} {config.name:12} {figure:9.1f} us/step", file=sys.stderr)
 
 
-def count_spans(config: Config) -> tuple[float, dict[str, float]]:
-    """Spans per step of one run, and per span name."""
+def count_spans(config: Config) -> tuple[float, dict[str, float], float | None]:
+    """Spans per step of one run, per span name, and the SDK's own CPU µs per step for spans like those."""
     with config.active():
-        names = config.span_names()
-    by_name = {name: n / STEPS for name, n in sorted(Counter(names).items())}
-    return len(names) / STEPS, by_name
+        spans = config.spans()
+    by_name = {name: n / STEPS for name, n in sorted(Counter(s.name for s in spans).items())}
+    return len(spans) / STEPS, by_name, sdk_floor_us_per_step(spans) if spans else None
+
+
+def sdk_floor_us_per_step(spans: list[Any], repeat: int = 15) -> float:
+    """CPU µs per step of the OpenTelemetry SDK alone making the spans of one run again (the floor of any tracer).
+
+    The same names, kinds and attributes, each started and ended as a child of one parent span, into a fresh
+    private provider with its own in-memory exporter: no framework code. The median of ``repeat`` passes.
+    """
+    from opentelemetry import trace
+
+    fresh = in_memory_tracing()
+    tracer = fresh.provider.get_tracer("floor")
+    made = [(s.name, s.kind, dict(s.attributes or {})) for s in spans]
+    cpu = []
+    for _ in range(repeat):
+        fresh.exporter.clear()
+        c0 = time.process_time()
+        with tracer.start_as_current_span("parent") as parent:
+            context = trace.set_span_in_context(parent)
+            for name, kind, attributes in made:
+                tracer.start_span(name, context=context, kind=kind, attributes=attributes).end()
+        cpu.append(time.process_time() - c0)
+    return round(statistics.median(cpu) / STEPS * 1e6, 2)
 
 
 def summary(configs: list[Config]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for config in configs:
-        spans, by_name = count_spans(config)
+        spans, by_name, floor = count_spans(config)
         vals = config.per_round_us
         out.setdefault(config.api, {})[config.name] = {
             "cpu_us_per_step": round(statistics.median(vals), 2),
@@ -143,6 +166,7 @@ def summary(configs: list[Config]) -> dict[str, Any]:
             "rounds": [round(v, 2) for v in vals],
             "spans_per_step": round(spans, 2),
             "spans_by_name_per_step": by_name,
+            "sdk_floor_us_per_step": floor,
         }
     for figures in out.values():
         off = figures.get("off")
@@ -177,7 +201,7 @@ def report(framework: str, versions: dict[str, str], configs: list[Config], a: a
             print(
                 f"{framework:11} {api:5} {name:12} {f['cpu_us_per_step']:9.1f} us/step "
                 f"({f['min']:.1f}-{f['max']:.1f})  added {f.get('added_us_per_step', 0):8.1f}  "
-                f"x{f.get('ratio', 1):.2f}  spans/step {f['spans_per_step']:.2f}",
+                f"x{f.get('ratio', 1):.2f}  spans/step {f['spans_per_step']:.2f}  floor {f['sdk_floor_us_per_step']}",
                 file=sys.stderr,
             )
     line = json.dumps(result)
