@@ -10,6 +10,7 @@ loop: 50 steps of one trivial ``ping`` call), in these configurations, measured 
 peer scripts ``bench/peers/tracing_haystack.py`` and ``bench/peers/tracing_pydantic_ai.py`` measure theirs:
 
 * ``off``: no tracing (the default);
+* ``no-op observer``: ``Agent(observers=[NoOp()])``, an observer that does nothing: the seam's own cost;
 * ``on``: ``Agent(tracer_provider=P)``, P a private ``TracerProvider`` with
   ``SimpleSpanProcessor(InMemorySpanExporter())``;
 * ``on+content``: ``handrail.tracing.observer_for(P, capture_content=True)`` made for every run by an observer
@@ -58,6 +59,7 @@ def configs(apis: list[str]) -> list[tc.Config]:
     out = []
     for api in apis:
         out.append(_config(api, "off", {}, otel, lambda: tc.cleared(otel)))
+        out.append(_config(api, "no-op observer", {"observers": [NoOp()]}, otel, lambda: tc.cleared(otel)))
         if spans:
             out.append(_config(api, "on", {"tracer_provider": otel.provider}, otel, lambda: tc.cleared(otel)))
             content = functools.partial(tracing.observer_for, otel.provider, capture_content=True)
@@ -68,6 +70,16 @@ def configs(apis: list[str]) -> list[tc.Config]:
             kw = {"tracer_provider": otel.provider, "observers": [metrics]}
             out.append(_config(api, "on+metrics", kw, otel, lambda: tc.cleared(otel)))
     return out
+
+
+class NoOp:
+    """An observer that does nothing: what the observer seam itself costs, before any tracing."""
+
+    def started(self, event: Any) -> None:
+        pass
+
+    def ended(self, event: Any, ended: Any) -> None:
+        pass
 
 
 @contextlib.contextmanager

@@ -199,7 +199,7 @@ def report(framework: str, versions: dict[str, str], configs: list[Config], a: a
     for api, figures in result["figures"].items():
         for name, f in figures.items():
             print(
-                f"{framework:11} {api:5} {name:12} {f['cpu_us_per_step']:9.1f} us/step "
+                f"{framework:11} {api:5} {name:14} {f['cpu_us_per_step']:9.1f} us/step "
                 f"({f['min']:.1f}-{f['max']:.1f})  added {f.get('added_us_per_step', 0):8.1f}  "
                 f"x{f.get('ratio', 1):.2f}  spans/step {f['spans_per_step']:.2f}  floor {f['sdk_floor_us_per_step']}",
                 file=sys.stderr,
@@ -221,3 +221,37 @@ def version_of(*packages: str) -> dict[str, str]:
         except PackageNotFoundError:
             out[p] = "not installed"
     return out
+
+
+# ---- the table: python bench/tracing_common.py handrail.json haystack.json pydantic-ai.json -----------------------
+NAMES = {"handrail": "handrail", "haystack": "Haystack", "pydantic-ai": "Pydantic AI"}
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """The Markdown table of the ``--json`` files of the three scripts, one row per framework, API and configuration."""
+    head = (
+        "| framework, configuration | API | CPU µs per step | spread over rounds | added µs per step | spans per step "
+        "| added µs per span | SDK floor µs per step | ratio to off |\n|---|---|---|---|---|---|---|---|---|"
+    )
+    rows = [head]
+    for api in ("sync", "async"):
+        for result in results:
+            for name, f in result["figures"].get(api, {}).items():
+                per_span = f.get("added_us_per_span")
+                floor = f.get("sdk_floor_us_per_step")
+                rows.append(
+                    f"| {NAMES.get(result['framework'], result['framework'])}, {name} | {api} "
+                    f"| {f['cpu_us_per_step']:,.1f} | {f['min']:,.1f}–{f['max']:,.1f} "
+                    f"| {'—' if name == 'off' else format(f['added_us_per_step'], ',.1f')} "
+                    f"| {f['spans_per_step']:.2f} | {'—' if per_span is None else format(per_span, ',.1f')} "
+                    f"| {'—' if floor is None else format(floor, ',.1f')} | ×{f['ratio']:.2f} |"
+                )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    loaded = []
+    for path in sys.argv[1:]:
+        with open(path) as fh:
+            loaded.append(json.loads(fh.readline()))
+    print(table(loaded))
