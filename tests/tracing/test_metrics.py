@@ -185,3 +185,38 @@ def test_the_meter_scope_is_handrail_with_its_version(reader: Reader) -> None:
     Agent(chat_generator=_generator(reply("a")), observers=[metrics_observer_for(reader.provider)]).run([user("x")])
     scopes = {(s.scope.name, s.scope.version) for s in reader.scopes()}
     assert scopes == {("handrail", handrail.__version__)}
+
+
+async def test_concurrent_async_runs_of_one_observer_keep_their_own_model(reader: Reader) -> None:
+    import asyncio
+
+    observer = metrics_observer_for(reader.provider)
+    assert metrics_observer_for(reader.provider) is observer  # one observer per provider
+
+    async def one(model: str) -> None:
+        gen = ScriptedChatGenerator([reply(call("get_weather", id="c1", city="Oslo")), reply("ok")])
+        gen.model = model  # type: ignore[attr-defined]
+        await Agent(chat_generator=gen, tools=TOOLS, observers=[observer]).run_async([user("x")])
+
+    await asyncio.gather(one("model-a"), one("model-b"), one("model-a"))
+    by_model = {p.attributes[c.GEN_AI_REQUEST_MODEL]: p.count for p in reader.points(c.METRIC_OPERATION_DURATION)}
+    assert by_model == {"model-a": 4, "model-b": 2}
+    runs = {p.attributes[c.GEN_AI_REQUEST_MODEL]: p.count for p in reader.points(c.METRIC_INVOKE_AGENT_DURATION)}
+    assert runs == {"model-a": 2, "model-b": 1}
+    assert reader.counts(c.METRIC_TOOL_EXECUTIONS) == {(("gen_ai.tool.name", "get_weather"),
+                                                        ("handrail.tool.outcome", "ok")): 3}  # fmt: skip
+
+
+def test_a_streamed_run_records_the_same_model_metrics(reader: Reader) -> None:
+    from handrail.dataclasses import StreamingChunk
+
+    chunks = [StreamingChunk(content="Hel", index=0, start=True), StreamingChunk(content="lo", index=0),
+              StreamingChunk(finish_reason="stop", meta={"usage": USAGE})]  # fmt: skip
+    seen: list[str] = []
+    agent = Agent(chat_generator=_generator(chunks), observers=[metrics_observer_for(reader.provider)])
+    agent.run([user("hi")], streaming_callback=lambda chunk: seen.append(chunk.content))
+    assert "".join(seen) == "Hello"
+    [point] = reader.points(c.METRIC_OPERATION_DURATION)
+    assert point.count == 1
+    tokens = {p.attributes[c.GEN_AI_TOKEN_TYPE]: p.sum for p in reader.points(c.METRIC_TOKEN_USAGE)}
+    assert tokens == {"input": 12, "output": 3}

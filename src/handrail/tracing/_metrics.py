@@ -20,6 +20,7 @@ import math
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -147,9 +148,9 @@ class MetricsObserver:
     def _run(self) -> _Run | None:
         """The run whose effect is told now: this context's, else the only run under way."""
         run = self._current.get()
-        if run is not None:
-            return run
         with self._lock:
+            if run is not None and self._runs.get(run.info) is run:
+                return run
             return next(iter(self._runs.values())) if len(self._runs) == 1 else None
 
     # -- effects and tool calls -----------------------------------------------------------------------------------
@@ -304,10 +305,29 @@ def _chat_attributes(generator: Any) -> dict[str, str]:
     return attributes
 
 
+_observers: weakref.WeakKeyDictionary[Any, MetricsObserver] = weakref.WeakKeyDictionary()
+_global: list[MetricsObserver] = []
+_made = threading.Lock()
+
+
 def metrics_observer_for(meter_provider: metrics.MeterProvider | None = None) -> MetricsObserver:
-    """A :class:`MetricsObserver` recording to ``meter_provider`` (None: the global meter provider).
+    """The :class:`MetricsObserver` recording to ``meter_provider`` (None: the global meter provider).
 
     Use it on one Agent (``Agent(observers=[metrics_observer_for(provider)])``) or one run
-    (``agent.run(..., observers=[...])``); ``handrail.tracing.enable(metrics=True)`` observes every run with one.
+    (``agent.run(..., observers=[...])``); ``handrail.tracing.enable(meter_provider=...)`` observes every run with
+    it. One observer per provider: asking again gives the same one (its instruments are made once). With None, the
+    meter is the global provider's; one set later (``metrics.set_meter_provider``) receives what is recorded from
+    then on.
     """
-    return MetricsObserver(meter_provider)
+    with _made:
+        if meter_provider is None:
+            if not _global:
+                _global.append(MetricsObserver())
+            return _global[0]
+        try:
+            observer = _observers.get(meter_provider)
+        except TypeError:  # not weakly referable: a fresh observer each time
+            return MetricsObserver(meter_provider)
+        if observer is None:
+            observer = _observers[meter_provider] = MetricsObserver(meter_provider)
+        return observer
