@@ -17,7 +17,7 @@ from handrail.components.agents._plan import RunRequest, start_run
 from handrail.components.agents._prompt import check_user_prompt
 from handrail.components.agents._sockets import SOCKET_ATTRIBUTES, given_arguments, refresh_sockets
 from handrail.components.agents.run import AgentRun
-from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver, _factories, observers_from_factories
+from handrail.components.drivers import AsyncDriver, RunObserver, SyncDriver, factories_apply, observers_from_factories
 from handrail.components.generators.types import ChatGenerator
 from handrail.core._threads import FreshLockOnCopy
 from handrail.core.component import component
@@ -56,9 +56,10 @@ def _request(agent: Agent, sync_run: bool, arguments: dict[str, Any]) -> tuple[R
     arguments.pop("self", None)
     given = arguments.pop("observers")
     provider = agent.tracer_provider
-    checked = type(given) is not tuple or given or agent.observers or _factories or provider is not None
+    made = factories_apply() or provider is not None
+    checked = type(given) is not tuple or given or agent.observers or made
     every = [*agent.observers, *cfg.check_observers(given, "observers")] if checked else []  # () costs nothing
-    if checked and (_factories or provider is not None):
+    if made:
         every.extend(_made_observers(provider))
     return RunRequest(sync_run=sync_run, kwargs=given_arguments(agent, kwargs), **arguments), every
 
