@@ -18,8 +18,8 @@ from handrail.human_in_the_loop import BlockingConfirmationStrategy
 from handrail.human_in_the_loop.policies import AlwaysAskPolicy, NeverAskPolicy
 from handrail.testing import ScriptedChatGenerator, call, reply, user
 from handrail.tools import create_tool_from_function
+from handrail.tracing import MetricsObserver, metrics_observer_for
 from handrail.tracing import _conventions as c
-from handrail.tracing._metrics import MetricsObserver, metrics_observer_for
 from tests.human_in_the_loop._helpers import ScriptedUI
 from tests.tracing._metric_points import Reader
 
@@ -68,7 +68,8 @@ def test_a_two_step_run_records_model_calls_tokens_tools_and_the_run(reader: Rea
     agent = Agent(chat_generator=gen, tools=TOOLS, observers=[metrics_observer_for(reader.provider)])
     assert agent.run([user("weather?")])["exit_reason"] == "text"
 
-    chat = {c.GEN_AI_OPERATION_NAME: "chat", c.GEN_AI_REQUEST_MODEL: "scripted-model"}
+    chat = {c.GEN_AI_OPERATION_NAME: "chat", c.GEN_AI_PROVIDER_NAME: "handrail.testing",
+            c.GEN_AI_REQUEST_MODEL: "scripted-model"}  # fmt: skip
     duration = reader.metric(c.METRIC_OPERATION_DURATION)
     assert duration.unit == "s"
     [point] = reader.points(c.METRIC_OPERATION_DURATION)
@@ -90,6 +91,7 @@ def test_a_two_step_run_records_model_calls_tokens_tools_and_the_run(reader: Rea
 
     [run] = reader.points(c.METRIC_INVOKE_AGENT_DURATION)
     assert dict(run.attributes) == {c.GEN_AI_OPERATION_NAME: "invoke_agent", c.HANDRAIL_RUN_STATUS: "done",
+                                    c.GEN_AI_PROVIDER_NAME: "handrail.testing",
                                     c.GEN_AI_REQUEST_MODEL: "scripted-model"}  # fmt: skip
     assert run.count == 1 and run.sum > 0
     assert reader.points(c.METRIC_APPROVAL_DECISIONS) == []  # no strategy: nobody was asked
@@ -172,10 +174,11 @@ def test_one_observer_serves_runs_of_different_generators(reader: Reader) -> Non
     observer = MetricsObserver(reader.provider)
     first = _generator(reply("a"))
     second = ScriptedChatGenerator([reply("b")])
+    second.model = "other-model"  # type: ignore[attr-defined]
     Agent(chat_generator=first, observers=[observer]).run([user("x")])
     Agent(chat_generator=second, observers=[observer]).run([user("y")])
-    by_model = {p.attributes.get(c.GEN_AI_REQUEST_MODEL): p.count for p in reader.points(c.METRIC_OPERATION_DURATION)}
-    assert by_model == {"scripted-model": 1, None: 1}
+    by_model = {p.attributes[c.GEN_AI_REQUEST_MODEL]: p.count for p in reader.points(c.METRIC_OPERATION_DURATION)}
+    assert by_model == {"scripted-model": 1, "other-model": 1}
     assert sum(p.count for p in reader.points(c.METRIC_INVOKE_AGENT_DURATION)) == 2
 
 

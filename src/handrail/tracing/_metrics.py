@@ -31,6 +31,7 @@ from handrail.components.drivers import Ended, RunInfo
 from handrail.components.effects import AskApproval, CallModel, Effect, Finish, Pause, Persist, RunTools, ToolInvocation
 from handrail.tracing import _conventions as c
 from handrail.tracing._decisions import decision_for, decision_kind
+from handrail.tracing._describe import describe_model
 
 if TYPE_CHECKING:
     from handrail.dataclasses.chat_message import ChatMessage
@@ -291,17 +292,11 @@ def _error_type(error: BaseException) -> str:
 
 
 def _chat_attributes(generator: Any) -> dict[str, str]:
-    """The attributes every model call of a run shares: operation, provider and requested model."""
-    attributes = {c.GEN_AI_OPERATION_NAME: c.OP_CHAT}
-    provider = getattr(generator, "provider_name", None)
-    if not isinstance(provider, str):
-        module = type(generator).__module__
-        provider = "openai" if module.endswith(".openai") else "llama_cpp" if module.endswith(".llama_cpp") else None
-    if provider:
-        attributes[c.GEN_AI_PROVIDER_NAME] = provider
-    model = getattr(generator, "model", None)
-    if isinstance(model, str) and model:
-        attributes[c.GEN_AI_REQUEST_MODEL] = model
+    """The attributes every model call of a run shares: operation, provider and requested model (as the spans)."""
+    model = describe_model(generator)
+    attributes = {c.GEN_AI_OPERATION_NAME: c.OP_CHAT, c.GEN_AI_PROVIDER_NAME: model.provider}
+    if model.model:
+        attributes[c.GEN_AI_REQUEST_MODEL] = model.model
     return attributes
 
 
