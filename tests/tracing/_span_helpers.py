@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -14,13 +14,30 @@ from handrail.testing import ScriptedChatGenerator, call, reply
 from handrail.tools import create_tool_from_function
 
 
+class Started(SpanProcessor):
+    """Counts the spans started (to compare with those ended: none may be left open)."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if span.instrumentation_scope is not None and span.instrumentation_scope.name == "handrail":
+            self.started.append(span.name)
+
+
 class Traced:
     """A TracerProvider of a test's own and what it exported (SimpleSpanProcessor: exported as each span ends)."""
 
     def __init__(self) -> None:
         self.exporter = InMemorySpanExporter()
+        self.starts = Started()
         self.provider = TracerProvider()
+        self.provider.add_span_processor(self.starts)
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+
+    def assert_all_ended(self) -> None:
+        """Every handrail span started was ended (and exported)."""
+        assert sorted(self.starts.started) == sorted(s.name for s in self.spans())
 
     def spans(self) -> list[ReadableSpan]:
         """handrail's spans, in the order they ended."""

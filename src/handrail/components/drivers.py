@@ -95,6 +95,8 @@ class RunInfo:
     """An id made for this run in this process (a uuid4 hex): the run id when the run has no durable one."""
     outcome: RunOutcome = "running"
     """How the run ended (set before ``run_ended``): done, paused (a breakpoint or held calls), failed or closed."""
+    snapshot: Any = None
+    """The snapshot this run resumes, as the run read it (the decisions of its store merged in), or None: read it."""
     streaming: bool = False
     """True when the run gives its model calls a streaming callback (the run's or the Agent's)."""
     decisions: tuple[ToolExecutionDecision, ...] = ()

@@ -229,6 +229,7 @@ def run_info(started: Started) -> RunInfo:
         agent_name=cp.agent_name if cp is not None else "",
         generator=started.model.generator,
         resumed_from=resumed.snapshot_id if resumed is not None else None,
+        snapshot=resumed,
         carried_in=carried,
         conversation_id=conversation if isinstance(conversation, str) else None,
         local_id=uuid.uuid4().hex,
