@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STEPS = 50
-"""Steps per W1 run (as in every bench script)."""
+"""Steps per W1 run (as in every bench script; ``--steps`` changes it, to see how a cost grows with the run)."""
 
 
 @dataclass
@@ -96,15 +96,18 @@ def peer_bench_dir() -> str:
 
 
 def arguments(description: str, extra: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.Namespace:
+    global STEPS
     ap = argparse.ArgumentParser(description=description)
     if extra is not None:
         extra(ap)
     ap.add_argument("--rounds", type=int, default=15, help="rounds of every configuration (default 15)")
     ap.add_argument("--runs", type=int, default=6, help="timed runs of 50 steps per configuration and round (6)")
     ap.add_argument("--api", choices=["sync", "async"], action="append", help="default: both")
+    ap.add_argument("--steps", type=int, default=STEPS, help="steps per run (default 50, W1's)")
     ap.add_argument("--quick", action="store_true", help="2 rounds of 5 runs (a smoke test)")
     ap.add_argument("--json", help="also write the JSON line to this file")
     a = ap.parse_args()
+    STEPS = a.steps
     if a.quick:
         a.rounds, a.runs = 2, 5
     a.api = a.api or ["sync", "async"]
@@ -228,24 +231,30 @@ NAMES = {"handrail": "handrail", "haystack": "Haystack", "pydantic-ai": "Pydanti
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    """The Markdown table of the ``--json`` files of the three scripts, one row per framework, API and configuration."""
-    head = (
-        "| framework, configuration | API | CPU µs per step | spread over rounds | added µs per step | spans per step "
-        "| added µs per span | SDK floor µs per step | ratio to off |\n|---|---|---|---|---|---|---|---|---|"
-    )
-    rows = [head]
-    for api in ("sync", "async"):
-        for result in results:
-            for name, f in result["figures"].get(api, {}).items():
-                per_span = f.get("added_us_per_span")
-                floor = f.get("sdk_floor_us_per_step")
-                rows.append(
-                    f"| {NAMES.get(result['framework'], result['framework'])}, {name} | {api} "
-                    f"| {f['cpu_us_per_step']:,.1f} | {f['min']:,.1f}–{f['max']:,.1f} "
-                    f"| {'—' if name == 'off' else format(f['added_us_per_step'], ',.1f')} "
-                    f"| {f['spans_per_step']:.2f} | {'—' if per_span is None else format(per_span, ',.1f')} "
-                    f"| {'—' if floor is None else format(floor, ',.1f')} | ×{f['ratio']:.2f} |"
-                )
+    """The Markdown table of the scripts' ``--json`` lines: a row per framework and configuration, sync / async."""
+    rows = [
+        "| framework, configuration | CPU µs per step | spread over rounds | added µs per step | spans per step "
+        "| added µs per span | SDK floor µs per step | ratio to off |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def both(figures: list[dict[str, Any]], key: str, fmt: str = ",.1f") -> str:
+        values = [f.get(key) for f in figures]
+        return " / ".join("—" if v is None else format(v, fmt) for v in values)
+
+    for result in results:
+        by_api = result["figures"]
+        for name in by_api.get("sync", by_api.get("async", {})):
+            figures = [by_api[api][name] for api in ("sync", "async") if api in by_api]
+            spread = " / ".join(f"{f['min']:,.0f}–{f['max']:,.0f}" for f in figures)
+            added = "—" if name == "off" else both(figures, "added_us_per_step")
+            ratio = " / ".join(f"×{f['ratio']:.2f}" for f in figures)
+            label = f"{NAMES.get(result['framework'], result['framework'])}, {name}"
+            rows.append(
+                f"| {label} | **{both(figures, 'cpu_us_per_step')}** | {spread} | {added} "
+                f"| {both(figures[:1], 'spans_per_step', '.2f')} | {both(figures, 'added_us_per_span')} "
+                f"| {both(figures, 'sdk_floor_us_per_step')} | {ratio} |"
+            )
     return "\n".join(rows)
 
 
