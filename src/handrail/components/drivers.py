@@ -11,16 +11,18 @@ Observers (:class:`RunObserver`) see the start and end of every effect :func:`ex
 effect, and of each durable write of the ledger around those calls (a ``Persist`` event). An observer may also
 have ``run_started(info)`` and ``run_ended(info, ended)``: told when the run as a whole starts and ends (it ends
 when it returns, pauses, fails or is closed), with a :class:`RunInfo` describing it. Observers made for every run
-(tracing, logging) are registered with :func:`add_observer_factory`.
+(tracing, logging) are registered with :func:`add_observer_factory`; the one that logs runs (the ``handrail.run``
+loggers, see docs/logging.md) is built in and makes an observer only while ``handrail.run`` is enabled for INFO.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, assert_never, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, assert_never, get_args, runtime_checkable
 
 from handrail.components.effects import (
     AskApproval,
@@ -35,6 +37,10 @@ from handrail.components.effects import (
     RunTools,
     ToolInvocation,
 )
+
+if TYPE_CHECKING:
+    from handrail.dataclasses.decisions import ToolExecutionDecision
+    from handrail.dataclasses.snapshot import LedgerEntry
 
 __all__ = [
     "AsyncDriver",
@@ -89,10 +95,22 @@ class RunInfo:
     """An id made for this run in this process (a uuid4 hex): the run id when the run has no durable one."""
     outcome: RunOutcome = "running"
     """How the run ended (set before ``run_ended``): done, paused (a breakpoint or held calls), failed or closed."""
+    snapshot: Any = None
+    """The snapshot this run resumes, as the run read it (the decisions of its store merged in), or None: read it."""
+    streaming: bool = False
+    """True when the run gives its model calls a streaming callback (the run's or the Agent's)."""
+    decisions: tuple[ToolExecutionDecision, ...] = ()
+    """The decisions given for the resumed step (its snapshot's and the caller's); empty for a fresh run."""
+    resumed_ledger: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    """The resumed record's execution ledger by call id, as the run found it (a copy; empty for a fresh run).
+
+    An entry still ``running`` is a call whose process stopped before it recorded a result: its outcome is unknown.
+    """
     _durable_id: Callable[[], str | None] = field(default=lambda: None, repr=False)
     _carry: Callable[[str, Any], None] | None = field(default=None, repr=False)
     _messages: Callable[[], list[Any]] = field(default=list, repr=False)
     _describe: Callable[[str], str | None] = field(default=lambda name: None, repr=False)
+    _redact: Callable[[str], str] | None = field(default=None, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -115,6 +133,14 @@ class RunInfo:
             return self._describe(name)
         except Exception:
             return None
+
+    def redact(self, text: str) -> str:
+        """``text`` masked as the run's redaction hooks (:class:`~handrail.hooks.RedactionHook`) mask the history.
+
+        ``text`` itself when the run has none. For what an observer records of the run's content (a span's
+        messages, a recording): the hooks mask the history only at their points, an observer sees it before.
+        """
+        return self._redact(text) if self._redact is not None else text
 
     @property
     def can_carry(self) -> bool:
@@ -154,7 +180,26 @@ class RunObserver(Protocol):
     # exception for a pause). Both are called in the thread (or task) that created and closes the run.
 
 
+_RUN_LOG = logging.getLogger("handrail.run")
+_RUN_LOG.addHandler(logging.NullHandler())  # the run records print nothing until the application configures logging
+
+
+def _run_logging() -> RunObserver | None:
+    """The factory of the run's log records: a logger observer while ``handrail.run`` is enabled for INFO."""
+    if not _RUN_LOG.isEnabledFor(logging.INFO):
+        return None  # a run costs one cached level check
+    from handrail.components._run_logging import RunLogger
+
+    return RunLogger()
+
+
 _factories: list[Callable[[], RunObserver | None]] = []
+"""The factories added with :func:`add_observer_factory` (the built-in one of the run logs is not among them)."""
+
+
+def factories_apply() -> bool:
+    """True when a run starting now may get observers from the factories (one is added, or run logging is on)."""
+    return bool(_factories) or _RUN_LOG.isEnabledFor(logging.INFO)
 
 
 def add_observer_factory(factory: Callable[[], RunObserver | None]) -> None:
@@ -175,7 +220,7 @@ def remove_observer_factory(factory: Callable[[], RunObserver | None]) -> None:
 def observers_from_factories() -> list[RunObserver]:
     """The observers the registered factories make for a run starting now (a failing factory is warned about)."""
     made: list[RunObserver] = []
-    for factory in list(_factories):
+    for factory in (_run_logging, *_factories):
         try:
             observer = factory()
         except Exception as exc:

@@ -9,6 +9,7 @@ or :meth:`AgentRun.close`): a run resumed from a stored snapshot holds a claim o
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from handrail.components.effects import Effect, Pause
 from handrail.errors import RunError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from types import TracebackType
 
     from handrail.components.agents._plan import Started
@@ -36,8 +37,8 @@ class AgentRun:
     (a bad one raised there, before any effect).
     """
 
-    __slots__ = ("__weakref__", "_closed", "_context", "_ended", "_error", "_failed", "_info", "_machine", "_paused",
-                 "_started", "_stop", "_sync")  # fmt: skip
+    __slots__ = ("__weakref__", "_began", "_closed", "_context", "_ended", "_error", "_failed", "_info", "_machine",
+                 "_paused", "_started", "_stop", "_sync")  # fmt: skip
 
     def __init__(self, started: Started, observers: Sequence[RunObserver] = (), *, sync: bool = True) -> None:
         self._started = started
@@ -55,9 +56,11 @@ class AgentRun:
         if started.parts.checkpoints is not None:  # a run dropped without close() still lets go of its claim
             weakref.finalize(self, release_checkpoints, started.parts.checkpoints)
         self._info: RunInfo | None = None
+        self._began = 0.0
         if observers:
             self._info = run_info(started)
             notify_run_started(observers, self._info)
+            self._began = time.monotonic()
 
     @property
     def context(self) -> AgentContext:
@@ -135,20 +138,28 @@ class AgentRun:
         """Release what the run holds (the claim on a resumed record, a store it opened); idempotent."""
         if self._closed:
             return
+        try:
+            self._release()
+        finally:
+            self._run_ended()
+
+    def _release(self) -> None:
         self._closed = self._stop = True
         self._machine.close()
         self._context.release()
-        if self._info is not None:
-            self._run_ended(self._info)
 
-    def _run_ended(self, info: RunInfo) -> None:
+    def _run_ended(self) -> None:
+        """Tell the observers how the run ended (once; in the thread or task that closes the run)."""
+        info, self._info = self._info, None
+        if info is None:
+            return
         error = self._error or self._failed
         if self._ended:
             info.outcome, result = "done", self.result
         else:
             info.outcome, result = ("paused" if self._paused and _is_pause(error) else
                                     "failed" if error is not None else "closed"), None  # fmt: skip
-        notify_run_ended(self._context.observers, info, Ended(0.0, result, error))
+        notify_run_ended(self._context.observers, info, Ended(time.monotonic() - self._began, result, error))
 
     async def aclose(self) -> None:
         """:meth:`close` with the store I/O in a worker thread."""
@@ -159,7 +170,10 @@ class AgentRun:
             return
         from handrail.components.tools._execution import in_thread_unsplit
 
-        await in_thread_unsplit(self.close)
+        try:
+            await in_thread_unsplit(self._release)
+        finally:
+            self._run_ended()  # on the event loop, as run_started was: not in the worker thread
 
     def __enter__(self) -> AgentRun:
         return self
@@ -199,6 +213,7 @@ def run_info(started: Started) -> RunInfo:
     if resumed is not None:
         carried_value = resumed.metadata.get("observers")
         carried = dict(carried_value) if isinstance(carried_value, dict) else {}
+    ledger = run.ledger if resumed is not None else None
     stores = parts.stores
     chat = getattr(stores, "chat_kwargs", None) or {}
     conversation = chat.get("chat_history_id") if isinstance(chat, dict) else None
@@ -214,14 +229,40 @@ def run_info(started: Started) -> RunInfo:
         agent_name=cp.agent_name if cp is not None else "",
         generator=started.model.generator,
         resumed_from=resumed.snapshot_id if resumed is not None else None,
+        snapshot=resumed,
         carried_in=carried,
         conversation_id=conversation if isinstance(conversation, str) else None,
         local_id=uuid.uuid4().hex,
+        decisions=tuple(ledger.decisions) if ledger is not None else (),
+        resumed_ledger=ledger.snapshot_entries() if ledger is not None else {},
         _durable_id=(lambda: cp.run_id) if cp is not None else (lambda: None),
         _carry=carry if cp is not None else None,
         _messages=lambda: run.state.data["messages"],
         _describe=lambda name: _describe(started, name),
+        streaming=started.model.callback is not None,
+        _redact=_redaction(started),
     )
+
+
+def _redaction(started: Started) -> Callable[[str], str] | None:
+    """The masking of the run's redaction hooks, applied in their order (None: the run has none)."""
+    from handrail.hooks.redaction import RedactionHook
+
+    hooks = started.plan.hooks
+    found: list[RedactionHook] = []
+    for point in ("before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run"):
+        found.extend(
+            h for h in getattr(hooks, point) if isinstance(h, RedactionHook) and all(h is not f for f in found)
+        )
+    if not found:
+        return None
+
+    def redact(text: str) -> str:
+        for hook in found:
+            text = hook.redact(text)
+        return text
+
+    return redact
 
 
 def _describe(started: Started, name: str) -> str | None:

@@ -1,0 +1,266 @@
+"""Structured run logs through :mod:`logging`: a run observer that writes to the ``handrail.run`` loggers.
+
+Quiet by default: the drivers' built-in observer factory makes a :class:`RunLogger` for a run only while
+``handrail.run`` is enabled for INFO (this module is imported then, not before). Every record has the
+``extra`` fields ``event``, ``run_id``, ``durable_run_id``, ``step`` and ``tool_call_id`` (None where they do not
+apply) and the fields of its event (:data:`FIELDS`), so a JSON formatter can pick them up; its message is a line a
+person reads (``step 1 chat gpt-4o 0.80s in=120 out=20 finish=stop``).
+
+Arguments, results and messages are never logged at INFO. At DEBUG a tool call's arguments and result are shown
+as a short preview, known secret values masked and the :class:`~handrail.hooks.RedactionHook` default patterns
+applied.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from handrail.components.drivers import Ended, RunInfo
+from handrail.components.effects import (
+    AskApproval,
+    CallModel,
+    Effect,
+    Finish,
+    LoadStores,
+    Pause,
+    Persist,
+    RunHooks,
+    ToolInvocation,
+)
+
+__all__ = ["FIELDS", "RUN_LOGGER", "RunLogger"]
+
+RUN_LOGGER = "handrail.run"
+"""The run records' logger; model calls, tool calls and approvals go to its children ``.model``, ``.tool``,
+``.approval``."""
+
+FIELDS = ("event", "run_id", "durable_run_id", "step", "tool_call_id", "tool_name", "duration", "ok", "error_type",
+          "model", "input_tokens", "output_tokens", "finish_reason", "decision", "decided_by", "snapshot_id",
+          "outcome", "exit_reason", "steps", "agent_name", "resumed_from", "conversation_id", "hook_point")  # fmt: skip
+"""Every ``extra`` field a record may have (the first five are on every record)."""
+
+_RUN = logging.getLogger(RUN_LOGGER)
+_MODEL = logging.getLogger(RUN_LOGGER + ".model")
+_TOOL = logging.getLogger(RUN_LOGGER + ".tool")
+_APPROVAL = logging.getLogger(RUN_LOGGER + ".approval")
+
+PREVIEW_CHARS = 200
+"""The longest argument or result preview at DEBUG (then ``…``)."""
+
+
+def _tokens(usage: object) -> tuple[int | None, int | None]:
+    """Input and output tokens of a usage dict (OpenAI's names, or the GenAI ``input_tokens`` / ``output_tokens``)."""
+    if not isinstance(usage, Mapping):
+        return None, None
+    found = []
+    for names in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
+        value = next((usage[n] for n in names if n in usage), None)
+        found.append(value if isinstance(value, int) and not isinstance(value, bool) else None)
+    return found[0], found[1]
+
+
+def _model_name(generator: object) -> str | None:
+    for attribute in ("model", "model_name"):
+        value = getattr(generator, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(generator).__name__ if generator is not None else None
+
+
+def _error_text(error: BaseException) -> str:
+    from handrail.core._secret_values import mask_secrets
+
+    return mask_secrets(f"{type(error).__name__}: {error}")[:PREVIEW_CHARS]
+
+
+def preview(value: Any) -> str:
+    """``value`` as a short line for a DEBUG record: JSON (else repr), secrets masked, cut at PREVIEW_CHARS."""
+    from handrail.core._secret_values import mask_secrets
+    from handrail.hooks.redaction import RedactionHook
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):  # a circular value
+        text = repr(value)
+    text = RedactionHook().redact(mask_secrets(text))
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _decision(execute: bool, params: object, proposed: Mapping[str, Any] | None) -> str:
+    if not execute:
+        return "rejected"
+    return "approved" if params is None or params == proposed else "modified"
+
+
+def _s(seconds: float | None) -> str:
+    return f"{seconds:.2f}s" if seconds is not None else "?s"
+
+
+class RunLogger:
+    """Logs one run: its start and end, each model call, tool call, approval and pause (made per run, not shared).
+
+    The effect methods are told in the run's thread, the tool calls from worker threads: the step counter and the
+    call names are written only in the run's thread, before the calls they describe start.
+    """
+
+    def __init__(self) -> None:
+        self._info: RunInfo | None = None
+        self._run_id = ""
+        self._step = 0
+        self._names: dict[str, str] = {}
+        self._tokens = [0, 0]
+        self._snapshot_id: str | None = None
+        self._model: str | None = None
+
+    # -- records ---------------------------------------------------------------------------------------------
+
+    def _log(self, logger: logging.Logger, level: int, event: str, message: str, *args: object,
+             call_id: str | None = None, **fields: Any) -> None:  # fmt: skip
+        if not logger.isEnabledFor(level):
+            return
+        info = self._info
+        extra = {"event": event, "run_id": self._run_id, "durable_run_id": info.durable_id if info else None,
+                 "step": self._step or None, "tool_call_id": call_id, **fields}  # fmt: skip
+        logger.log(level, message, *args, extra=extra)
+
+    def run_started(self, info: RunInfo) -> None:
+        """Log the run's start (its id, label, model, the snapshot it resumes)."""
+        self._info, self._run_id, self._model = info, info.run_id, _model_name(info.generator)
+        parts = [f" agent={info.agent_name}" if info.agent_name else "", f" model={self._model}" if self._model else "",
+                 f" resumed from {info.resumed_from}" if info.resumed_from else ""]  # fmt: skip
+        self._log(_RUN, logging.INFO, "run_started", "run %s started%s", self._run_id, "".join(parts),
+                  agent_name=info.agent_name, model=self._model, resumed_from=info.resumed_from,
+                  conversation_id=info.conversation_id)  # fmt: skip
+
+    def run_ended(self, info: RunInfo, ended: Ended) -> None:
+        """Log how the run ended: outcome, exit reason, steps, tokens, its time (WARNING when it failed)."""
+        result = ended.result if isinstance(ended.result, Mapping) else {}
+        exit_reason = result.get("exit_reason")
+        steps = result.get("step_count", self._step)
+        tokens_in, tokens_out = _tokens(result["token_usage"]) if "token_usage" in result else self._tokens
+        snapshot = self._snapshot_id if info.outcome == "paused" else None
+        text = f"run {self._run_id} {info.outcome}"
+        text += f" exit={exit_reason}" if exit_reason else ""
+        text += f" steps={steps} in={tokens_in or 0} out={tokens_out or 0} {_s(ended.duration)}"
+        text += f" snapshot={snapshot}" if snapshot else ""
+        failed = info.outcome == "failed" and ended.error is not None
+        error = ended.error
+        text += f": {_error_text(error)}" if failed and error is not None else ""
+        self._log(_RUN, logging.WARNING if failed else logging.INFO, "run_ended", "%s", text, outcome=info.outcome,
+                  exit_reason=exit_reason, steps=steps, input_tokens=tokens_in, output_tokens=tokens_out,
+                  duration=ended.duration, snapshot_id=snapshot,
+                  error_type=type(error).__name__ if failed and error is not None else None)  # fmt: skip
+
+    # -- effects ---------------------------------------------------------------------------------------------
+
+    def started(self, event: Effect | ToolInvocation) -> None:
+        """Count the step at a model call; log an approval asked, a tool call's arguments (DEBUG)."""
+        kind = type(event)
+        if kind is CallModel:
+            self._step += 1
+        elif kind is ToolInvocation:
+            assert isinstance(event, ToolInvocation)
+            if _TOOL.isEnabledFor(logging.DEBUG):
+                self._log(_TOOL, logging.DEBUG, "tool_arguments", "tool %s %s arguments %s", event.tool_name,
+                          event.call_id, preview(event.arguments), call_id=event.call_id,
+                          tool_name=event.tool_name)  # fmt: skip
+        elif kind is AskApproval:
+            assert isinstance(event, AskApproval)
+            for call in event.calls:
+                self._log(_APPROVAL, logging.INFO, "approval_asked", "approval asked: %s %s", call.tool_name,
+                          call.call_id, call_id=call.call_id, tool_name=call.tool_name)  # fmt: skip
+
+    def ended(self, event: Effect | ToolInvocation, ended: Ended) -> None:
+        """Log the effect's end: a model call, a tool call, the decisions, a pause; hooks and writes at DEBUG."""
+        kind = type(event)
+        if kind is ToolInvocation:
+            assert isinstance(event, ToolInvocation)
+            self._tool_ended(event, ended)
+        elif kind is CallModel:
+            self._model_ended(ended)
+        elif kind is AskApproval:
+            assert isinstance(event, AskApproval)
+            self._decided(event, ended)
+        elif kind is Pause:
+            assert isinstance(event, Pause)
+            self._paused(event, ended)
+        elif kind is RunHooks:
+            assert isinstance(event, RunHooks)
+            self._log(_RUN, logging.DEBUG, "hooks", "hooks %s %s", event.point, _s(ended.duration),
+                      hook_point=event.point, duration=ended.duration)  # fmt: skip
+        elif kind in (Persist, LoadStores, Finish):
+            name = {Persist: "persist", LoadStores: "load_stores", Finish: "finish"}[kind]
+            self._log(_RUN, logging.DEBUG, name, "%s %s", name, _s(ended.duration), duration=ended.duration)
+
+    def _model_ended(self, ended: Ended) -> None:
+        step = self._step
+        if ended.error is not None:
+            self._log(_MODEL, logging.WARNING, "model_call", "step %d chat %s failed %s: %s", step, self._model,
+                      _s(ended.duration), _error_text(ended.error), model=self._model, duration=ended.duration,
+                      ok=False, error_type=type(ended.error).__name__)  # fmt: skip
+            return
+        replies = ended.result if isinstance(ended.result, tuple | list) else ()
+        tokens_in = tokens_out = None
+        finish = None
+        for reply in replies:
+            meta = getattr(reply, "meta", None) or {}
+            got_in, got_out = _tokens(meta.get("usage"))
+            tokens_in = got_in if tokens_in is None else tokens_in + (got_in or 0)
+            tokens_out = got_out if tokens_out is None else tokens_out + (got_out or 0)
+            finish = meta.get("finish_reason") if isinstance(meta.get("finish_reason"), str) else finish
+            for call in getattr(reply, "tool_calls", ()):
+                if call.id is not None:
+                    self._names[call.id] = call.tool_name
+        self._tokens[0] += tokens_in or 0
+        self._tokens[1] += tokens_out or 0
+        text = f"step {step} chat {self._model} {_s(ended.duration)}"
+        text += f" in={tokens_in}" if tokens_in is not None else ""
+        text += f" out={tokens_out}" if tokens_out is not None else ""
+        text += f" finish={finish}" if finish else ""
+        self._log(_MODEL, logging.INFO, "model_call", "%s", text, model=self._model, duration=ended.duration, ok=True,
+                  input_tokens=tokens_in, output_tokens=tokens_out, finish_reason=finish)  # fmt: skip
+
+    def _tool_ended(self, event: ToolInvocation, ended: Ended) -> None:
+        name, call_id = event.tool_name, event.call_id
+        if ended.error is None:
+            self._log(_TOOL, logging.INFO, "tool_call", "tool %s %s ok %s", name, call_id, _s(ended.duration),
+                      call_id=call_id, tool_name=name, ok=True, duration=ended.duration)  # fmt: skip
+            if _TOOL.isEnabledFor(logging.DEBUG):
+                self._log(_TOOL, logging.DEBUG, "tool_result", "tool %s %s result %s", name, call_id,
+                          preview(ended.result), call_id=call_id, tool_name=name)  # fmt: skip
+            return
+        self._log(_TOOL, logging.WARNING, "tool_call", "tool %s %s error %s: %s", name, call_id, _s(ended.duration),
+                  _error_text(ended.error), call_id=call_id, tool_name=name, ok=False, duration=ended.duration,
+                  error_type=type(ended.error).__name__)  # fmt: skip
+
+    def _decided(self, event: AskApproval, ended: Ended) -> None:
+        if ended.error is not None:
+            error = ended.error
+            self._log(_APPROVAL, logging.WARNING, "approval_failed", "approval failed %s: %s", _s(ended.duration),
+                      _error_text(error), duration=ended.duration, error_type=type(error).__name__)  # fmt: skip
+            return
+        decisions = ended.result if isinstance(ended.result, tuple | list) else ()
+        proposed = {c.call_id: c.arguments for c in event.calls}
+        for decision in decisions:
+            call_id = getattr(decision, "tool_call_id", None)
+            kind = _decision(decision.execute, decision.final_tool_params, proposed.get(call_id))
+            by = decision.decided_by
+            self._log(_APPROVAL, logging.INFO, "approval_decided", "approval %s %s %s by %s %s", decision.tool_name,
+                      call_id, kind, by or "?", _s(ended.duration), call_id=call_id, tool_name=decision.tool_name,
+                      decision=kind, decided_by=by, duration=ended.duration)  # fmt: skip
+
+    def _paused(self, event: Pause, ended: Ended) -> None:
+        snapshot = getattr(ended.error, "snapshot", None)
+        snapshot_id = getattr(snapshot, "snapshot_id", None)
+        self._snapshot_id = snapshot_id if isinstance(snapshot_id, str) else None
+        held = ",".join(event.held) or "-"
+        self._log(_RUN, logging.INFO, "pause", "paused at %s snapshot=%s waiting=%s", event.position,
+                  self._snapshot_id, held, snapshot_id=self._snapshot_id)  # fmt: skip
+        for call_id in event.held:
+            name = self._names.get(call_id)
+            self._log(_APPROVAL, logging.INFO, "approval_waiting", "approval waiting: %s %s snapshot=%s", name,
+                      call_id, self._snapshot_id, call_id=call_id, tool_name=name,
+                      snapshot_id=self._snapshot_id)  # fmt: skip
