@@ -20,15 +20,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import handrail.tracing
 from handrail.server import create_app
 from handrail.tracing import _conventions as c
 from tests.server import _agents
 from tests.server.conftest import bearer, client_for
-
-needs_run_spans = pytest.mark.skipif(
-    not hasattr(handrail.tracing, "observer_for"), reason="no run spans yet (observer_for)"
-)
 
 
 @pytest.fixture
@@ -86,7 +81,6 @@ async def _paused_run(app: Any, client: httpx.AsyncClient, tokens: dict[str, str
     return await _run_status(app, client, tokens["viewer"], started.json()["run"]["run_id"], "paused")
 
 
-@needs_run_spans
 async def test_a_decision_over_http_and_the_resume_read_as_one_trace(
     app: Any, client: httpx.AsyncClient, tokens: dict[str, str], exporter: InMemorySpanExporter, store: Any
 ) -> None:
@@ -134,7 +128,6 @@ async def test_a_decision_over_http_and_the_resume_read_as_one_trace(
     assert entry["details"]["trace"]["traceparent"].split("-")[2] == f"{decide.context.span_id:016x}"
 
 
-@needs_run_spans
 async def test_a_refused_decision_is_an_error_span_in_the_trace_and_nothing_resumes(
     app: Any, client: httpx.AsyncClient, tokens: dict[str, str], exporter: InMemorySpanExporter
 ) -> None:
@@ -151,7 +144,6 @@ async def test_a_refused_decision_is_an_error_span_in_the_trace_and_nothing_resu
     assert _agents.SENT == []
 
 
-@needs_run_spans
 async def test_without_service_tracing_a_traced_agent_gets_no_decision_span(
     store: Any, tokens: dict[str, str], provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
@@ -242,3 +234,64 @@ def test_with_tracing_off_the_service_never_imports_handrails_tracing_nor_the_re
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_tracing_on_with_the_global_provider_enables_handrail_tracing_for_the_process(tmp_path: Any) -> None:
+    """``create_app(tracing=True)`` (``handrail serve --tracing``): the global provider gets the same story."""
+    script = textwrap.dedent(f"""
+        import asyncio
+        from datetime import UTC, datetime
+        import httpx
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        import handrail.tracing
+        from handrail.server import create_app
+        from handrail.stores import SQLiteSnapshotStore
+        from tests.server import _agents
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        store = SQLiteSnapshotStore({str(tmp_path / "s.db")!r})
+        token = store.add_token("bob", "approver", at=datetime.now(UTC))[1]
+        app = create_app(store, agents={{"payer": _agents.payer}}, tracing=True)
+        assert handrail.tracing.is_enabled()
+
+        async def main():
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+                auth = {{"Authorization": "Bearer " + token}}
+                run = (await client.post("/api/v1/runs", json={{"agent_name": "payer", "messages": ["pay 2"]}},
+                                         headers=auth)).json()["run"]
+                assert app.state.handrail.runs.wait(60)
+                (approval,) = (await client.get("/api/v1/runs/" + run["run_id"], headers=auth)).json()["pending"]
+                decided = await client.post("/api/v1/approvals/" + approval["id"] + "/decision",
+                                            json={{"decision": "approve"}}, headers=auth)
+                assert decided.status_code == 200
+                for _ in range(6000):
+                    assert app.state.handrail.runs.wait(60)
+                    body = (await client.get("/api/v1/runs/" + run["run_id"], headers=auth)).json()
+                    if body["run"]["status"] == "finished":
+                        break
+                    await asyncio.sleep(0.01)
+                assert body["run"]["status"] == "finished", body
+
+        asyncio.run(main())
+        app.state.handrail.runs.close()
+        spans = [s for s in exporter.get_finished_spans() if s.instrumentation_scope.name == "handrail"]
+        (decide,) = [s for s in spans if s.name == "handrail.approval.decide"]
+        assert decide.attributes["handrail.approval.decided_by"] == "bob"
+        (request,) = [s for s in exporter.get_finished_spans() if s.name.startswith("POST /api/v1/approvals/")]
+        assert request.parent is None  # FastAPI's span of the request (no traceparent came): linked, not the parent
+        assert request.context.trace_id in [link.context.trace_id for link in decide.links]  # the request's trace
+        agents = [s for s in spans if s.name.startswith("invoke_agent")]
+        assert len(agents) == 3, [s.name for s in spans]  # to the first snapshot, to the pause, after the decision
+        assert agents[-1].parent.span_id == decide.context.span_id
+        print(len({{s.context.trace_id for s in spans}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "1"  # one trace

@@ -179,7 +179,8 @@ def decide(
             expected_version=expected, idempotency_key=idempotency_key, details={**details, **traced},
         )  # fmt: skip
 
-    result = traced_decision(ctx.tracing, ctx.store, approval_id, principal.name, body.decision, decided)
+    result = traced_decision(ctx.tracing, ctx.store, approval_id, principal.name, body.decision, decided,
+                             caller_context="traceparent" in request.headers)  # fmt: skip
     response.headers["ETag"] = f'"v{result.approval.version}"'
     if not result.replayed:  # this process's streams get the event, its resumer the run, now (not at a poll)
         ctx.wake()

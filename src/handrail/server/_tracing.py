@@ -4,16 +4,18 @@ Off unless asked for (``create_app(tracing=True)`` / ``tracer_provider=P``, ``ha
 ``handrail worker --tracing``): then :func:`service_tracing` gives a :class:`ServiceTracing` and the service
 
 * traces the runs it drives: each agent it builds gets the provider (``Agent.tracer_provider``) when one is given,
-  else :func:`handrail.tracing.enable` is called once, for the process (the global provider);
+  else :func:`handrail.tracing.enable` is called once, for the process (the global provider), unless it was
+  already (its settings are kept);
 * emits a ``handrail.approval.decide`` span for each decision made through the HTTP API: who decided, what, how long
   the call waited, with a link to the paused run's ``invoke_agent`` span (its W3C context is in the snapshot's
-  metadata, ``observers.trace``) and, when no span is active, as that span's child: the decision is in the run's
-  trace. The decision span's own context is kept in the decision's audit entry (``details.trace``);
+  metadata, ``observers.trace``) and as that span's child: the decision is in the run's trace (a request that
+  brought a ``traceparent`` of its own keeps its span as the parent). The decision span's own context is kept in
+  the decision's audit entry (``details.trace``);
 * resumes a decided run with that decision span as the current span, so the resumed run's ``invoke_agent`` span is
   its child (and links to the paused one, from the snapshot): one story, however long the approval waited, in
   whatever process the run resumes.
 
-This module imports OpenTelemetry only inside :class:`ServiceTracing`'s methods: with tracing off nothing here runs.
+This module imports OpenTelemetry only inside its functions, which do nothing with tracing off (None).
 Nothing secret goes on a span (no token, no argument, no feedback).
 """
 
@@ -69,8 +71,10 @@ class ServiceTracing:
 
     def __post_init__(self) -> None:
         if self.provider is None:
-            with _global_enabled:  # the process's runs are traced: the service's, and any other
-                importlib.import_module("handrail.tracing").enable()
+            tracing = importlib.import_module("handrail.tracing")
+            with _global_enabled:  # the process's runs are traced (settings given to enable() before are kept)
+                if not tracing.is_enabled():
+                    tracing.enable()
 
     def traced(self, agent: Any) -> Any:
         """``agent``, traced to this service's provider (an agent with a provider of its own keeps it)."""
@@ -132,10 +136,16 @@ def traced_decision(
     principal: str,
     decision: str,
     decide: Callable[[Mapping[str, Any]], _T],
+    *,
+    caller_context: bool = False,
 ) -> _T:
     """``decide(extra_details)`` inside a ``handrail.approval.decide`` span (just ``decide({})`` with tracing off).
 
     ``extra_details`` go into the decision's audit entry: the span's W3C context under :data:`TRACE_DETAIL`.
+
+    The span is a child of the paused run's span (found in its snapshot), and links to it and to the active span
+    (FastAPI's span of the request), unless ``caller_context``: the request brought a trace context of its own
+    (a ``traceparent`` header), and the decision is a child of the active span then, linked to the paused one.
     """
     if tracing is None:
         return decide({})
@@ -149,14 +159,16 @@ def traced_decision(
     except HandrailError:  # unknown, damaged: decide() raises it, in the span
         approval = None
     paused = _paused_context(store, approval) if approval is not None else None
-    parent = None
-    if paused is not None and not trace.get_current_span().get_span_context().is_valid:
+    parent, links = None, [Link(paused)] if paused is not None else []
+    active = trace.get_current_span()
+    if paused is not None and not (caller_context and active.get_span_context().is_valid):
         parent = trace.set_span_in_context(trace.NonRecordingSpan(paused))
+        if active.get_span_context().is_valid:  # the request's own span (FastAPI's): linked
+            links.append(Link(active.get_span_context()))
     attributes: dict[str, Any] = {c.HANDRAIL_APPROVAL_ID: approval_id, c.HANDRAIL_APPROVAL_DECIDED_BY: principal,
                                   c.HANDRAIL_APPROVAL_DECISION: _DECISIONS.get(decision, decision)}  # fmt: skip
     if approval is not None:
         attributes.update(_approval_attributes(approval))
-    links = [Link(paused)] if paused is not None else []
     tracer = tracing.tracer()
     with tracer.start_as_current_span(c.SPAN_APPROVAL_DECIDE, context=parent, links=links, attributes=attributes,
                                       record_exception=False, set_status_on_exception=False) as span:  # fmt: skip
