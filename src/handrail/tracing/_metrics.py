@@ -20,6 +20,7 @@ import math
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from handrail.components.drivers import Ended, RunInfo
 from handrail.components.effects import AskApproval, CallModel, Effect, Finish, Pause, Persist, RunTools, ToolInvocation
 from handrail.tracing import _conventions as c
 from handrail.tracing._decisions import decision_for, decision_kind
+from handrail.tracing._describe import describe_model
 
 if TYPE_CHECKING:
     from handrail.dataclasses.chat_message import ChatMessage
@@ -147,9 +149,9 @@ class MetricsObserver:
     def _run(self) -> _Run | None:
         """The run whose effect is told now: this context's, else the only run under way."""
         run = self._current.get()
-        if run is not None:
-            return run
         with self._lock:
+            if run is not None and self._runs.get(run.info) is run:
+                return run
             return next(iter(self._runs.values())) if len(self._runs) == 1 else None
 
     # -- effects and tool calls -----------------------------------------------------------------------------------
@@ -290,24 +292,37 @@ def _error_type(error: BaseException) -> str:
 
 
 def _chat_attributes(generator: Any) -> dict[str, str]:
-    """The attributes every model call of a run shares: operation, provider and requested model."""
-    attributes = {c.GEN_AI_OPERATION_NAME: c.OP_CHAT}
-    provider = getattr(generator, "provider_name", None)
-    if not isinstance(provider, str):
-        module = type(generator).__module__
-        provider = "openai" if module.endswith(".openai") else "llama_cpp" if module.endswith(".llama_cpp") else None
-    if provider:
-        attributes[c.GEN_AI_PROVIDER_NAME] = provider
-    model = getattr(generator, "model", None)
-    if isinstance(model, str) and model:
-        attributes[c.GEN_AI_REQUEST_MODEL] = model
+    """The attributes every model call of a run shares: operation, provider and requested model (as the spans)."""
+    model = describe_model(generator)
+    attributes = {c.GEN_AI_OPERATION_NAME: c.OP_CHAT, c.GEN_AI_PROVIDER_NAME: model.provider}
+    if model.model:
+        attributes[c.GEN_AI_REQUEST_MODEL] = model.model
     return attributes
 
 
+_observers: weakref.WeakKeyDictionary[Any, MetricsObserver] = weakref.WeakKeyDictionary()
+_global: list[MetricsObserver] = []
+_made = threading.Lock()
+
+
 def metrics_observer_for(meter_provider: metrics.MeterProvider | None = None) -> MetricsObserver:
-    """A :class:`MetricsObserver` recording to ``meter_provider`` (None: the global meter provider).
+    """The :class:`MetricsObserver` recording to ``meter_provider`` (None: the global meter provider).
 
     Use it on one Agent (``Agent(observers=[metrics_observer_for(provider)])``) or one run
-    (``agent.run(..., observers=[...])``); ``handrail.tracing.enable(metrics=True)`` observes every run with one.
+    (``agent.run(..., observers=[...])``); ``handrail.tracing.enable(meter_provider=...)`` observes every run with
+    it. One observer per provider: asking again gives the same one (its instruments are made once). With None, the
+    meter is the global provider's; one set later (``metrics.set_meter_provider``) receives what is recorded from
+    then on.
     """
-    return MetricsObserver(meter_provider)
+    with _made:
+        if meter_provider is None:
+            if not _global:
+                _global.append(MetricsObserver())
+            return _global[0]
+        try:
+            observer = _observers.get(meter_provider)
+        except TypeError:  # not weakly referable: a fresh observer each time
+            return MetricsObserver(meter_provider)
+        if observer is None:
+            observer = _observers[meter_provider] = MetricsObserver(meter_provider)
+        return observer
