@@ -223,3 +223,7 @@ def test_a_streamed_run_records_the_same_model_metrics(reader: Reader) -> None:
     assert point.count == 1
     tokens = {p.attributes[c.GEN_AI_TOKEN_TYPE]: p.sum for p in reader.points(c.METRIC_TOKEN_USAGE)}
     assert tokens == {"input": 12, "output": 3}
+
+
+def test_the_global_providers_observer_is_made_once() -> None:
+    assert metrics_observer_for() is metrics_observer_for(None)
