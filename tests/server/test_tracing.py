@@ -116,7 +116,7 @@ async def test_a_decision_over_http_and_the_resume_read_as_one_trace(
     assert decide.context is not None and decide.parent is not None
     assert decide.parent.span_id == paused_span.context.span_id  # no span was active: a child of the paused one
     # linked to the paused span (and to FastAPI's span of the request, when a global provider makes one)
-    assert [link.context.span_id for link in decide.links][0] == paused_span.context.span_id
+    assert decide.links[0].context.span_id == paused_span.context.span_id
 
     (resumed,) = [s for s in _agent_spans(spans) if s not in before]
     assert resumed.context is not None and resumed.parent is not None
