@@ -14,8 +14,9 @@ peer scripts ``bench/peers/tracing_haystack.py`` and ``bench/peers/tracing_pydan
 * ``on``: ``Agent(tracer_provider=P)``, P a private ``TracerProvider`` with
   ``SimpleSpanProcessor(InMemorySpanExporter())``;
 * ``on+content``: ``handrail.tracing.observer_for(P, capture_content=True)`` made for every run by an observer
-  factory (``handrail.components.drivers.add_observer_factory``, as ``enable`` does; removed after);
-* ``metrics``: ``Agent(observers=[metrics_observer_for(M)])`` (``handrail.tracing._metrics``), M a private
+  factory (``handrail.components.drivers.add_observer_factory``: what ``enable(P, capture_content=True,
+  metrics=False)`` registers; removed after);
+* ``metrics``: ``Agent(observers=[handrail.tracing.metrics_observer_for(M)])``, M a private
   ``MeterProvider`` with an ``InMemoryMetricReader``: metrics alone;
 * ``on+metrics``: ``Agent(tracer_provider=P, observers=[metrics_observer_for(M)])``: spans and metrics.
 
@@ -63,7 +64,7 @@ def configs(apis: list[str]) -> list[tc.Config]:
         if spans:
             out.append(_config(api, "on", {"tracer_provider": otel.provider}, otel, lambda: tc.cleared(otel)))
             content = functools.partial(tracing.observer_for, otel.provider, capture_content=True)
-            out.append(_config(api, "on+content", {}, otel, lambda f=content: _factory(otel, f)))  # type: ignore[misc]
+            out.append(_config(api, "on+content", {}, otel, lambda f=content: _factory(otel, f)))
         if metrics is not None:
             out.append(_config(api, "metrics", {"observers": [metrics]}, otel, lambda: tc.cleared(otel)))
         if metrics is not None and spans:
@@ -96,15 +97,15 @@ def _factory(otel: tc.InMemoryTracing, factory: Callable[[], Any]) -> Iterator[N
 
 
 def _metrics_observer() -> Any:
-    """``metrics_observer_for`` a private MeterProvider with an InMemoryMetricReader (None: no metrics module)."""
+    """``metrics_observer_for`` a private MeterProvider with an InMemoryMetricReader (None: no metrics yet)."""
+    import handrail.tracing as tracing
+
     if importlib.util.find_spec("handrail.tracing._metrics") is None:
         return None
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    from handrail.tracing._metrics import metrics_observer_for
-
-    return metrics_observer_for(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    return tracing.metrics_observer_for(MeterProvider(metric_readers=[InMemoryMetricReader()]))
 
 
 def _config(
