@@ -230,3 +230,15 @@ def test_a_run_recorded_by_run_async_replays(tmp_path: Path) -> None:
     model = ScriptedChatGenerator([reply(call("add", id="c1", a=2, b=2)), reply("4")])
     asyncio.run(Agent(chat_generator=model, tools=[add]).run_async([user("2+2?")], recorder=path))
     assert not replay(path, Agent(chat_generator=ScriptedChatGenerator([]), tools=[add])).diverged
+
+
+def test_a_run_that_ends_before_the_recording_diverges_on_the_number_of_steps(recorded: Path) -> None:
+    result = replay(recorded, fresh(max_agent_steps=1))
+    divergence = result.divergence
+    assert divergence is not None
+    assert (divergence.kind, divergence.effect, divergence.actual) == ("steps", 4, None)
+    assert divergence.expected is not None and divergence.expected["type"] == "call_model"
+    assert divergence.summary.endswith("recorded call_model, replayed the end of the run.")
+    with pytest.raises(AssertionError, match="Diverged at step 2, effect 4"):
+        result.assert_identical()
+    replay(recorded, fresh()).assert_identical()

@@ -138,8 +138,9 @@ class ReplayDriver:
 
     def _diverge(self, line: dict[str, Any] | None, actual: dict[str, Any] | None) -> None:
         expected = line["effect"] if line is not None else None
+        model_call = any(d is not None and d["type"] == "call_model" for d in (expected, actual))
         divergence = ReplayDivergence(
-            step=self.progress.steps + (1 if actual is not None and actual["type"] == "call_model" else 0) or 1,
+            step=max(1, self.progress.steps + model_call),
             effect=self.progress.matched + 1, kind=_kind(expected, actual), expected=expected, actual=actual,
             diff=json_diff(expected, actual), line=int(line.get("_line", 0)) if line is not None else 0,
         )  # fmt: skip
