@@ -111,7 +111,7 @@ class RunLogger:
         self._run_id = ""
         self._step = 0
         self._names: dict[str, str] = {}
-        self._tokens = [0, 0]
+        self._tokens: list[int | None] = [None, None]
         self._snapshot_id: str | None = None
         self._model: str | None = None
 
@@ -144,7 +144,10 @@ class RunLogger:
         snapshot = self._snapshot_id if info.outcome == "paused" else None
         text = f"run {self._run_id} {info.outcome}"
         text += f" exit={exit_reason}" if exit_reason else ""
-        text += f" steps={steps} in={tokens_in or 0} out={tokens_out or 0} {_s(ended.duration)}"
+        text += f" steps={steps}"
+        text += f" in={tokens_in}" if tokens_in is not None else ""
+        text += f" out={tokens_out}" if tokens_out is not None else ""
+        text += f" {_s(ended.duration)}"
         text += f" snapshot={snapshot}" if snapshot else ""
         failed = info.outcome == "failed" and ended.error is not None
         error = ended.error
@@ -214,8 +217,9 @@ class RunLogger:
             for call in getattr(reply, "tool_calls", ()):
                 if call.id is not None:
                     self._names[call.id] = call.tool_name
-        self._tokens[0] += tokens_in or 0
-        self._tokens[1] += tokens_out or 0
+        for index, count in enumerate((tokens_in, tokens_out)):
+            if count is not None:
+                self._tokens[index] = (self._tokens[index] or 0) + count
         text = f"step {step} chat {self._model} {_s(ended.duration)}"
         text += f" in={tokens_in}" if tokens_in is not None else ""
         text += f" out={tokens_out}" if tokens_out is not None else ""
