@@ -29,6 +29,7 @@ expression, refused while a run is under way). A test keeps this drawing equal t
     │   ├── RunExistsError                         2  a Temporal run id was used before: a run id is used once
     │   ├── RunEndedError                          2  a decision for a Temporal run that has ended
     │   ├── DecisionRefused                        2  a Temporal run refused a decision (its validator's reason)
+    │   ├── RecordingError                         2  a run recording cannot be read: names the file and the line
     │   └── SpecError                              2  a bad agent file: names file, line and field (handrail.specs)
     ├── ConfigurationTypeError (TypeError, ValueError)
     │                                              1  an argument of the wrong type
@@ -67,6 +68,7 @@ expression, refused while a run is under way). A test keeps this drawing equal t
         ├── UnknownOutcomeError                    2  a resumed call was found running: its outcome is unknown
         ├── PipelineError                          1  a pipeline component failed (names the component)
         │   └── PipelineMaxComponentRuns           1  a pipeline component ran more often than allowed
+        ├── ReplayDivergedError                    1  a replayed run did not do what its recording did (a diff)
         ├── NoRouteSelectedException               1  no route of a ConditionalRouter matched
         └── RouteConditionException                1  a route's condition failed to render (components.routers)
 
@@ -119,6 +121,8 @@ __all__ = [
     "PersistenceError",
     "PipelineError",
     "PipelineMaxComponentRuns",
+    "RecordingError",
+    "ReplayDivergedError",
     "RunError",
     "ScriptExhaustedError",
     "SchemaGenerationError",
@@ -318,6 +322,28 @@ class CalculationError(RunError, ConfigurationError):
 
 class ScriptExhaustedError(RunError):
     """A ScriptedChatGenerator was called more times than it has scripted replies."""
+
+
+class RecordingError(ConfigurationError):
+    """A run recording (JSON Lines, :mod:`handrail.tracing.recording`) cannot be read, or is not a recording.
+
+    The message names the file and the line (a line that is not JSON, of an unknown kind, a missing header, another
+    format version).
+    """
+
+    exit_code: ClassVar[int] = 2
+
+
+class ReplayDivergedError(RunError):
+    """A replayed run did not do what its recording did: a different model input, tool call or decision point.
+
+    Attributes:
+        divergence: The :class:`~handrail.testing.ReplayDivergence` report (where, what kind, a unified diff).
+    """
+
+    def __init__(self, message: str, divergence: object = None) -> None:
+        super().__init__(message)
+        self.divergence = divergence
 
 
 class GenerationError(RunError):

@@ -22,7 +22,7 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, assert_never, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, assert_never, get_args, runtime_checkable
 
 from handrail.components.effects import (
     AskApproval,
@@ -37,6 +37,10 @@ from handrail.components.effects import (
     RunTools,
     ToolInvocation,
 )
+
+if TYPE_CHECKING:
+    from handrail.dataclasses.decisions import ToolExecutionDecision
+    from handrail.dataclasses.snapshot import LedgerEntry
 
 __all__ = [
     "AsyncDriver",
@@ -91,10 +95,22 @@ class RunInfo:
     """An id made for this run in this process (a uuid4 hex): the run id when the run has no durable one."""
     outcome: RunOutcome = "running"
     """How the run ended (set before ``run_ended``): done, paused (a breakpoint or held calls), failed or closed."""
+    snapshot: Any = None
+    """The snapshot this run resumes, as the run read it (the decisions of its store merged in), or None: read it."""
+    streaming: bool = False
+    """True when the run gives its model calls a streaming callback (the run's or the Agent's)."""
+    decisions: tuple[ToolExecutionDecision, ...] = ()
+    """The decisions given for the resumed step (its snapshot's and the caller's); empty for a fresh run."""
+    resumed_ledger: Mapping[str, LedgerEntry] = field(default_factory=dict)
+    """The resumed record's execution ledger by call id, as the run found it (a copy; empty for a fresh run).
+
+    An entry still ``running`` is a call whose process stopped before it recorded a result: its outcome is unknown.
+    """
     _durable_id: Callable[[], str | None] = field(default=lambda: None, repr=False)
     _carry: Callable[[str, Any], None] | None = field(default=None, repr=False)
     _messages: Callable[[], list[Any]] = field(default=list, repr=False)
     _describe: Callable[[str], str | None] = field(default=lambda name: None, repr=False)
+    _redact: Callable[[str], str] | None = field(default=None, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -117,6 +133,14 @@ class RunInfo:
             return self._describe(name)
         except Exception:
             return None
+
+    def redact(self, text: str) -> str:
+        """``text`` masked as the run's redaction hooks (:class:`~handrail.hooks.RedactionHook`) mask the history.
+
+        ``text`` itself when the run has none. For what an observer records of the run's content (a span's
+        messages, a recording): the hooks mask the history only at their points, an observer sees it before.
+        """
+        return self._redact(text) if self._redact is not None else text
 
     @property
     def can_carry(self) -> bool:

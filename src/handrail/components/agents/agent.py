@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import logging
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -46,22 +47,42 @@ def _hook_table(hooks: Mapping[str, Sequence[Hook]] | None) -> HookTable:
     return HookTable(**{point: tuple(items) for point, items in normalized.items() if items})
 
 
-_RUN_PARAMETERS = frozenset({f.name for f in dataclasses.fields(RunRequest)} - {"sync_run", "kwargs"} | {"observers"})
+_RUN_PARAMETERS = frozenset(
+    {f.name for f in dataclasses.fields(RunRequest)} - {"sync_run", "kwargs"} | {"observers", "recorder"}
+)
 """The parameters of ``run`` / ``run_async`` / ``start`` (named as RunRequest's fields), besides state keys."""
 
 
 def _request(agent: Agent, sync_run: bool, arguments: dict[str, Any]) -> tuple[RunRequest, list[RunObserver]]:
     """The request of one run from the run method's parameters (``arguments``: its locals, by parameter name)."""
-    kwargs = arguments.pop("kwargs")
+    kwargs = given_arguments(agent, arguments.pop("kwargs"))
     arguments.pop("self", None)
     given = arguments.pop("observers")
+    recorder = arguments.pop("recorder", None)
     provider = agent.tracer_provider
     made = factories_apply() or provider is not None
     checked = type(given) is not tuple or given or agent.observers or made
     every = [*agent.observers, *cfg.check_observers(given, "observers")] if checked else []  # () costs nothing
     if made:
         every.extend(_made_observers(provider))
-    return RunRequest(sync_run=sync_run, kwargs=given_arguments(agent, kwargs), **arguments), every
+    if recorder is not None:
+        every.append(_recorder(agent, recorder, {**arguments, "kwargs": kwargs}))
+    return RunRequest(sync_run=sync_run, kwargs=kwargs, **arguments), every
+
+
+def _recorder(agent: Agent, recorder: Any, arguments: dict[str, Any]) -> RunObserver:
+    """The run's recorder (a path: a new ``handrail.tracing.recording.Recorder``), told the run's arguments."""
+    if isinstance(recorder, str | os.PathLike):
+        # handrail.tracing sits above the components: the recording module is loaded by name, as a plugin.
+        recorder = importlib.import_module("handrail.tracing.recording").Recorder(recorder)
+    begin = getattr(recorder, "begin_request", None)
+    if not callable(begin):
+        raise ConfigurationTypeError(
+            f"recorder must be a path or a handrail.tracing.recording.Recorder, got {type(recorder).__name__}."
+        )
+    begin(agent, arguments)
+    checked: RunObserver = cfg.check_observers([recorder], "recorder")[0]
+    return checked
 
 
 def _made_observers(provider: Any) -> list[RunObserver]:
@@ -289,6 +310,7 @@ class Agent(FreshLockOnCopy):
         allow_drift: bool = False,
         unknown_outcome: str | None = None,
         observers: Sequence[RunObserver] = (),
+        recorder: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Run the loop on ``messages`` until an exit condition holds.
@@ -323,6 +345,9 @@ class Agent(FreshLockOnCopy):
                 error result "outcome unknown" and goes on.
             observers: Told when each effect of this run and each tool call starts and ends (after the Agent's own
                 ``observers``); see :class:`~handrail.components.drivers.RunObserver`.
+            recorder: A path or a :class:`handrail.tracing.recording.Recorder`: the run is recorded there as JSON
+                Lines (every effect and its result, the decisions with who made them), to be replayed with
+                ``handrail replay`` or :func:`handrail.tracing.recording.replay`.
             **kwargs: Initial values of state-schema keys and values of ``user_prompt`` variables; None
                 means "not given" for both (a Pipeline passes None for unconnected optional inputs).
 
@@ -364,6 +389,7 @@ class Agent(FreshLockOnCopy):
         allow_drift: bool = False,
         unknown_outcome: str | None = None,
         observers: Sequence[RunObserver] = (),
+        recorder: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Async twin of :meth:`run` (same arguments and result); the callback may be sync or async.

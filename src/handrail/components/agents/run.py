@@ -20,7 +20,7 @@ from handrail.components.effects import Effect, Pause
 from handrail.errors import RunError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from types import TracebackType
 
     from handrail.components.agents._plan import Started
@@ -213,6 +213,7 @@ def run_info(started: Started) -> RunInfo:
     if resumed is not None:
         carried_value = resumed.metadata.get("observers")
         carried = dict(carried_value) if isinstance(carried_value, dict) else {}
+    ledger = run.ledger if resumed is not None else None
     stores = parts.stores
     chat = getattr(stores, "chat_kwargs", None) or {}
     conversation = chat.get("chat_history_id") if isinstance(chat, dict) else None
@@ -228,14 +229,40 @@ def run_info(started: Started) -> RunInfo:
         agent_name=cp.agent_name if cp is not None else "",
         generator=started.model.generator,
         resumed_from=resumed.snapshot_id if resumed is not None else None,
+        snapshot=resumed,
         carried_in=carried,
         conversation_id=conversation if isinstance(conversation, str) else None,
         local_id=uuid.uuid4().hex,
+        decisions=tuple(ledger.decisions) if ledger is not None else (),
+        resumed_ledger=ledger.snapshot_entries() if ledger is not None else {},
         _durable_id=(lambda: cp.run_id) if cp is not None else (lambda: None),
         _carry=carry if cp is not None else None,
         _messages=lambda: run.state.data["messages"],
         _describe=lambda name: _describe(started, name),
+        streaming=started.model.callback is not None,
+        _redact=_redaction(started),
     )
+
+
+def _redaction(started: Started) -> Callable[[str], str] | None:
+    """The masking of the run's redaction hooks, applied in their order (None: the run has none)."""
+    from handrail.hooks.redaction import RedactionHook
+
+    hooks = started.plan.hooks
+    found: list[RedactionHook] = []
+    for point in ("before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run"):
+        found.extend(
+            h for h in getattr(hooks, point) if isinstance(h, RedactionHook) and all(h is not f for f in found)
+        )
+    if not found:
+        return None
+
+    def redact(text: str) -> str:
+        for hook in found:
+            text = hook.redact(text)
+        return text
+
+    return redact
 
 
 def _describe(started: Started, name: str) -> str | None:

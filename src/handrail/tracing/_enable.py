@@ -1,0 +1,172 @@
+"""enable / disable / observer_for: which runs are traced, to which provider, with what content."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from handrail.tracing._content import DEFAULT_MAX_CONTENT_CHARS
+
+__all__ = ["disable", "enable", "is_enabled", "observer_for"]
+
+if TYPE_CHECKING:
+    from handrail.components.drivers import RunObserver
+    from handrail.tracing._spans import TracingObserver
+
+_lock = threading.Lock()
+_factories: list[Callable[[], RunObserver | None]] = []
+_tracers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+@functools.cache
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("handrail")
+    except PackageNotFoundError:  # run from a source tree: the package's own string (it is imported: we are in it)
+        import sys
+
+        return str(sys.modules["handrail"].__version__)
+
+
+def _tracer(provider: Any) -> Any:
+    """The ``handrail`` tracer of ``provider`` (None: the global provider as it is now), made once per provider."""
+    from handrail.tracing._conventions import SCOPE
+
+    if provider is None:
+        from opentelemetry import trace
+
+        provider = trace.get_tracer_provider()
+    try:
+        tracer = _tracers.get(provider)
+    except TypeError:  # not weakly referable: not cached
+        return provider.get_tracer(SCOPE, _version())
+    if tracer is None:
+        tracer = provider.get_tracer(SCOPE, _version())
+        with contextlib.suppress(TypeError):
+            _tracers[provider] = tracer
+    return tracer
+
+
+def _checked(max_content_chars: Any, redact: Any) -> None:
+    from handrail.errors import ConfigurationError, ConfigurationTypeError
+
+    if not isinstance(max_content_chars, int) or isinstance(max_content_chars, bool):
+        raise ConfigurationTypeError(f"max_content_chars must be an int, got {type(max_content_chars).__name__}.")
+    if max_content_chars < 1:
+        raise ConfigurationError(f"max_content_chars must be at least 1, got {max_content_chars}.")
+    if redact is not None and not callable(redact):
+        raise ConfigurationTypeError(f"redact must be a function of a str or None, got {type(redact).__name__}.")
+
+
+def observer_for(
+    tracer_provider: Any = None,
+    *,
+    capture_content: bool | None = None,
+    max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+    redact: Callable[[str], str] | None = None,
+) -> TracingObserver:
+    """A fresh observer that traces one run to ``tracer_provider`` (what ``Agent(tracer_provider=)`` uses).
+
+    Args:
+        tracer_provider: An OpenTelemetry ``TracerProvider``; None: the global one, as it is when called.
+        capture_content: Record messages, tool definitions, arguments and results on the spans. None: only when
+            the environment variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true``.
+        max_content_chars: The longest string kept in a content attribute (longer ones are cut and marked).
+        redact: Masks each content string, after the run's own redaction hooks (None: only those and the
+            known secret values are masked).
+
+    Raises:
+        ConfigurationError / ConfigurationTypeError: ``max_content_chars`` is not a positive int, or ``redact``
+            is not callable.
+    """
+    from handrail.tracing._content import capture_from_environment
+    from handrail.tracing._spans import TracingObserver
+
+    _checked(max_content_chars, redact)
+    capture = capture_from_environment() if capture_content is None else bool(capture_content)
+    return TracingObserver(_tracer(tracer_provider), capture_content=capture, max_content_chars=max_content_chars,
+                           redact=redact)  # fmt: skip
+
+
+def enable(
+    tracer_provider: Any = None,
+    *,
+    capture_content: bool | None = None,
+    max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+    redact: Callable[[str], str] | None = None,
+    metrics: bool = True,
+    meter_provider: Any = None,
+) -> None:
+    """Trace every Agent run from now on (until :func:`disable`); calling it again replaces the settings.
+
+    Each run gets its own observer (:func:`observer_for`). With ``tracer_provider`` None the global provider is
+    looked up as each run starts, so one set later (``trace.set_tracer_provider``) is used. With ``metrics`` the
+    runs' metrics are recorded too (:func:`handrail.tracing._metrics.metrics_observer_for`), to ``meter_provider``.
+
+    Args:
+        tracer_provider: An OpenTelemetry ``TracerProvider``, or None for the global one.
+        capture_content: As :func:`observer_for` (None: the environment variable decides, at each run).
+        max_content_chars: As :func:`observer_for`.
+        redact: As :func:`observer_for`.
+        metrics: Also record the GenAI and approval metrics of every run (when handrail's metrics module is there).
+        meter_provider: An OpenTelemetry ``MeterProvider`` for the metrics, or None for the global one.
+
+    Raises:
+        ConfigurationError / ConfigurationTypeError: As :func:`observer_for`.
+        ImportError: OpenTelemetry is not installed (``pip install 'handrail[tracing]'``).
+    """
+    from handrail.components.drivers import add_observer_factory
+
+    _checked(max_content_chars, redact)
+    import opentelemetry.trace  # noqa: F401  (fails here, not in a run, when the extra is missing)
+
+    def traced() -> RunObserver | None:
+        return observer_for(tracer_provider, capture_content=capture_content, max_content_chars=max_content_chars,
+                            redact=redact)  # fmt: skip
+
+    made: list[Callable[[], RunObserver | None]] = [traced]
+    module = _metrics_module() if metrics else None
+    if module is not None:
+        made.append(functools.partial(module.metrics_observer_for, meter_provider))
+    with _lock:
+        _remove_all()
+        for factory in made:
+            add_observer_factory(factory)
+            _factories.append(factory)
+
+
+def _metrics_module() -> Any:
+    """``handrail.tracing._metrics`` when it is there (it is optional to this module), else None."""
+    import importlib
+
+    try:
+        return importlib.import_module("handrail.tracing._metrics")
+    except ModuleNotFoundError as exc:
+        if exc.name != "handrail.tracing._metrics":
+            raise
+        return None
+
+
+def _remove_all() -> None:
+    from handrail.components.drivers import remove_observer_factory
+
+    for factory in _factories:
+        remove_observer_factory(factory)
+    _factories.clear()
+
+
+def disable() -> None:
+    """Stop tracing new runs (what :func:`enable` turned on); runs under way finish their spans."""
+    with _lock:
+        _remove_all()
+
+
+def is_enabled() -> bool:
+    """Whether :func:`enable` is on (an Agent with its own ``tracer_provider`` is traced either way)."""
+    return bool(_factories)
