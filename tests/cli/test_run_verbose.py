@@ -96,5 +96,7 @@ def test_a_pause_and_its_resume_log_the_snapshot(tmp_path: Path, monkeypatch: py
     run_id = load_snapshot(folder / f"{snapshot_id}.json").run_id  # the durable id a resumed run logs from the start
     assert re.search(rf"^{TIME} run {run_id} started model=ScriptedChatGenerator resumed from {snapshot_id}$",
                      resumed.stderr, re.M), resumed.stderr  # fmt: skip
+    assert re.search(rf"^{TIME} approval transfer c1 approved by alice \(given to the resumed run\)$", resumed.stderr,
+                     re.M), resumed.stderr  # fmt: skip
     assert re.search(rf"^{TIME} tool transfer c1 ok ", resumed.stderr, re.M)
     assert re.search(rf"^{TIME} run {run_id} done exit=text ", resumed.stderr, re.M)
