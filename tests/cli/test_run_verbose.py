@@ -71,6 +71,15 @@ def test_without_dash_v_nothing_is_logged_and_the_logger_is_left_as_it_was(tmp_p
                                                       for h in logger.handlers)  # fmt: skip
 
 
+def test_a_line_escapes_control_characters() -> None:
+    from handrail.cli._verbose import LineFormatter
+
+    message = ("tool t c1 error: %s", ("a\n\x1b[2J",))
+    record = logging.LogRecord("handrail.run.tool", logging.WARNING, __file__, 1, *message, None)
+    line = LineFormatter().format(record)
+    assert re.fullmatch(rf"{TIME} warning: tool t c1 error: a\\n\\x1b\[2J", line), line
+
+
 def test_a_failing_tool_is_a_warning_line(tmp_path: Path) -> None:
     bad = [ChatMessage.from_assistant(tool_calls=[ToolCall("calculator", {"expression": "1/0"}, "c1")]),
            ChatMessage.from_assistant("no")]  # fmt: skip

@@ -23,7 +23,9 @@ class LineFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(message)s", datefmt="%H:%M:%S")
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        line = super().formatMessage(record)
+        from handrail.core._terminal import printable
+
+        line = printable(super().formatMessage(record))  # a tool's error text cannot break the line or clear the screen
         if record.levelno >= logging.WARNING:
             time, _, message = line.partition(" ")
             return f"{time} {record.levelname.lower()}: {message}"
