@@ -56,8 +56,7 @@ def test_a_changed_system_prompt_diverges_at_the_first_model_call_with_the_promp
     assert '-          "text": "You add numbers."' in divergence.diff.splitlines()
     assert '+          "text": "You add numbers, politely."' in divergence.diff.splitlines()
     assert result.matched == 0
-    assert divergence.summary == ("Diverged at step 1, effect 1 (recording line 3): model input: recorded call_model, "
-                                  "replayed call_model.")  # fmt: skip
+    assert divergence.summary == "Diverged at step 1, effect 1 (recording line 3): model input differs (call_model)."
 
 
 def test_a_changed_tool_result_diverges_at_the_next_model_call(recorded: Path) -> None:
@@ -81,6 +80,7 @@ def test_a_decision_point_the_replayed_agent_does_not_have_diverges(recorded: Pa
     assert (divergence.step, divergence.effect, divergence.kind) == (1, 2, "decision_point")
     assert divergence.expected is not None and divergence.expected["type"] == "ask_approval"
     assert divergence.actual is not None and divergence.actual["type"] == "run_tools"
+    assert divergence.summary.endswith(": decision point: recorded ask_approval, replayed run_tools.")
 
 
 def test_a_decision_point_the_recording_does_not_have_diverges(tmp_path: Path) -> None:

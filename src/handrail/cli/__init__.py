@@ -32,6 +32,7 @@ import click
 
 from handrail import __version__
 from handrail.cli._approvals import approvals
+from handrail.cli._replay import replay
 from handrail.cli._run import resume, run
 from handrail.cli._serve import serve
 from handrail.cli._temporal_runs import runs
@@ -155,6 +156,7 @@ def schema() -> None:
 
 main.add_command(run)
 main.add_command(resume)
+main.add_command(replay)
 main.add_command(approvals)
 main.add_command(worker)
 main.add_command(serve)

@@ -257,6 +257,10 @@ def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: 
               help="Instead of asking, pause: write a snapshot to the directory DIR or the store URL "
                    "(sqlite:///PATH, postgresql://...), print its id and exit with code 4; decide with "
                    "'handrail approvals', continue with 'handrail resume'.")  # fmt: skip
+@click.option("--record", "record", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
+              help="Record the run to FILE (JSON Lines: every model call, tool call and decision, no secrets), to "
+                   "replay it with 'handrail replay FILE'; a run resumed with 'handrail resume --record FILE' "
+                   "appends to it.")  # fmt: skip
 @click.option("--temporal", "address", metavar="HOST:PORT", callback=parse_address,
               help="Start the run on Temporal instead (needs --task-queue and --store): the workers of the "
                    "queue run agent NAME, AGENT_FILE's stem (they must have NAME.yaml).")  # fmt: skip
@@ -276,6 +280,7 @@ def run(
     question: str,
     approve: str,
     pause_to: str | None,
+    record: Path | None,
     address: str | None,
     task_queue: str | None,
     namespace: str | None,
@@ -330,11 +335,22 @@ def run(
             agent = _build(out, agent_file, options)
             from handrail.dataclasses.chat_message import ChatMessage
 
+            recorder = _recorder(record, agent_file, options)
             with _closing(agent):
-                result, printer = _streamed(
-                    out, where, as_json, lambda printer: agent.run([ChatMessage.from_user(question)], printer)
-                )
+                result, printer = _streamed(out, where, as_json, lambda printer: agent.run(
+                    [ChatMessage.from_user(question)], printer, recorder=recorder))  # fmt: skip
     _finish(out, agent, result, printer, as_json)
+
+
+def _recorder(record: Path | None, agent_file: Path, options: BuildOptions) -> Any:
+    """The Recorder of ``--record FILE`` (its header names the agent file and the options), or None."""
+    if record is None:
+        return None
+    from handrail.cli._replay import recording_metadata
+    from handrail.tracing.recording import Recorder
+
+    return Recorder(record, metadata=recording_metadata(agent_file, options.approve, options.max_steps,
+                                                        options.allow_modules))  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -355,7 +371,7 @@ def _closing(agent: Any) -> Iterator[None]:
 _LOCAL_ONLY = (("--approve", "approve"), ("--pause-for-approval", "pause_to"), ("--model", "model"),
                ("--openai-base-url", "openai_base_url"), ("--openai-model", "openai_model"),
                ("--allow-module", "allow_modules"), ("--allow-command", "allow_commands"),
-               ("--max-steps", "max_steps"))  # fmt: skip
+               ("--max-steps", "max_steps"), ("--record", "record"))  # fmt: skip
 
 
 def _run_on_temporal(ctx: click.Context, agent_file: Path, question: str, address: str, task_queue: str | None,
@@ -408,6 +424,9 @@ def _resume_agent_file(out: Any, snapshot: Any, agent: Path | None) -> Path:
 @click.option("--unknown-outcome", type=click.Choice(["retry", "fail"]),
               help="A call found running (its process died mid-call): run it again or record it failed.")  # fmt: skip
 @click.option("--allow-drift", is_flag=True, help="Resume even though the agent's definition changed.")
+@click.option("--record", "record", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
+              help="Record the resumed run to FILE (appended to the recording of the run that paused, if it is "
+                   "that file).")  # fmt: skip
 @_model_options
 @verbose_options
 def resume(
@@ -417,6 +436,7 @@ def resume(
     agent_option: Path | None,
     unknown_outcome: str | None,
     allow_drift: bool,
+    record: Path | None,
     model: str | None,
     openai_base_url: str | None,
     openai_model: str | None,
@@ -440,7 +460,7 @@ def resume(
     with opened(out, directory, store_url, allow_modules) as where:
         _resume(out, where, snapshot_id, agent_option, unknown_outcome, allow_drift,
                 ModelChoice(model, openai_base_url, openai_model), as_json, (allow_modules, allow_commands),
-                max_steps)  # fmt: skip
+                max_steps, record)  # fmt: skip
 
 
 def _resume(
@@ -454,6 +474,7 @@ def _resume(
     as_json: bool,
     allowed: tuple[tuple[str, ...], tuple[str, ...]],
     max_steps: int | None,
+    record: Path | None = None,
 ) -> None:
     from handrail.human_in_the_loop.snapshots import awaiting_decision
     from handrail.stores._snapshot_common import unavailable_error
@@ -489,10 +510,13 @@ def _resume(
             out.print(f"Calls without a decision ({', '.join(undecided)}) will pause the run again.",
                       style="yellow", markup=False)  # fmt: skip
 
+        recorder = _recorder(record, agent_file, options)
+        observers = [recorder] if recorder is not None else []
+
         def resumed(printer: Printer | None) -> dict[str, Any]:  # a service run's record follows, under its claim
             return resume_recorded(where.store, snapshot, lambda: resume_run(
                 found, store=where.store, agent=agent, streaming_callback=printer, allow_drift=allow_drift,
-                unknown_outcome=unknown_outcome))  # fmt: skip
+                unknown_outcome=unknown_outcome, observers=observers))  # fmt: skip
 
         with _closing(agent):
             result, printer = _streamed(out, where, as_json, resumed)

@@ -8,9 +8,9 @@ Store conformance suites are in :mod:`handrail.testing.store_suites`.
 
 from handrail.testing._recording_format import RecordedRun, Recording, read_recording
 from handrail.testing._replay_report import ReplayDivergence, ReplayResult
+from handrail.testing._replaying import ReplayChatGenerator, replay
 from handrail.testing.builders import call, reply, tool_reply, user
 from handrail.testing.function_generator import FunctionChatGenerator
-from handrail.testing.replay import ReplayChatGenerator, replay
 from handrail.testing.scripted import ScriptedChatGenerator
 
 __all__ = [

@@ -49,8 +49,10 @@ class ReplayDivergence:
     def summary(self) -> str:
         """One line: where and what."""
         where = f"step {self.step}, effect {self.effect}" + (f" (recording line {self.line})" if self.line else "")
-        return f"Diverged at {where}: {self.kind.replace('_', ' ')}: recorded {_effect_name(self.expected)}, " \
-               f"replayed {_effect_name(self.actual)}."  # fmt: skip
+        kind, recorded, replayed = self.kind.replace("_", " "), _effect_name(self.expected), _effect_name(self.actual)
+        if recorded == replayed:
+            return f"Diverged at {where}: {kind} differs ({recorded})."
+        return f"Diverged at {where}: {kind}: recorded {recorded}, replayed {replayed}."
 
     def report(self) -> str:
         """The summary line and the diff."""

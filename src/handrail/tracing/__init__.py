@@ -19,12 +19,28 @@ _EXPORTS: dict[str, str] = {
     "enable": "handrail.tracing._enable",
     "is_enabled": "handrail.tracing._enable",
     "observer_for": "handrail.tracing._enable",
+    "Recorder": "handrail.tracing.recording",
+    "replay": "handrail.tracing.recording",
+    "MetricsObserver": "handrail.tracing._metrics",
+    "metrics_observer_for": "handrail.tracing._metrics",
 }
 
-__all__ = ["TracingObserver", "disable", "enable", "is_enabled", "observer_for"]
+__all__ = [
+    "TracingObserver",
+    "disable",
+    "enable",
+    "is_enabled",
+    "observer_for",
+    "Recorder",
+    "replay",
+    "MetricsObserver",
+    "metrics_observer_for",
+]
 
 if _typing.TYPE_CHECKING:
     from handrail.tracing._enable import disable, enable, is_enabled, observer_for
+    from handrail.tracing._metrics import MetricsObserver, metrics_observer_for
     from handrail.tracing._spans import TracingObserver
+    from handrail.tracing.recording import Recorder, replay
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from handrail.tracing import _conventions as c
 
-__all__ = ["Model", "args_digest", "describe_model", "usage_attributes"]
+__all__ = ["Model", "args_digest", "describe_model", "request_attributes", "response_attributes", "usage_attributes"]
 
 # handrail's own generators, by qualified class name: (gen_ai.provider.name, model when it has none, in process)
 _KNOWN: dict[str, tuple[str, str | None, bool]] = {
@@ -82,6 +82,38 @@ def _request(kwargs: Any) -> tuple[tuple[str, Any], ...]:
     if isinstance(tokens, int) and not isinstance(tokens, bool):
         out.append((c.GEN_AI_REQUEST_MAX_TOKENS, tokens))
     return tuple(out)
+
+
+def request_attributes(model: Model, streaming: bool, step: int) -> dict[str, Any]:
+    """A ``chat`` span's attributes at its start (the sampling-relevant ones among them)."""
+    attributes: dict[str, Any] = {
+        c.GEN_AI_OPERATION_NAME: c.OP_CHAT,
+        c.GEN_AI_PROVIDER_NAME: model.provider,
+        c.GEN_AI_REQUEST_STREAM: streaming,
+        c.HANDRAIL_STEP: step,
+        **dict(model.request),
+    }
+    if model.model:
+        attributes[c.GEN_AI_REQUEST_MODEL] = model.model
+    if model.server is not None:
+        attributes[c.SERVER_ADDRESS] = model.server[0]
+        if model.server[1] is not None:
+            attributes[c.SERVER_PORT] = model.server[1]
+    return attributes
+
+
+def response_attributes(replies: Sequence[Any]) -> dict[str, Any]:
+    """What a ``chat`` span says of the replies: finish reasons, and the response's model and id when known."""
+    metas = [r.meta or {} for r in replies]
+    attributes: dict[str, Any] = {}
+    reasons = [str(m["finish_reason"]) for m in metas if m.get("finish_reason")]
+    if reasons:
+        attributes[c.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+    for key, attribute in (("model", c.GEN_AI_RESPONSE_MODEL), ("id", c.GEN_AI_RESPONSE_ID)):
+        found = next((m[key] for m in metas if isinstance(m.get(key), str) and m[key]), None)
+        if found is not None:
+            attributes[attribute] = found
+    return attributes
 
 
 def _int(value: Any) -> int | None:

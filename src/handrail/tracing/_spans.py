@@ -9,14 +9,12 @@ the call, so what the tool traces itself (HTTP, an MCP request) nests under it (
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.trace import SpanKind
 
 from handrail.components.effects import (
     AskApproval,
@@ -31,7 +29,15 @@ from handrail.components.effects import (
 from handrail.tracing import _conventions as c
 from handrail.tracing._content import DEFAULT_MAX_CONTENT_CHARS, Content
 from handrail.tracing._decisions import decision_for, decision_kind
-from handrail.tracing._describe import Model, args_digest, describe_model, usage_attributes
+from handrail.tracing._describe import (
+    Model,
+    args_digest,
+    describe_model,
+    request_attributes,
+    response_attributes,
+    usage_attributes,
+)
+from handrail.tracing._otel import detach_quietly, failed, is_pause, resumed_parent, trace_context
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -44,34 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TracingObserver"]
 
-_PROPAGATOR = TraceContextTextMapPropagator()
 _PLAIN: dict[type, str] = {Persist: c.SPAN_PERSIST, LoadStores: c.SPAN_LOAD_STORES, Finish: c.SPAN_FINISH,
                            Pause: c.SPAN_PAUSE}  # fmt: skip
-
-
-def error_type(error: BaseException) -> str:
-    """``error.type`` of an exception: ``tool_error`` for an MCP result marked ``isError``, else its class name."""
-    from handrail.errors import MCPToolError
-
-    return c.ERROR_TYPE_TOOL_ERROR if isinstance(error, MCPToolError) else type(error).__name__ or c.ERROR_TYPE_OTHER
-
-
-def _failed(span: Span, error: BaseException) -> None:
-    span.set_attribute(c.ERROR_TYPE, error_type(error))
-    span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}"))
-
-
-def _is_pause(error: BaseException | None) -> bool:
-    from handrail.dataclasses.breakpoints import BreakpointException
-
-    return isinstance(error, BreakpointException)
-
-
-def _detach_quietly(token: Any) -> None:
-    """Detach a tool span's context from outside its own call (a run that ended without the call's end)."""
-    with contextlib.suppress(AttributeError, ValueError, RuntimeError, TypeError):
-        token.var.reset(token)  # the contextvars runtime's token: refused (ValueError) in another context
 
 
 class TracingObserver:
@@ -120,7 +100,7 @@ class TracingObserver:
         self._streaming = info.streaming or getattr(info.generator, "streaming_callback", None) is not None
         if self._capture:
             self._content = Content(self._max_chars, tuple(r for r in (info.redact, self._redact) if r is not None))
-        parent, links = self._resumed_parent(info.carried_in.get(c.CARRY_TRACE))
+        parent, links = resumed_parent(info.carried_in.get(c.CARRY_TRACE))
         attributes: dict[str, Any] = {
             c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
             c.GEN_AI_PROVIDER_NAME: model.provider,
@@ -138,25 +118,9 @@ class TracingObserver:
         self._agent = span
         self._parent = trace.set_span_in_context(span, parent)
         if info.can_carry and span.get_span_context().is_valid:
-            carrier: dict[str, str] = {}
-            _PROPAGATOR.inject(carrier, self._parent)
-            info.carry(c.CARRY_TRACE, {"traceparent": carrier.get("traceparent", ""),
-                                       "tracestate": carrier.get("tracestate", "")})  # fmt: skip
+            info.carry(c.CARRY_TRACE, trace_context(self._parent))
         if info.resumed_from is not None:
             self._resumed_decisions(info)
-
-    @staticmethod
-    def _resumed_parent(carried: Any) -> tuple[Context | None, list[Link]]:
-        """The parent (the paused span, when the caller has no active span) and the links of a resumed run."""
-        if not isinstance(carried, dict) or not isinstance(carried.get("traceparent"), str):
-            return None, []
-        carrier = {k: v for k, v in carried.items() if k in ("traceparent", "tracestate") and isinstance(v, str)}
-        paused = _PROPAGATOR.extract(carrier, otel_context.Context())
-        paused_span = trace.get_current_span(paused).get_span_context()
-        if not paused_span.is_valid:
-            return None, []
-        active = trace.get_current_span().get_span_context().is_valid
-        return (None if active else paused), [Link(paused_span)]
 
     def run_ended(self, info: RunInfo, ended: Ended) -> None:
         """End what is still open, then the ``invoke_agent`` span with the run's outcome."""
@@ -166,7 +130,7 @@ class TracingObserver:
             self._open.clear()
             self._tokens.clear()
         for token in reversed(tokens):
-            _detach_quietly(token)
+            detach_quietly(token)
         for _, open_span in left:
             open_span.end()
         span = self._agent
@@ -185,7 +149,7 @@ class TracingObserver:
         if info.outcome == "paused":
             self._paused(span, error)
         elif info.outcome == "failed" and error is not None:
-            _failed(span, error)
+            failed(span, error)
         span.end()
 
     def _paused(self, span: Span, error: BaseException | None) -> None:
@@ -244,29 +208,17 @@ class TracingObserver:
             self._chat_ended(span, ended.result)
         elif kind is ToolInvocation and error is None and self._content is not None:
             span.set_attribute(c.GEN_AI_TOOL_CALL_RESULT, self._content.value(ended.result))
-        if kind is Pause and _is_pause(error):
+        if kind is Pause and is_pause(error):
             self._paused(span, error)
         elif error is not None:
-            _failed(span, error)
+            failed(span, error)
         span.end()
 
     # -- model calls
 
     def _chat_started(self, effect: CallModel) -> None:
         model = self._model
-        attributes: dict[str, Any] = {
-            c.GEN_AI_OPERATION_NAME: c.OP_CHAT,
-            c.GEN_AI_PROVIDER_NAME: model.provider,
-            c.GEN_AI_REQUEST_STREAM: self._streaming,
-            c.HANDRAIL_STEP: self._calls + 1,
-            **dict(model.request),
-        }
-        if model.model:
-            attributes[c.GEN_AI_REQUEST_MODEL] = model.model
-        if model.server is not None:
-            attributes[c.SERVER_ADDRESS] = model.server[0]
-            if model.server[1] is not None:
-                attributes[c.SERVER_PORT] = model.server[1]
+        attributes = request_attributes(model, self._streaming, self._calls + 1)
         content = self._content
         if content is not None:
             system, messages = content.input_messages(effect.messages)
@@ -286,18 +238,10 @@ class TracingObserver:
     def _chat_ended(self, span: Span, result: Any) -> None:
         replies = [r for r in (result or ()) if hasattr(r, "meta")]
         usage = usage_attributes(replies)
-        span.set_attributes(usage)
+        span.set_attributes({**usage, **response_attributes(replies)})
         with self._lock:
             for key, value in usage.items():
                 self._usage[key] = self._usage.get(key, 0) + value
-        metas = [r.meta or {} for r in replies]
-        reasons = [str(m["finish_reason"]) for m in metas if m.get("finish_reason")]
-        if reasons:
-            span.set_attribute(c.GEN_AI_RESPONSE_FINISH_REASONS, reasons)
-        for key, attribute in (("model", c.GEN_AI_RESPONSE_MODEL), ("id", c.GEN_AI_RESPONSE_ID)):
-            found = next((m[key] for m in metas if isinstance(m.get(key), str) and m[key]), None)
-            if found is not None:
-                span.set_attribute(attribute, found)
         if self._content is not None:
             span.set_attribute(c.GEN_AI_OUTPUT_MESSAGES, self._content.output_messages(replies))
 
