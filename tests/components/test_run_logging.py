@@ -7,6 +7,7 @@ import json
 import logging
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 
-SECRET = "sk-logtest-0123456789abcdefghijklmn"
+SECRET = "sk-logtest-" + uuid.uuid4().hex
+"""Registered as a secret for the whole process: random, so that it shares no run of characters with the keys of
+other tests (a shared run would mask their values too)."""
 
 
 def search(query: str) -> str:
