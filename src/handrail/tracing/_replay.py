@@ -75,11 +75,11 @@ class ReplayDriver:
 
     def __init__(self, recorded: RecordedRun, *, redact: Any = None, progress: Progress | None = None,
                  source: str = "<recording>") -> None:  # fmt: skip
-        from handrail.tracing.recording import _redactor
+        from handrail.tracing._recording_json import redactor
 
         self._recorded = recorded
         self._source = source
-        self._redact: Callable[[str], str] | None = _redactor(redact)
+        self._redact: Callable[[str], str] | None = redactor(redact)
         self.progress = progress if progress is not None else Progress()
         self.paused = False
         """True when the replayed run stopped at a (recorded) pause."""
@@ -88,7 +88,7 @@ class ReplayDriver:
 
     def drive(self, run: Any) -> Any:
         """Drive ``run`` (``agent.start(...)``) to its end; returns its result (None when it paused or failed)."""
-        from handrail.tracing.recording import clean
+        from handrail.tracing._recording_json import clean
 
         expected = [e for e in self._recorded.effects if e["effect"]["type"] in COMPARED]
         position = 0
@@ -198,7 +198,7 @@ def replay(recording: str | os.PathLike[str] | IO[str] | Recording, agent: Any, 
     """
     read = read_recording(recording)
     if redact is None and read.header.get("redacted"):
-        from handrail.tracing.recording import agent_redaction
+        from handrail.tracing._recording_json import agent_redaction
 
         redact = agent_redaction(agent)
     progress = Progress()
