@@ -146,6 +146,10 @@ class ReplayDriver:
         raise ReplayDivergedError(divergence.report(), divergence)
 
 
+_OPTIONS = ("system_prompt", "generation_kwargs", "chat_message_store_kwargs", "memory_store_kwargs")
+"""The run arguments a recording keeps in its ``input`` (JSON data), given back to the replayed run."""
+
+
 def _start(agent: Any, recorded: RecordedRun, source: str) -> Any:
     """Start the run to replay: a fresh run from its recorded input, a resumed one from the snapshot it read."""
     from handrail.core import _typed_json as typed_json
@@ -164,7 +168,7 @@ def _start(agent: Any, recorded: RecordedRun, source: str) -> Any:
             raise RecordingError(f"{where}: a run's line has no 'input' with its messages.")
         messages = [ChatMessage.from_dict(m) for m in given["messages"]]
         kwargs = {k: typed_json.decode_value(v, f"kwargs[{k!r}]") for k, v in (given.get("kwargs") or {}).items()}
-        options = {k: given[k] for k in ("system_prompt", "generation_kwargs") if given.get(k) is not None}
+        options = {k: given[k] for k in _OPTIONS if given.get(k) is not None}
     except RecordingError:
         raise
     except (ValueError, TypeError, KeyError) as exc:
@@ -181,7 +185,8 @@ def replay(recording: str | os.PathLike[str] | IO[str] | Recording, agent: Any, 
     Args:
         recording: A path, an open text file, or a :class:`~handrail.testing.Recording`.
         agent: The Agent to replay (changed since the recording, or not).
-        redact: The ``redact`` the recording was written with, if any.
+        redact: The ``redact`` the recording was written with (None: the Agent's RedactionHook when the
+            recording says it was redacted).
 
     Returns:
         A :class:`~handrail.testing.ReplayResult`: ``.diverged``, ``.divergence`` (the first one, with a diff),
@@ -191,6 +196,10 @@ def replay(recording: str | os.PathLike[str] | IO[str] | Recording, agent: Any, 
         RecordingError: The recording cannot be read (names the line).
     """
     read = read_recording(recording)
+    if redact is None and read.header.get("redacted"):
+        from handrail.tracing.recording import agent_redaction
+
+        redact = agent_redaction(agent)
     progress = Progress()
     result: dict[str, Any] | None = None
     for recorded in read.runs:

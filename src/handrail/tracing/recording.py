@@ -66,6 +66,17 @@ def _redactor(redact: Any) -> Redact | None:
     raise TypeError(f"redact must be a callable str -> str or a RedactionHook, got {type(redact).__name__}.")
 
 
+def agent_redaction(agent: Any) -> Redact | None:
+    """The ``redact`` of the Agent's first RedactionHook (at any hook point), or None."""
+    from handrail.hooks.redaction import RedactionHook
+
+    for hooks in (getattr(agent, "hooks", None) or {}).values():
+        for hook in hooks or ():
+            if isinstance(hook, RedactionHook):
+                return hook.redact
+    return None
+
+
 def clean(value: Any, redact: Redact | None) -> Any:
     """``value`` (JSON data) with known secret values masked in every string, then ``redact`` applied to it."""
     if isinstance(value, str):
@@ -116,7 +127,7 @@ def _run_input(arguments: Mapping[str, Any]) -> dict[str, Any]:
     from handrail.core.secret import Secret
 
     given: dict[str, Any] = {"messages": [m.to_dict() for m in arguments.get("messages") or []]}
-    for name in ("system_prompt", "generation_kwargs"):
+    for name in ("system_prompt", "generation_kwargs", "chat_message_store_kwargs", "memory_store_kwargs"):
         if arguments.get(name) is not None:
             given[name] = arguments[name]
     values: dict[str, Any] = {}
@@ -147,8 +158,9 @@ class Recorder:
         path_or_file: A path (lines are appended; the header is written when the file is new or empty) or an open
             text file (the header is written before the first run).
         redact: A callable ``str -> str`` applied to every string written (after known secret values are
-            masked), or a :class:`~handrail.hooks.RedactionHook` (its ``redact``). A replay of a redacted
-            recording needs the same ``redact``.
+            masked), or a :class:`~handrail.hooks.RedactionHook` (its ``redact``). None: the run's Agent's own
+            RedactionHook when it has one. A replay of a redacted recording uses the same ``redact`` (by default
+            the replayed Agent's RedactionHook).
         metadata: JSON data kept in the header (``handrail run --record`` keeps the agent file and its options).
     """
 
@@ -176,7 +188,13 @@ class Recorder:
         return self._path
 
     def begin_request(self, agent: Any, arguments: Mapping[str, Any]) -> None:
-        """Told by ``Agent.run(..., recorder=self)`` before the run starts: the Agent and the run's arguments."""
+        """Told by ``Agent.run(..., recorder=self)`` before the run starts: the Agent and the run's arguments.
+
+        A Recorder given no ``redact`` takes the Agent's own :class:`~handrail.hooks.RedactionHook` (its first), so
+        what the run masks is masked in the recording too.
+        """
+        if self._redact is None:
+            self._redact = agent_redaction(agent)
         prompt = arguments.get("system_prompt") or getattr(agent, "system_prompt", None)
         digest = hashlib.sha256(prompt.encode()).hexdigest() if isinstance(prompt, str) else None
         self._request = {"tools": _tool_names(agent), "system_prompt_sha256": digest,
