@@ -10,12 +10,14 @@ loop: 50 steps of one trivial ``ping`` call), in these configurations, measured 
 peer scripts ``bench/peers/tracing_haystack.py`` and ``bench/peers/tracing_pydantic_ai.py`` measure theirs:
 
 * ``off``: no tracing (the default);
+* ``no-op observer``: ``Agent(observers=[NoOp()])``, an observer that does nothing: the seam's own cost;
 * ``on``: ``Agent(tracer_provider=P)``, P a private ``TracerProvider`` with
   ``SimpleSpanProcessor(InMemorySpanExporter())``;
-* ``on+content``: ``handrail.tracing.enable(tracer_provider=P, capture_content=True)`` around the runs (and
-  ``disable()`` after), on an Agent without a provider of its own;
-* ``on+metrics``: ``on`` plus the metrics observer of a private ``MeterProvider`` with an ``InMemoryMetricReader``
-  (``handrail.tracing._metrics.metrics_observer_for``), when that module exists.
+* ``on+content``: ``handrail.tracing.observer_for(P, capture_content=True)`` made for every run by an observer
+  factory (``handrail.components.drivers.add_observer_factory``, as ``enable`` does; removed after);
+* ``metrics``: ``Agent(observers=[metrics_observer_for(M)])`` (``handrail.tracing._metrics``), M a private
+  ``MeterProvider`` with an ``InMemoryMetricReader``: metrics alone;
+* ``on+metrics``: ``Agent(tracer_provider=P, observers=[metrics_observer_for(M)])``: spans and metrics.
 
 ``--trees A B ...`` instead runs ``bench/bench_handrail.py --workload w1_sync`` and ``w1_async`` of each tree (its own
 script, ``PYTHONPATH=<tree>/src``), each in a fresh process, the trees alternating and their order flipped every
@@ -27,7 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
+import functools
+import importlib.util
 import json
 import os
 import statistics
@@ -49,47 +52,59 @@ def configs(apis: list[str]) -> list[tc.Config]:
     import handrail.tracing as tracing
 
     otel = tc.in_memory_tracing()
+    metrics = _metrics_observer()
+    spans = hasattr(tracing, "observer_for")
+    if not spans:
+        print("handrail.tracing has no observer_for yet: no span configurations", file=sys.stderr)
     out = []
     for api in apis:
         out.append(_config(api, "off", {}, otel, lambda: tc.cleared(otel)))
-        if not hasattr(tracing, "observer_for"):  # before the tracing observer exists: the off figure alone
-            print("handrail.tracing has no observer_for yet: tracing off only", file=sys.stderr)
-            continue
-        out.append(_config(api, "on", {"tracer_provider": otel.provider}, otel, lambda: tc.cleared(otel)))
-        out.append(_config(api, "on+content", {}, otel, lambda: _enabled(otel, capture_content=True)))
-        metrics = _metrics_observer()
+        out.append(_config(api, "no-op observer", {"observers": [NoOp()]}, otel, lambda: tc.cleared(otel)))
+        if spans:
+            out.append(_config(api, "on", {"tracer_provider": otel.provider}, otel, lambda: tc.cleared(otel)))
+            content = functools.partial(tracing.observer_for, otel.provider, capture_content=True)
+            out.append(_config(api, "on+content", {}, otel, lambda f=content: _factory(otel, f)))  # type: ignore[misc]
         if metrics is not None:
+            out.append(_config(api, "metrics", {"observers": [metrics]}, otel, lambda: tc.cleared(otel)))
+        if metrics is not None and spans:
             kw = {"tracer_provider": otel.provider, "observers": [metrics]}
             out.append(_config(api, "on+metrics", kw, otel, lambda: tc.cleared(otel)))
     return out
 
 
+class NoOp:
+    """An observer that does nothing: what the observer seam itself costs, before any tracing."""
+
+    def started(self, event: Any) -> None:
+        pass
+
+    def ended(self, event: Any, ended: Any) -> None:
+        pass
+
+
 @contextlib.contextmanager
-def _enabled(otel: tc.InMemoryTracing, **options: Any) -> Iterator[None]:
-    """``handrail.tracing.enable`` for every run, with P; ``disable`` after."""
-    import handrail.tracing as tracing
+def _factory(otel: tc.InMemoryTracing, factory: Callable[[], Any]) -> Iterator[None]:
+    """``factory`` makes an observer for every run (as ``enable`` registers one), removed after."""
+    from handrail.components.drivers import add_observer_factory, remove_observer_factory
 
     with tc.cleared(otel):
-        tracing.enable(tracer_provider=otel.provider, **options)  # type: ignore[attr-defined]
+        add_observer_factory(factory)
         try:
             yield
         finally:
-            tracing.disable()  # type: ignore[attr-defined]
+            remove_observer_factory(factory)
 
 
 def _metrics_observer() -> Any:
-    """The metrics observer of a private MeterProvider, or None before ``handrail.tracing._metrics`` exists."""
-    try:
-        metrics = importlib.import_module("handrail.tracing._metrics")
-    except ImportError:
-        return None
-    make = getattr(metrics, "metrics_observer_for", None)
-    if make is None:
+    """``metrics_observer_for`` a private MeterProvider with an InMemoryMetricReader (None: no metrics module)."""
+    if importlib.util.find_spec("handrail.tracing._metrics") is None:
         return None
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    return make(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    from handrail.tracing._metrics import metrics_observer_for
+
+    return metrics_observer_for(MeterProvider(metric_readers=[InMemoryMetricReader()]))
 
 
 def _config(
@@ -116,12 +131,12 @@ def _config(
         def measure(n: int) -> list[float]:
             return list(hb.bench_async(lambda: agent.run_async(messages=hb.user_msgs()), 3, n).cpu)
 
-    def span_names() -> list[str]:
+    def spans() -> list[Any]:
         otel.exporter.clear()
         hb.check(once(), tc.STEPS, 1)
-        return [s.name for s in otel.finished(SCOPE)]
+        return otel.finished(SCOPE)
 
-    return tc.Config(api, name, measure, span_names, active)
+    return tc.Config(api, name, measure, spans, active)
 
 
 # ---- --trees: the tracing-off W1 of several checkouts, alternating ------------------------------------------------
@@ -156,6 +171,8 @@ def compare_trees(trees: list[str], rounds: int) -> dict[str, Any]:
         for w in WORKLOADS:
             figure = out["trees"][tree][w]
             figure["change_vs_first"] = round(figure["median"] / first[w]["median"] - 1, 4)
+            paired = [v / f for v, f in zip(figure["rounds"], first[w]["rounds"], strict=True)]
+            figure["paired_ratio_median"] = round(statistics.median(paired), 4)  # the same round: similar load
     return out
 
 

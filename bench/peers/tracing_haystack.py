@@ -80,12 +80,12 @@ def _config(api: str, name: str, active: Any, otel: tc.InMemoryTracing) -> tc.Co
         def measure(n: int) -> list[float]:
             return list(hs.bench_async(lambda: agent.run_async(messages=hs.user_msgs()), 3, n).cpu)
 
-    def span_names() -> list[str]:
+    def spans() -> list[Any]:
         otel.exporter.clear()
         hs.check(once(), tc.STEPS, 1)
-        return [s.name for s in otel.finished()]
+        return otel.finished()
 
-    return tc.Config(api, name, measure, span_names, active)
+    return tc.Config(api, name, measure, spans, active)
 
 
 def main() -> None:

@@ -61,12 +61,12 @@ def _config(api: str, name: str, instrument: Any, otel: tc.InMemoryTracing) -> t
         def measure(n: int) -> list[float]:
             return list(pa.bench_async(lambda: pa.arun(agent), 3, n).cpu)
 
-    def span_names() -> list[str]:
+    def spans() -> list[Any]:
         otel.exporter.clear()
         pa.check(once(), tc.STEPS, 1)
-        return [s.name for s in otel.finished()]
+        return otel.finished()
 
-    return tc.Config(api, name, measure, span_names, lambda: tc.cleared(otel))
+    return tc.Config(api, name, measure, spans, lambda: tc.cleared(otel))
 
 
 def main() -> None:

@@ -18,8 +18,8 @@ from handrail.human_in_the_loop import BlockingConfirmationStrategy
 from handrail.human_in_the_loop.policies import AlwaysAskPolicy, NeverAskPolicy
 from handrail.testing import ScriptedChatGenerator, call, reply, user
 from handrail.tools import create_tool_from_function
+from handrail.tracing import MetricsObserver, metrics_observer_for
 from handrail.tracing import _conventions as c
-from handrail.tracing._metrics import MetricsObserver, metrics_observer_for
 from tests.human_in_the_loop._helpers import ScriptedUI
 from tests.tracing._metric_points import Reader
 
@@ -68,7 +68,8 @@ def test_a_two_step_run_records_model_calls_tokens_tools_and_the_run(reader: Rea
     agent = Agent(chat_generator=gen, tools=TOOLS, observers=[metrics_observer_for(reader.provider)])
     assert agent.run([user("weather?")])["exit_reason"] == "text"
 
-    chat = {c.GEN_AI_OPERATION_NAME: "chat", c.GEN_AI_REQUEST_MODEL: "scripted-model"}
+    chat = {c.GEN_AI_OPERATION_NAME: "chat", c.GEN_AI_PROVIDER_NAME: "handrail.testing",
+            c.GEN_AI_REQUEST_MODEL: "scripted-model"}  # fmt: skip
     duration = reader.metric(c.METRIC_OPERATION_DURATION)
     assert duration.unit == "s"
     [point] = reader.points(c.METRIC_OPERATION_DURATION)
@@ -90,6 +91,7 @@ def test_a_two_step_run_records_model_calls_tokens_tools_and_the_run(reader: Rea
 
     [run] = reader.points(c.METRIC_INVOKE_AGENT_DURATION)
     assert dict(run.attributes) == {c.GEN_AI_OPERATION_NAME: "invoke_agent", c.HANDRAIL_RUN_STATUS: "done",
+                                    c.GEN_AI_PROVIDER_NAME: "handrail.testing",
                                     c.GEN_AI_REQUEST_MODEL: "scripted-model"}  # fmt: skip
     assert run.count == 1 and run.sum > 0
     assert reader.points(c.METRIC_APPROVAL_DECISIONS) == []  # no strategy: nobody was asked
@@ -172,10 +174,11 @@ def test_one_observer_serves_runs_of_different_generators(reader: Reader) -> Non
     observer = MetricsObserver(reader.provider)
     first = _generator(reply("a"))
     second = ScriptedChatGenerator([reply("b")])
+    second.model = "other-model"  # type: ignore[attr-defined]
     Agent(chat_generator=first, observers=[observer]).run([user("x")])
     Agent(chat_generator=second, observers=[observer]).run([user("y")])
-    by_model = {p.attributes.get(c.GEN_AI_REQUEST_MODEL): p.count for p in reader.points(c.METRIC_OPERATION_DURATION)}
-    assert by_model == {"scripted-model": 1, None: 1}
+    by_model = {p.attributes[c.GEN_AI_REQUEST_MODEL]: p.count for p in reader.points(c.METRIC_OPERATION_DURATION)}
+    assert by_model == {"scripted-model": 1, "other-model": 1}
     assert sum(p.count for p in reader.points(c.METRIC_INVOKE_AGENT_DURATION)) == 2
 
 
@@ -185,3 +188,42 @@ def test_the_meter_scope_is_handrail_with_its_version(reader: Reader) -> None:
     Agent(chat_generator=_generator(reply("a")), observers=[metrics_observer_for(reader.provider)]).run([user("x")])
     scopes = {(s.scope.name, s.scope.version) for s in reader.scopes()}
     assert scopes == {("handrail", handrail.__version__)}
+
+
+async def test_concurrent_async_runs_of_one_observer_keep_their_own_model(reader: Reader) -> None:
+    import asyncio
+
+    observer = metrics_observer_for(reader.provider)
+    assert metrics_observer_for(reader.provider) is observer  # one observer per provider
+
+    async def one(model: str) -> None:
+        gen = ScriptedChatGenerator([reply(call("get_weather", id="c1", city="Oslo")), reply("ok")])
+        gen.model = model  # type: ignore[attr-defined]
+        await Agent(chat_generator=gen, tools=TOOLS, observers=[observer]).run_async([user("x")])
+
+    await asyncio.gather(one("model-a"), one("model-b"), one("model-a"))
+    by_model = {p.attributes[c.GEN_AI_REQUEST_MODEL]: p.count for p in reader.points(c.METRIC_OPERATION_DURATION)}
+    assert by_model == {"model-a": 4, "model-b": 2}
+    runs = {p.attributes[c.GEN_AI_REQUEST_MODEL]: p.count for p in reader.points(c.METRIC_INVOKE_AGENT_DURATION)}
+    assert runs == {"model-a": 2, "model-b": 1}
+    assert reader.counts(c.METRIC_TOOL_EXECUTIONS) == {(("gen_ai.tool.name", "get_weather"),
+                                                        ("handrail.tool.outcome", "ok")): 3}  # fmt: skip
+
+
+def test_a_streamed_run_records_the_same_model_metrics(reader: Reader) -> None:
+    from handrail.dataclasses import StreamingChunk
+
+    chunks = [StreamingChunk(content="Hel", index=0, start=True), StreamingChunk(content="lo", index=0),
+              StreamingChunk(finish_reason="stop", meta={"usage": USAGE})]  # fmt: skip
+    seen: list[str] = []
+    agent = Agent(chat_generator=_generator(chunks), observers=[metrics_observer_for(reader.provider)])
+    agent.run([user("hi")], streaming_callback=lambda chunk: seen.append(chunk.content))
+    assert "".join(seen) == "Hello"
+    [point] = reader.points(c.METRIC_OPERATION_DURATION)
+    assert point.count == 1
+    tokens = {p.attributes[c.GEN_AI_TOKEN_TYPE]: p.sum for p in reader.points(c.METRIC_TOKEN_USAGE)}
+    assert tokens == {"input": 12, "output": 3}
+
+
+def test_the_global_providers_observer_is_made_once() -> None:
+    assert metrics_observer_for() is metrics_observer_for(None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +181,29 @@ def test_a_retried_unknown_call_counts_unknown_then_its_new_outcome(tmp_path: Pa
     _agent([reply("x")], tmp_path, observer).run([], snapshot=snap, unknown_outcome="retry")
     assert _outcomes(reader) == {("lookup", "ok"): 1, ("transfer", "unknown"): 1, ("transfer", "ok"): 1,
                                  ("transfer", "refused"): 1}  # fmt: skip
+
+
+def test_a_decision_recorded_in_a_store_waited_until_it_was_recorded(tmp_path: Path, reader: Reader) -> None:
+    from handrail.dataclasses._approval_fields import EXPIRED_FEEDBACK
+    from handrail.stores.snapshot_file import FileSnapshotStore
+
+    observer = MetricsObserver(reader.provider)
+    path = _paused_file(tmp_path, observer)
+    store = FileSnapshotStore(tmp_path)
+    edit = ToolExecutionDecision("transfer", True, "c1", final_tool_params={"amount": 5})
+    store.record_decision(path.stem, edit, decided_by="ana")
+    expired = ToolExecutionDecision("transfer", False, "c3", feedback=EXPIRED_FEEDBACK)
+    store.record_decision(path.stem, expired, decided_by="expiry")
+    data = json.loads(path.read_text())
+    decided_at = datetime.fromisoformat(data["ledger"]["c1"]["decided_at"]).timestamp()
+    held = data["metadata"]["observers"][CARRY_METRICS]["held"]
+    data["metadata"]["observers"][CARRY_METRICS]["held"] = dict.fromkeys(held, decided_at - 100.0)  # held 100 s
+    path.write_text(json.dumps(data))
+
+    _agent([reply("ok")], tmp_path, observer).run([], snapshot=load_snapshot(path))
+    assert _decisions(reader) == {"edited": 1, "expired": 1}
+    waits = {p.attributes[c.HANDRAIL_APPROVAL_DECISION]: p for p in reader.points(c.METRIC_APPROVAL_WAIT)}
+    assert waits["edited"].sum == pytest.approx(100.0, abs=1e-3)  # until the store recorded it, not the resume
+    assert waits["expired"].sum >= waits["edited"].sum  # recorded after the edit
+    assert _outcomes(reader) == {("lookup", "ok"): 1, ("transfer", "ok"): 1, ("transfer", "refused"): 1}
+    assert reader.total(c.METRIC_APPROVALS_PENDING) == 0

@@ -39,6 +39,10 @@ def _temporal_options(temporal: str | None, namespace: str) -> dict[str, Any]:
     return {"temporal": temporal, "namespace": namespace} if temporal else {}
 
 
+def _tracing_options(tracing: bool) -> dict[str, Any]:
+    return {"tracing": True} if tracing else {}
+
+
 @click.command()
 @click.option(
     "--store",
@@ -102,6 +106,9 @@ def _temporal_options(temporal: str | None, namespace: str) -> dict[str, Any]:
               help="Temporal's frontend: the approvals of Temporal runs (recorded here by their workers) are decided "
                    "by Updates to their workflows.")  # fmt: skip
 @click.option("--namespace", default="default", show_default=True, help="The Temporal namespace (with --temporal).")
+@click.option("--tracing", is_flag=True,
+              help="Trace the runs and decisions with OpenTelemetry to the global tracer provider (configure it as the "
+                   "SDK does, e.g. run under opentelemetry-instrument); needs handrail[tracing].")  # fmt: skip
 @click.option("--keepalive", default=15.0, show_default=True, type=click.FloatRange(min=0.01), hidden=True)
 @click.option("--log-level", default="warning", show_default=True, help="The server's log level.",
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
@@ -119,6 +126,7 @@ def serve(
     preview_timeout: float,
     temporal: str | None,
     namespace: str,
+    tracing: bool,
     keepalive: float,
     log_level: str,
 ) -> None:
@@ -150,5 +158,5 @@ def serve(
                 allowed_hosts=allowed_hosts, workers=workers, store_url=where.value, allow_modules=allow_modules,
                 allow_commands=allow_commands, keepalive=keepalive, log_level=log_level, on_ready=ready,
                 unknown_outcome=unknown_outcome, resume=not no_resume, preview_timeout=preview_timeout,
-                **_temporal_options(temporal, namespace),
+                **_temporal_options(temporal, namespace), **_tracing_options(tracing),
             )  # fmt: skip

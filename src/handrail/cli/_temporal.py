@@ -210,14 +210,14 @@ def _connect_reason(exc: BaseException) -> str:
     return text[:200]
 
 
-async def connect_or_fail(out: Any, target: Target, store: Any) -> Any:
-    """A client of ``target`` (:func:`handrail.temporal.connect`), or one error line and exit 1."""
+async def connect_or_fail(out: Any, target: Target, store: Any, *, tracing: bool = False) -> Any:
+    """A client of ``target`` (:func:`handrail.temporal.connect`, traced with ``tracing``), or an error line, exit 1."""
     from handrail.errors import ConfigurationError
     from handrail.temporal import TemporalUnavailableError, connect
 
     try:
         return await connect(target.address, store, namespace=target.namespace, connect_timeout=CONNECT_SECONDS,
-                             **_security(out))  # fmt: skip
+                             tracing=tracing, **_security(out))  # fmt: skip
     except TemporalUnavailableError as exc:
         cause = exc.__cause__
         if isinstance(cause, TimeoutError):

@@ -89,7 +89,8 @@ def agents_of(out: Any, directory: Path, allow_modules: tuple[str, ...],
 
 
 def serve_temporal(target: Target, task_queue: str, directory: Path, allow_modules: tuple[str, ...],
-                   max_workers: int | None, *, allow_commands: tuple[str, ...] = ()) -> None:  # fmt: skip
+                   max_workers: int | None, *, allow_commands: tuple[str, ...] = (),
+                   tracing: bool = False) -> None:  # fmt: skip
     """Run the worker until stopped (see the module docstring)."""
     from rich.console import Console
 
@@ -99,17 +100,17 @@ def serve_temporal(target: Target, task_queue: str, directory: Path, allow_modul
     agents = agents_of(err, directory, allow_modules, allow_commands)
     store = client_store(err, target.store_url, create=True)
     try:
-        run_async(lambda: _serve(err, target, task_queue, agents, store, max_workers))
+        run_async(lambda: _serve(err, target, task_queue, agents, store, max_workers, tracing))
     finally:
         store.close()
     click.echo("handrail worker: stopped.")
 
 
 async def _serve(err: Any, target: Target, task_queue: str, agents: dict[str, Any], store: Any,
-                 max_workers: int | None) -> None:  # fmt: skip
+                 max_workers: int | None, tracing: bool = False) -> None:  # fmt: skip
     from handrail.temporal import create_worker
 
-    client = await connect_or_fail(err, target, store)
+    client = await connect_or_fail(err, target, store, tracing=tracing)
     worker = create_worker(client, task_queue, agents, store, max_concurrent_activities=max_workers or 16,
                            graceful_shutdown_timeout=timedelta(seconds=GRACE_SECONDS))  # fmt: skip
     loop = asyncio.get_running_loop()

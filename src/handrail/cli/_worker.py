@@ -79,6 +79,10 @@ def _report(what: str, record: Any) -> None:
 @click.option("--task-queue", metavar="QUEUE", help="With --temporal: the queue 'handrail run --temporal' starts "
               "runs on.")  # fmt: skip
 @click.option("--namespace", metavar="NS", help="With --temporal: the Temporal namespace  [default: default].")
+@click.option("--tracing", is_flag=True,
+              help="Trace the runs with OpenTelemetry to the global tracer provider (configure it as the SDK does, "
+                   "e.g. run under opentelemetry-instrument); needs handrail[tracing]. With --temporal: the "
+                   "workflows and activities (temporalio's TracingInterceptor).")  # fmt: skip
 @click.pass_context
 def worker(
     ctx: click.Context,
@@ -91,6 +95,7 @@ def worker(
     address: str | None,
     task_queue: str | None,
     namespace: str | None,
+    tracing: bool,
 ) -> None:
     """Resume paused runs by themselves once their calls are decided (and sweep expired approvals).
 
@@ -110,7 +115,7 @@ def worker(
     err = Console(stderr=True, highlight=False)
     if address is not None:
         _temporal(ctx, err, store_url, agents_dir, (allow_modules, allow_commands), max_workers, address, task_queue,
-                  namespace)  # fmt: skip
+                  namespace, tracing)  # fmt: skip
         return
     for given, flag in ((task_queue, "--task-queue"), (namespace, "--namespace")):
         if given is not None:
@@ -124,7 +129,7 @@ def worker(
     with service_store(err, store_url, allow_modules) as (where, _):  # as serve checks it: it exists, it answers
         resumer = Resumer(
             where.store, agents_dir=agents_dir, allowed_modules=allow_modules, allowed_commands=allow_commands,
-            unknown_outcome=unknown_outcome, max_workers=max_workers, report=_report,
+            unknown_outcome=unknown_outcome, max_workers=max_workers, report=_report, tracing=tracing,
         )  # fmt: skip
         previous = _on_signals(stop)
         try:
@@ -141,7 +146,7 @@ def worker(
 
 def _temporal(ctx: click.Context, err: Any, store_url: str, agents_dir: Path | None,
               allowed: tuple[tuple[str, ...], tuple[str, ...]], max_workers: int | None, address: str,
-              task_queue: str | None, namespace: str | None) -> None:  # fmt: skip
+              task_queue: str | None, namespace: str | None, tracing: bool = False) -> None:  # fmt: skip
     from handrail.cli._temporal import Target
     from handrail.cli._temporal_worker import serve_temporal
 
@@ -153,7 +158,7 @@ def _temporal(ctx: click.Context, err: Any, store_url: str, agents_dir: Path | N
     if agents_dir is None:
         raise click.UsageError("--temporal needs --agents DIR (its NAME.yaml files are the agents it runs).", ctx)
     serve_temporal(Target(address, namespace or "default", store_url), task_queue, agents_dir, allowed[0],
-                   max_workers, allow_commands=allowed[1])  # fmt: skip
+                   max_workers, allow_commands=allowed[1], tracing=tracing)  # fmt: skip
 
 
 def _on_signals(stop: threading.Event) -> dict[int, Any]:

@@ -77,19 +77,29 @@ def _check_store(store: Any) -> None:
         )
 
 
-def _temporal_decisions(temporal: Any, namespace: str) -> Any:
-    """The deliverer of decisions on Temporal runs (None: none); an address makes one."""
+def _temporal_decisions(temporal: Any, namespace: str, tracing: Any = None) -> Any:
+    """The deliverer of decisions on Temporal runs (None: none); an address makes one (traced with ``tracing``)."""
     if temporal is None:
         return None
     from handrail.server._temporal import TemporalDecisions
 
     if isinstance(temporal, str):
-        return TemporalDecisions(temporal, namespace=namespace)
+        if tracing is None:
+            return TemporalDecisions(temporal, namespace=namespace)
+        from handrail.temporal._tracing import interceptor
+
+        given = interceptor(tracing.provider is None, tracing.provider)
+        return TemporalDecisions(temporal, namespace=namespace, interceptors=[given])
     if not callable(temporal):
         raise ConfigurationTypeError(
             f"temporal must be HOST:PORT or a TemporalDecisions, got {type(temporal).__name__}."
         )
     return temporal
+
+
+def _telemetry(tracer_provider: Any) -> Any:
+    """FastAPI's own telemetry: no logs; its request spans to the service's tracer provider when one is given."""
+    return {"logs": False} if tracer_provider is None else {"logs": False, "tracer_provider": tracer_provider}
 
 
 def _end_streams_on_signal(hub: EventHub, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
@@ -153,6 +163,8 @@ def create_app(
     preview_timeout: float = 2.0,
     temporal: Any = None,
     namespace: str = "default",
+    tracing: bool = False,
+    tracer_provider: Any = None,
 ) -> FastAPI:
     """The approval service's HTTP API over ``store`` (needs ``pip install 'handrail[server]'``).
 
@@ -182,6 +194,12 @@ def create_app(
             Updates to their workflows (docs/approval-service.md, "Temporal runs"). None: such approvals are listed but
             take no decision here.
         namespace: The Temporal namespace (with ``temporal`` given as an address).
+        tracing: Trace with OpenTelemetry (``pip install 'handrail[tracing]'``) to the global tracer provider: the
+            runs the service drives (:func:`handrail.tracing.enable` is called, for the process) and a
+            ``handrail.approval.decide`` span per decision, in the trace of the paused run; a resumed run continues
+            that trace (docs/approval-service.md, "Tracing in the service"). Off: OpenTelemetry is never imported.
+        tracer_provider: Trace to this ``TracerProvider`` instead (each agent the service builds gets it, unless it
+            has one of its own; FastAPI's spans of the requests go there too); implies ``tracing``.
 
     Returns:
         A FastAPI app; serve it with uvicorn (or :func:`handrail.server.serve`).
@@ -197,10 +215,11 @@ def create_app(
     if type(context_messages) is not int or context_messages < 0:
         raise ConfigurationError(f"context_messages must be an int >= 0, got {context_messages!r:.40}.")
     now = clock or _utc_now
-    deliver = _temporal_decisions(temporal, namespace)
     hub = EventHub(store, keepalive=keepalive)
     resumer = Resumer(store, agents=agents, agents_dir=agents_dir, allowed_modules=allow_modules,
-                      allowed_commands=allow_commands, clock=now, unknown_outcome=unknown_outcome)  # fmt: skip
+                      allowed_commands=allow_commands, clock=now, unknown_outcome=unknown_outcome, tracing=tracing,
+                      tracer_provider=tracer_provider)  # fmt: skip
+    deliver = _temporal_decisions(temporal, namespace, resumer.launcher.tracing)
     waker = Waker(hub.poke, resumer.wake) if resume else Waker(hub.poke)
     previews = Previewer(store, resumer.launcher.registry, timeout=preview_timeout)
 
@@ -221,7 +240,7 @@ def create_app(
 
     app = FastAPI(
         title="handrail approval service", version=__version__, openapi_url=None, docs_url=None, redoc_url=None,
-        lifespan=lifespan, telemetry={"logs": False},
+        lifespan=lifespan, telemetry=_telemetry(tracer_provider),
     )  # fmt: skip
     hosts = host_allowlist(allowed_hosts)
     app.state.handrail = ServiceContext(
@@ -229,6 +248,7 @@ def create_app(
         clock=now,
         sessions=Sessions(store, session_ttl, now), hosts=hosts, events=hub, runs=resumer.launcher,
         resumer=resumer if resume else None, wake=waker, context_messages=context_messages, previews=previews,
+        tracing=resumer.launcher.tracing,
     )  # fmt: skip
     install(app)
     app.include_router(_routes_session.health_router)

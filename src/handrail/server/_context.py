@@ -101,6 +101,8 @@ class ServiceContext:
     """How many conversation messages an approval's detail shows by default."""
     previews: Any = None
     """Computes the tools' previews (:class:`~handrail.server._previews.Previewer`)."""
+    tracing: Any = None
+    """The service's tracing (:class:`~handrail.server._tracing.ServiceTracing`; None: off)."""
 
 
 def context_of(request: Request) -> ServiceContext:

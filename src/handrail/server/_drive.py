@@ -62,6 +62,8 @@ class Driver:
     """For a call found ``running``: ``fail`` or ``retry`` (``handrail.resume``'s parameter)."""
     sync_grace: float = 2.0
     """Seconds a decision recorded in its approval may take to reach the snapshot before the driver writes it."""
+    tracing: Any = None
+    """The service's tracing (:class:`~handrail.server._tracing.ServiceTracing`), None: off."""
     stopping: threading.Event = field(default_factory=threading.Event)
     """Set when the service stops: a driver waiting for a decision gives up (the run is taken over later)."""
     _unknown_logged: set[str] = field(default_factory=set)
@@ -169,7 +171,11 @@ class Driver:
         if record.status != "running":
             return "ended"  # it ended meanwhile (another process recorded it)
         try:
-            result = resume(snapshot.snapshot_id, store=self.store, agent=agent, unknown_outcome=self.unknown_outcome)
+            if self.tracing is None:
+                result = resume(snapshot.snapshot_id, store=self.store, agent=agent,
+                                unknown_outcome=self.unknown_outcome)  # fmt: skip
+            else:
+                result = self._resume_traced(agent, snapshot)
         except BreakpointException as pause:  # paused again (HITLBreakpointException): a new snapshot to wait on
             self.book.paused_at(record, pause.snapshot.snapshot_id if pause.snapshot is not None else None)
             return "paused"
@@ -188,6 +194,16 @@ class Driver:
             return "failed"
         self.book.finished(record, result)
         return "finished"
+
+    def _resume_traced(self, agent: Any, snapshot: AgentSnapshot) -> Any:
+        """``handrail.resume`` of a traced service: the run traced, under the decision span that released it."""
+        from handrail.server._tracing import resuming
+        from handrail.specs._resume import resume
+
+        assert snapshot.snapshot_id is not None
+        with resuming(self.tracing, self.store, snapshot):
+            return resume(snapshot.snapshot_id, store=self.store, agent=self.tracing.traced(agent),
+                          unknown_outcome=self.unknown_outcome)  # fmt: skip
 
     def _failed(self, record: RunRecord, reason: str) -> None:
         _LOG.warning("run %s failed: %s", record.run_id, reason)

@@ -96,6 +96,8 @@ class Resumer:
             at the start and after missed events.
         recheck_interval: Seconds between reads of the pending approvals this resumer knows, a safety net for a
             decision whose event was never written (its process died in between); None: never.
+        tracing: Trace the runs it continues (the global tracer provider; see :class:`~handrail.server.RunLauncher`).
+        tracer_provider: Trace them to this ``TracerProvider`` (implies ``tracing``).
 
     Raises:
         ConfigurationError / ConfigurationTypeError: As :class:`~handrail.server.RunLauncher` raises them.
@@ -117,6 +119,8 @@ class Resumer:
         takeover_interval: float = 2.0,
         rescan_interval: float | None = None,
         recheck_interval: float | None = 10.0,
+        tracing: bool = False,
+        tracer_provider: Any = None,
     ) -> None:
         from handrail.human_in_the_loop.service import ApprovalService
 
@@ -128,7 +132,8 @@ class Resumer:
         self.launcher: RunLauncher = launcher or RunLauncher(
             store, agents=agents, agents_dir=agents_dir, allowed_modules=allowed_modules,
             allowed_commands=allowed_commands,
-            unknown_outcome=unknown_outcome, clock=clock, max_workers=max_workers, report=report,
+            unknown_outcome=unknown_outcome, clock=clock, max_workers=max_workers, report=report, tracing=tracing,
+            tracer_provider=tracer_provider,
         )  # fmt: skip
         """Drives the runs (and starts new ones: :meth:`RunLauncher.start_run`)."""
         self.store: Any = store

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -19,9 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from handrail.dataclasses.approval import ApprovalStatus
 from handrail.dataclasses.service import Principal
 from handrail.errors import PermissionDeniedError
+from handrail.human_in_the_loop.service import DecisionResult
 from handrail.server._auth import authenticated
 from handrail.server._context import approval_json, context_of
 from handrail.server._problems import ApiProblem
+from handrail.server._tracing import traced_decision
 from handrail.stores.approvals import MAX_PAGE, ApprovalFilter
 
 __all__ = ["DecisionBody", "router"]
@@ -167,16 +169,21 @@ def decide(
     An identical repeat (same principal and content, or the same ``Idempotency-Key``) answers 200 with
     ``replayed: true``. The decider recorded is the caller; an approve runs the stored arguments.
     """
-    service = context_of(request).service
-    result = service.decide(
-        approval_id, body.decision, principal=principal, feedback=body.feedback,
-        arguments=body.arguments if body.decision == "edit" else None, tool_name=body.tool_name,
-        expected_version=_expected_version(if_match), idempotency_key=idempotency_key,
-        details=_audit_details(request),
-    )  # fmt: skip
+    ctx = context_of(request)
+    expected, details = _expected_version(if_match), _audit_details(request)
+
+    def decided(traced: Mapping[str, Any]) -> DecisionResult:
+        return ctx.service.decide(
+            approval_id, body.decision, principal=principal, feedback=body.feedback,
+            arguments=body.arguments if body.decision == "edit" else None, tool_name=body.tool_name,
+            expected_version=expected, idempotency_key=idempotency_key, details={**details, **traced},
+        )  # fmt: skip
+
+    result = traced_decision(ctx.tracing, ctx.store, approval_id, principal.name, body.decision, decided,
+                             caller_context="traceparent" in request.headers)  # fmt: skip
     response.headers["ETag"] = f'"v{result.approval.version}"'
     if not result.replayed:  # this process's streams get the event, its resumer the run, now (not at a poll)
-        context_of(request).wake()
+        ctx.wake()
     return {"approval": approval_json(result.approval), "replayed": result.replayed}
 
 

@@ -78,6 +78,11 @@ class RunLauncher:
         clock: Returns now (timezone-aware): the records' and events' times.
         max_workers: Runs driven at once in this process (the rest wait in the pool's queue).
         report: Told of each change to a run (``handrail worker`` prints a line).
+        tracing: Trace the runs (OpenTelemetry, ``pip install 'handrail[tracing]'``) with the global tracer provider:
+            :func:`handrail.tracing.enable` is called, for the process.
+        tracer_provider: Trace the runs to this ``TracerProvider`` instead (each agent the service builds gets it,
+            unless it has one of its own); implies ``tracing``. A resumed run continues the trace of its pause
+            (docs/approval-service.md, "Tracing in the service").
 
     Raises:
         ConfigurationError / ConfigurationTypeError: A store without approval or service records, a bad setting,
@@ -97,7 +102,11 @@ class RunLauncher:
         clock: Callable[[], datetime] | None = None,
         max_workers: int = 4,
         report: Report | None = None,
+        tracing: bool = False,
+        tracer_provider: Any = None,
     ) -> None:
+        from handrail.server._tracing import service_tracing
+
         check_service_store(store)
         if unknown_outcome not in UNKNOWN_OUTCOMES:
             raise ConfigurationError(f"unknown_outcome must be 'fail' or 'retry', got {unknown_outcome!r:.40}.")
@@ -115,7 +124,9 @@ class RunLauncher:
         self.clock: Callable[[], datetime] = clock or _utc_now
         """Returns now."""
         self.book = RunBook(store, self.clock, report)
-        self.driver = Driver(store, self.registry, self.book, unknown_outcome)
+        self.tracing = service_tracing(tracing, tracer_provider)
+        """The runs' tracing (None: off)."""
+        self.driver = Driver(store, self.registry, self.book, unknown_outcome, tracing=self.tracing)
         self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix="handrail-run")
         self._flight: dict[str, Future[str]] = {}
         self._lock = threading.Lock()
@@ -153,6 +164,8 @@ class RunLauncher:
         from handrail.dataclasses.breakpoints import AgentBreakpoint, Breakpoint, BreakpointException
 
         agent, metadata = self.registry.agent_named(agent_name)
+        if self.tracing is not None:
+            agent = self.tracing.traced(agent)
         history = _messages(messages)
         inputs = _state(state)
         who = initiator.name if isinstance(initiator, Principal) else initiator

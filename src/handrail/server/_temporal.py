@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import threading
 from typing import Any
 
@@ -66,7 +67,12 @@ class TemporalDecisions:
                                                 daemon=True)  # fmt: skip
                 self._thread.start()
             loop = self._loop
-        return asyncio.run_coroutine_threadsafe(coro, loop).result(self.timeout + 5)
+        context = contextvars.copy_context()  # the caller's: its trace context reaches the Update's headers
+
+        async def in_context() -> Any:
+            return await asyncio.get_running_loop().create_task(coro, context=context)
+
+        return asyncio.run_coroutine_threadsafe(in_context(), loop).result(self.timeout + 5)
 
     async def _connected(self) -> Any:
         if self._client is None:
@@ -143,6 +149,8 @@ class TemporalDecisions:
             loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(timeout=10)
+        if loop is not None and not loop.is_running():
+            loop.close()  # its self-pipe sockets (else a ResourceWarning when it is collected)
 
 
 def _ended(exc: BaseException) -> bool:

@@ -51,7 +51,8 @@ def _known_run(run_id: str) -> Iterator[None]:
 
 
 async def connect(address: str, store: TemporalStore, *, namespace: str = "default", tls: Any = None,
-                  connect_timeout: float = 10.0, **options: Any) -> Client:  # fmt: skip
+                  connect_timeout: float = 10.0, tracing: bool = False, tracer_provider: Any = None,
+                  **options: Any) -> Client:  # fmt: skip
     """A Temporal client whose payloads over 128 KB go to ``store`` (the claim check workers read them back from).
 
     Args:
@@ -60,6 +61,10 @@ async def connect(address: str, store: TemporalStore, *, namespace: str = "defau
         namespace: The Temporal namespace.
         tls: ``True`` or a ``temporalio.service.TLSConfig`` for a cluster or Temporal Cloud; None for plain text.
         connect_timeout: Seconds to wait for the server before :class:`TemporalUnavailableError`.
+        tracing: Trace with OpenTelemetry (temporalio's ``TracingInterceptor``, to the global tracer provider): runs
+            started and decided with this client, and the workers built on it, share one trace per run
+            (docs/temporal.md, "Tracing"). Needs ``opentelemetry-api``.
+        tracer_provider: Trace to this ``TracerProvider`` instead; implies ``tracing``.
         **options: More ``Client.connect`` options (``api_key`` for Temporal Cloud, ...).
     """
     from handrail.temporal._codec import ClaimCheckCodec
@@ -70,6 +75,10 @@ async def connect(address: str, store: TemporalStore, *, namespace: str = "defau
     if not isinstance(address, str) or address.count(":") != 1 or not address.rsplit(":", 1)[1].isdigit():
         raise ConfigurationError(f"The Temporal address must be HOST:PORT (e.g. 127.0.0.1:7233), got {address!r:.100}.")
     converter = dataclasses.replace(DataConverter.default, payload_codec=ClaimCheckCodec(store))
+    if tracing or tracer_provider is not None:
+        from handrail.temporal._tracing import interceptor
+
+        options["interceptors"] = [*options.get("interceptors", ()), interceptor(tracing, tracer_provider)]
     try:
         return await asyncio.wait_for(
             Client.connect(address, namespace=namespace, tls=tls or False, data_converter=converter, **options),

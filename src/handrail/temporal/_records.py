@@ -196,9 +196,11 @@ async def close_records(recording: Recording | None, held: list[Waiting]) -> Non
 class Recorder:
     """The ``handrail.record_approvals`` activity of a worker: its agents (the tools' schemas) and the store."""
 
-    def __init__(self, catalog: AgentCatalog, approvals: Any) -> None:
+    def __init__(self, catalog: AgentCatalog, approvals: Any, *, tracing: bool = False) -> None:
         self.catalog = catalog
         self.store = approvals
+        self.tracing = tracing
+        """Keep the activity's trace context in each record's ``extra["trace"]`` (the decision span joins it)."""
 
     @activity.defn(name=ACTIVITY)
     async def record_approvals(self, inp: RecordInput) -> None:
@@ -237,6 +239,10 @@ class Recorder:
         }  # fmt: skip
         if call.injected:
             extra[INJECTED_KEY] = list(call.injected)
+        if self.tracing:
+            from handrail.temporal._tracing import record_extra
+
+            record_extra(extra)
         initiator = inp.initiator
         if initiator is not None and (decided_by_problem(initiator) is not None or len(initiator) > 200):
             initiator = None

@@ -45,6 +45,8 @@ def create_worker(
     approvals: Any = None,
     max_concurrent_activities: int = 16,
     sticky_timeout: float = 1.0,
+    tracing: bool = False,
+    tracer_provider: Any = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker for ``task_queue`` running ``agents`` (``{name: Agent or factory}``) with ``store`` as its ledger.
@@ -66,6 +68,11 @@ def create_worker(
             calls) run at once in this worker.
         sticky_timeout: Seconds a workflow task waits for this worker before another worker takes the run
             (Temporal's default is 10 s: the time a run stalls after its worker is killed).
+        tracing: Trace the workflows and activities with OpenTelemetry (temporalio's ``TracingInterceptor``, to the
+            global tracer provider), unless the client has that interceptor already (:func:`~handrail.temporal.
+            connect` with ``tracing``: its workers inherit it). The approval records get the recording activity's
+            trace context (docs/temporal.md, "Tracing").
+        tracer_provider: Trace to this ``TracerProvider`` instead; implies ``tracing``.
         **worker_options: More ``temporalio.worker.Worker`` options.
     """
     catalog = agents if isinstance(agents, AgentCatalog) else AgentCatalog(agents)
@@ -78,8 +85,15 @@ def create_worker(
         max_workers=max_concurrent_activities + local, thread_name_prefix="handrail-activity"
     )
     activities = Activities(catalog, store, executor).all()
+    traced = tracing or tracer_provider is not None or _client_traced(client)
+    if tracing or tracer_provider is not None:
+        from handrail.temporal._tracing import has_tracing, interceptor
+
+        if not has_tracing(client.config().get("interceptors")):
+            given = interceptor(tracing, tracer_provider)
+            worker_options["interceptors"] = [*worker_options.get("interceptors", ()), given]
     if approvals is not None:
-        activities.append(Recorder(catalog, _approval_store(approvals)).record_approvals)
+        activities.append(Recorder(catalog, _approval_store(approvals), tracing=traced).record_approvals)
         _records.enable(task_queue)
     return Worker(
         client,
@@ -96,6 +110,16 @@ def create_worker(
         max_heartbeat_throttle_interval=worker_options.pop("max_heartbeat_throttle_interval", timedelta(seconds=0.25)),
         **worker_options,
     )  # fmt: skip
+
+
+def _client_traced(client: Any) -> bool:
+    """Whether the client traces (a ``TracingInterceptor`` among its interceptors), without importing OpenTelemetry."""
+    interceptors = client.config().get("interceptors") or ()
+    if not any(type(i).__name__ == "TracingInterceptor" for i in interceptors):
+        return False
+    from handrail.temporal._tracing import has_tracing
+
+    return has_tracing(interceptors)
 
 
 def _approval_store(approvals: Any) -> Any:

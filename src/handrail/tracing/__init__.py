@@ -21,12 +21,25 @@ _EXPORTS: dict[str, str] = {
     "observer_for": "handrail.tracing._enable",
     "Recorder": "handrail.tracing.recording",
     "replay": "handrail.tracing.recording",
+    "MetricsObserver": "handrail.tracing._metrics",
+    "metrics_observer_for": "handrail.tracing._metrics",
 }
 
-__all__ = ["TracingObserver", "disable", "enable", "is_enabled", "observer_for", "Recorder", "replay"]
+__all__ = [
+    "TracingObserver",
+    "disable",
+    "enable",
+    "is_enabled",
+    "observer_for",
+    "Recorder",
+    "replay",
+    "MetricsObserver",
+    "metrics_observer_for",
+]
 
 if _typing.TYPE_CHECKING:
     from handrail.tracing._enable import disable, enable, is_enabled, observer_for
+    from handrail.tracing._metrics import MetricsObserver, metrics_observer_for
     from handrail.tracing._spans import TracingObserver
     from handrail.tracing.recording import Recorder, replay
 

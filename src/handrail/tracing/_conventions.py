@@ -77,6 +77,9 @@ HANDRAIL_APPROVAL_REQUIRED = "handrail.approval.required"
 HANDRAIL_APPROVAL_DECISION = "handrail.approval.decision"  # approved | rejected | edited | expired | auto
 HANDRAIL_APPROVAL_DECIDED_BY = "handrail.approval.decided_by"
 HANDRAIL_APPROVAL_WAIT_MS = "handrail.approval.wait_ms"
+HANDRAIL_APPROVAL_ID = "handrail.approval.id"  # the approval record's id (ap_…), on handrail.approval.decide
+HANDRAIL_APPROVAL_STATUS = "handrail.approval.status"  # the record's status after a decision (a quorum vote: pending)
+HANDRAIL_APPROVAL_REPLAYED = "handrail.approval.replayed"  # true: an identical retry answered with the stored result
 HANDRAIL_APPROVAL_ARGS_DIGEST = "handrail.approval.args_digest"  # sha256 of the canonical JSON arguments
 HANDRAIL_TOOL_EXECUTED = "handrail.tool.executed"  # false for a call that was refused and never ran
 

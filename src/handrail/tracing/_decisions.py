@@ -21,25 +21,34 @@ def decision_kind(decision: ToolExecutionDecision, proposed: Mapping[str, Any] |
     """What ``decision`` does to a call whose proposed arguments are ``proposed`` (None: not known).
 
     The rule the run applies (``_confirm._apply``): ``execute=False`` rejects (``expired`` when the approval service's
-    expiry wrote it), ``final_tool_params`` None or equal to the proposed arguments confirms, other params edit. A
-    confirmation decided by ``"policy"`` is ``auto``.
+    expiry wrote it), ``final_tool_params`` None or equal to the proposed arguments confirms, other params edit (a
+    key the model did not give is a State-injected value the person was shown, not an edit). A confirmation decided
+    by ``"policy"`` is ``auto``.
 
     Examples:
         >>> decision_kind(ToolExecutionDecision("pay", True, "c1", final_tool_params={"amount": 5}), {"amount": 5})
         'approved'
         >>> decision_kind(ToolExecutionDecision("pay", True, "c1", final_tool_params={"amount": 1}), {"amount": 5})
         'edited'
+        >>> decision_kind(ToolExecutionDecision("pay", True, "c1", final_tool_params={"amount": 5, "user": "ann"}),
+        ...               {"amount": 5})
+        'approved'
         >>> decision_kind(ToolExecutionDecision("pay", False, "c1", feedback="no"))
         'rejected'
     """
     if not decision.execute:
         return "expired" if is_expiry_rejection(decision) else "rejected"
     params = decision.final_tool_params
-    if params is not None and proposed is not None and dict(params) != dict(proposed):
+    if params is not None and proposed is not None and _changes(params, proposed):
         return "edited"
     if decision.decided_by == POLICY:
         return "auto"
     return "approved"
+
+
+def _changes(params: Mapping[str, Any], proposed: Mapping[str, Any]) -> bool:
+    """Whether ``params`` drop or change a proposed argument (keys only in ``params`` are injected values)."""
+    return any(key not in params or params[key] != value for key, value in proposed.items())
 
 
 def decision_for(

@@ -16,10 +16,10 @@ One observer serves any number of runs, concurrent ones too: ``Agent(observers=[
 from __future__ import annotations
 
 import contextvars
-import math
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ from handrail.components.drivers import Ended, RunInfo
 from handrail.components.effects import AskApproval, CallModel, Effect, Finish, Pause, Persist, RunTools, ToolInvocation
 from handrail.tracing import _conventions as c
 from handrail.tracing._decisions import decision_for, decision_kind
+from handrail.tracing._instruments import Instruments, chat_attributes, error_type, is_number, usage
 
 if TYPE_CHECKING:
     from handrail.dataclasses.chat_message import ChatMessage
@@ -42,40 +43,6 @@ CARRY_METRICS = "metrics"
 
 _SETTLING = (RunTools, CallModel, AskApproval, Persist, Pause, Finish)
 """Effects a resumed run yields only once it applied the decisions for its held calls."""
-
-
-class _Instruments:
-    """The instruments of one meter (created once per :class:`MetricsObserver`)."""
-
-    def __init__(self, meter: metrics.Meter) -> None:
-        seconds, tokens = list(c.DURATION_BUCKETS), list(c.TOKEN_BUCKETS)
-        self.operation_duration = meter.create_histogram(
-            c.METRIC_OPERATION_DURATION, "s", "GenAI operation duration.", explicit_bucket_boundaries_advisory=seconds
-        )
-        self.token_usage = meter.create_histogram(
-            c.METRIC_TOKEN_USAGE, "{token}", "Number of input and output tokens used per model call.",
-            explicit_bucket_boundaries_advisory=tokens,
-        )  # fmt: skip
-        self.tool_duration = meter.create_histogram(
-            c.METRIC_EXECUTE_TOOL_DURATION, "s", "Duration of a tool call.", explicit_bucket_boundaries_advisory=seconds
-        )
-        self.agent_duration = meter.create_histogram(
-            c.METRIC_INVOKE_AGENT_DURATION, "s", "Duration of an agent run (up to its end or its pause).",
-            explicit_bucket_boundaries_advisory=seconds,
-        )  # fmt: skip
-        self.pending = meter.create_up_down_counter(
-            c.METRIC_APPROVALS_PENDING, "{approval}", "Tool calls waiting for a person's decision."
-        )
-        self.wait = meter.create_histogram(
-            c.METRIC_APPROVAL_WAIT, "s", "Time a tool call waited for its decision.",
-            explicit_bucket_boundaries_advisory=seconds,
-        )  # fmt: skip
-        self.decisions = meter.create_counter(
-            c.METRIC_APPROVAL_DECISIONS, "{decision}", "Decisions on tool calls, by what they did."
-        )
-        self.executions = meter.create_counter(
-            c.METRIC_TOOL_EXECUTIONS, "{execution}", "Tool calls, by outcome (ok, error, refused, unknown)."
-        )
 
 
 @dataclass(eq=False, slots=True)
@@ -107,7 +74,7 @@ class MetricsObserver:
     def __init__(self, meter_provider: metrics.MeterProvider | None = None) -> None:
         # The package's version (handrail is imported before any of its modules; the layers forbid importing it).
         version = str(getattr(sys.modules.get("handrail"), "__version__", ""))
-        self._instruments = _Instruments(metrics.get_meter(c.SCOPE, version, meter_provider=meter_provider))
+        self._instruments = Instruments(metrics.get_meter(c.SCOPE, version, meter_provider=meter_provider))
         self._runs: dict[RunInfo, _Run] = {}
         self._lock = threading.Lock()
         self._current: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("handrail_metrics", default=None)
@@ -116,11 +83,11 @@ class MetricsObserver:
 
     def run_started(self, info: RunInfo) -> None:
         """Start timing the run; a resumed run takes the held calls its paused run carried."""
-        run = _Run(info, time.monotonic(), _chat_attributes(info.generator))
+        run = _Run(info, time.monotonic(), chat_attributes(info.generator))
         carried = info.carried_in.get(CARRY_METRICS)
         held = carried.get("held") if isinstance(carried, Mapping) else None
         if isinstance(held, Mapping):
-            run.held = {str(k): float(v) for k, v in held.items() if _is_number(v)}
+            run.held = {str(k): float(v) for k, v in held.items() if is_number(v)}
         run.settled = not run.held and not _unknown_calls(info)
         with self._lock:
             self._runs[info] = run
@@ -141,15 +108,15 @@ class MetricsObserver:
         if info.agent_name:
             attributes[c.GEN_AI_AGENT_NAME] = info.agent_name
         if info.outcome == "failed" and ended.error is not None:
-            attributes[c.ERROR_TYPE] = _error_type(ended.error)
+            attributes[c.ERROR_TYPE] = error_type(ended.error)
         self._instruments.agent_duration.record(time.monotonic() - run.began, attributes)
 
     def _run(self) -> _Run | None:
         """The run whose effect is told now: this context's, else the only run under way."""
         run = self._current.get()
-        if run is not None:
-            return run
         with self._lock:
+            if run is not None and self._runs.get(run.info) is run:
+                return run
             return next(iter(self._runs.values())) if len(self._runs) == 1 else None
 
     # -- effects and tool calls -----------------------------------------------------------------------------------
@@ -181,16 +148,16 @@ class MetricsObserver:
         run = self._run()
         attributes = dict(run.chat) if run is not None else {c.GEN_AI_OPERATION_NAME: c.OP_CHAT}
         if ended.error is not None:
-            attributes[c.ERROR_TYPE] = _error_type(ended.error)
+            attributes[c.ERROR_TYPE] = error_type(ended.error)
         self._instruments.operation_duration.record(ended.duration, attributes)
         if ended.error is None and isinstance(ended.result, tuple):
-            for token_type, count in _usage(ended.result).items():
+            for token_type, count in usage(ended.result).items():
                 self._instruments.token_usage.record(count, {**attributes, c.GEN_AI_TOKEN_TYPE: token_type})
 
     def _tool_ended(self, event: ToolInvocation, ended: Ended) -> None:
         attributes = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL, c.GEN_AI_TOOL_NAME: event.tool_name}
         if ended.error is not None:
-            attributes[c.ERROR_TYPE] = _error_type(ended.error)
+            attributes[c.ERROR_TYPE] = error_type(ended.error)
         self._instruments.tool_duration.record(ended.duration, attributes)
         self._executed(event.tool_name, "ok" if ended.error is None else "error")
 
@@ -265,49 +232,29 @@ def _calls_by_id(messages: list[ChatMessage], ids: Mapping[str, float]) -> dict[
     return found
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _usage(replies: tuple[Any, ...]) -> dict[str, int]:
-    """Input and output tokens of a model call's replies, read from ``meta["usage"]`` as the run sums them."""
-    totals: dict[str, int] = {}
-    for reply in replies:
-        meta = getattr(reply, "meta", None)
-        usage = meta.get("usage") if isinstance(meta, Mapping) else None
-        if not isinstance(usage, Mapping):
-            continue
-        for key, token_type in (("prompt_tokens", "input"), ("completion_tokens", "output")):
-            value = usage.get(key)
-            if isinstance(value, int | float) and _is_number(value) and value >= 0:
-                totals[token_type] = totals.get(token_type, 0) + int(value)
-    return totals
-
-
-def _error_type(error: BaseException) -> str:
-    """``error.type``: the exception's class name (the conventions' low-cardinality id)."""
-    return type(error).__name__ or c.ERROR_TYPE_OTHER
-
-
-def _chat_attributes(generator: Any) -> dict[str, str]:
-    """The attributes every model call of a run shares: operation, provider and requested model."""
-    attributes = {c.GEN_AI_OPERATION_NAME: c.OP_CHAT}
-    provider = getattr(generator, "provider_name", None)
-    if not isinstance(provider, str):
-        module = type(generator).__module__
-        provider = "openai" if module.endswith(".openai") else "llama_cpp" if module.endswith(".llama_cpp") else None
-    if provider:
-        attributes[c.GEN_AI_PROVIDER_NAME] = provider
-    model = getattr(generator, "model", None)
-    if isinstance(model, str) and model:
-        attributes[c.GEN_AI_REQUEST_MODEL] = model
-    return attributes
+_observers: weakref.WeakKeyDictionary[Any, MetricsObserver] = weakref.WeakKeyDictionary()
+_global: list[MetricsObserver] = []
+_made = threading.Lock()
 
 
 def metrics_observer_for(meter_provider: metrics.MeterProvider | None = None) -> MetricsObserver:
-    """A :class:`MetricsObserver` recording to ``meter_provider`` (None: the global meter provider).
+    """The :class:`MetricsObserver` recording to ``meter_provider`` (None: the global meter provider).
 
     Use it on one Agent (``Agent(observers=[metrics_observer_for(provider)])``) or one run
-    (``agent.run(..., observers=[...])``); ``handrail.tracing.enable(metrics=True)`` observes every run with one.
+    (``agent.run(..., observers=[...])``); ``handrail.tracing.enable(meter_provider=...)`` observes every run with
+    it. One observer per provider: asking again gives the same one (its instruments are made once). With None, the
+    meter is the global provider's; one set later (``metrics.set_meter_provider``) receives what is recorded from
+    then on.
     """
-    return MetricsObserver(meter_provider)
+    with _made:
+        if meter_provider is None:
+            if not _global:
+                _global.append(MetricsObserver())
+            return _global[0]
+        try:
+            observer = _observers.get(meter_provider)
+        except TypeError:  # not weakly referable: a fresh observer each time
+            return MetricsObserver(meter_provider)
+        if observer is None:
+            observer = _observers[meter_provider] = MetricsObserver(meter_provider)
+        return observer
