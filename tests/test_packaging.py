@@ -22,7 +22,8 @@ EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
 
 _LINT_AND_TYPE_TOOLS = {"ruff", "mypy", "import-linter", "types-jsonschema", "types-pyyaml"}
 _DOCS_TOOLS = {"mkdocs", "mkdocs-material", "mkdocstrings"}
-_TEST_TOOLS = {"pytest", "pytest-asyncio", "hypothesis", "respx", "pexpect"}
+# opentelemetry-sdk: the tracing tests' in-memory span exporter and metric reader.
+_TEST_TOOLS = {"pytest", "pytest-asyncio", "hypothesis", "respx", "pexpect", "opentelemetry-sdk"}
 
 
 def _name(requirement: str) -> str:
@@ -59,11 +60,11 @@ def test_the_project_urls() -> None:
 
 def test_the_test_extra_is_the_runtime_extras_and_test_tools() -> None:
     test = EXTRAS["test"]
-    assert "handrail[postgres,openai,server,mcp]" in test
+    assert "handrail[postgres,openai,server,mcp,tracing]" in test
     others = {_name(r) for r in test if not r.startswith("handrail[")}
     assert others == _TEST_TOOLS
     # Nothing the runtime extras already pin is pinned again.
-    runtime = {_name(r) for extra in ("postgres", "openai", "mcp") for r in EXTRAS[extra]}
+    runtime = {_name(r) for extra in ("postgres", "openai", "mcp", "tracing") for r in EXTRAS[extra]}
     assert not others & runtime
 
 

@@ -109,3 +109,11 @@ def test_a_paused_run_and_its_resume_are_recorded_to_one_file_and_replay_identic
     out = replayed(record)
     assert out.exit_code == 0, out.output
     assert "(2 runs)" in out.output and "replayed identically" in out.output
+
+
+def test_a_record_file_in_a_missing_directory_exits_2_before_the_run(tmp_path: Path) -> None:
+    agent = agent_yaml(tmp_path / "agent.yaml", CALC_THEN_ANSWER)
+    out = cli("run", "--record", tmp_path / "no" / "run.jsonl", agent, "q")
+    no_traceback(out)
+    assert out.exit_code == 2 and "does not exist; create it first" in out.output
+    assert "391" not in out.output

@@ -7,6 +7,7 @@ import json
 import logging
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ from handrail.human_in_the_loop import BreakpointConfirmationStrategy
 from handrail.testing import ScriptedChatGenerator
 from handrail.tools import create_tool_from_function
 
-SECRET = "sk-logtest-0123456789abcdefghijklmn"
+SECRET = "sk-logtest-" + uuid.uuid4().hex
+"""Registered as a secret for the whole process: random, so that it shares no run of characters with the keys of
+other tests (a shared run would mask their values too)."""
 
 
 def search(query: str) -> str:
@@ -186,6 +189,36 @@ def test_a_pause_logs_its_snapshot_and_the_calls_waiting(tmp_path: Path, caplog:
     assert (end.outcome, end.snapshot_id) == ("paused", snapshot.snapshot_id)
     assert end.durable_run_id == snapshot.run_id  # known once the record is written
     assert f"snapshot={snapshot.snapshot_id}" in end.getMessage()
+
+
+def test_a_resumed_run_logs_the_decisions_it_is_given_and_goes_on_with_the_step_numbers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import dataclasses
+
+    def agent(replies: list[ChatMessage]) -> Agent:
+        return Agent(chat_generator=ScriptedChatGenerator(replies), tools=[create_tool_from_function(charge)],
+                     confirmation_strategies={"charge": BreakpointConfirmationStrategy(str(tmp_path))})  # fmt: skip
+
+    pay = ChatMessage.from_assistant(tool_calls=[ToolCall("charge", {"amount": 5}, id="c1")])
+    with pytest.raises(HITLBreakpointException) as paused:
+        agent([pay]).run([ChatMessage.from_user("go")])
+    snapshot = paused.value.snapshot
+    assert snapshot is not None
+    decision = ToolExecutionDecision("charge", True, "c1", final_tool_params={"amount": 4}, decided_by="bob")
+    caplog.set_level(logging.INFO, logger="handrail.run")
+    agent([ChatMessage.from_assistant("paid")]).run(
+        [], snapshot=dataclasses.replace(snapshot, tool_execution_decisions=[decision])
+    )
+    records = _run_records(caplog)
+    assert {r.run_id for r in records} == {snapshot.run_id}  # the durable id, from the start
+    assert records[0].resumed_from == snapshot.snapshot_id
+    (decided,) = _by_event(records, "approval_decided")
+    assert (decided.tool_call_id, decided.decision, decided.decided_by) == ("c1", "modified", "bob")
+    assert decided.getMessage() == "approval charge c1 modified by bob (given to the resumed run)"
+    (tool,) = _by_event(records, "tool_call")
+    (model,) = _by_event(records, "model_call")
+    assert (tool.step, model.step) == (1, 2)  # the paused step's call, then the next step's model call
 
 
 def test_nothing_is_logged_and_no_observer_made_while_the_logger_is_not_enabled(

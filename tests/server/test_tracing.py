@@ -115,8 +115,11 @@ async def test_a_decision_over_http_and_the_resume_read_as_one_trace(
     assert not any(tokens["other"] in str(v) for v in attributes.values())
     assert decide.context is not None and decide.parent is not None
     assert decide.parent.span_id == paused_span.context.span_id  # no span was active: a child of the paused one
-    # linked to the paused span (and to FastAPI's span of the request, when a global provider makes one)
+    # linked to the paused span, and to FastAPI's span of the request (its trace: no traceparent came with it)
     assert decide.links[0].context.span_id == paused_span.context.span_id
+    (request,) = [s for s in exporter.get_finished_spans() if s.name.startswith("POST /api/v1/approvals/")]
+    assert request.context is not None and request.context.trace_id != paused_span.context.trace_id
+    assert request.context.trace_id in [link.context.trace_id for link in decide.links]
 
     (resumed,) = [s for s in _agent_spans(spans) if s not in before]
     assert resumed.context is not None and resumed.parent is not None

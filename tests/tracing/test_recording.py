@@ -13,7 +13,7 @@ import pytest
 
 from handrail.components.agents import Agent
 from handrail.core.secret import register_secret_value
-from handrail.errors import ConfigurationTypeError
+from handrail.errors import ConfigurationError, ConfigurationTypeError
 from handrail.hooks import RedactionHook
 from handrail.testing import ScriptedChatGenerator, call, read_recording, reply, user
 from handrail.tools import tool
@@ -142,4 +142,15 @@ def test_a_recorder_of_the_wrong_type_is_refused_before_the_run() -> None:
     gen = ScriptedChatGenerator([reply("x")])
     with pytest.raises(ConfigurationTypeError, match="recorder must be a path or a"):
         Agent(chat_generator=gen).run([user("hi")], recorder=42)
+    assert gen.calls == []
+
+
+def test_a_path_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="does not exist; create it first"):
+        Recorder(tmp_path / "no" / "run.jsonl")
+    with pytest.raises(ConfigurationError, match="is a directory"):
+        Recorder(tmp_path)
+    gen = ScriptedChatGenerator([reply("x")])
+    with pytest.raises(ConfigurationError):
+        Agent(chat_generator=gen).run([user("hi")], recorder=tmp_path / "no" / "run.jsonl")
     assert gen.calls == []

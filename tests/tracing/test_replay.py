@@ -3,6 +3,7 @@ result, a decision point, the number of steps) is reported at the first effect t
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,13 @@ import pytest
 from handrail.components.agents import Agent
 from handrail.dataclasses.breakpoints import HITLBreakpointException
 from handrail.dataclasses.decisions import ToolExecutionDecision
+from handrail.dataclasses.state import State
 from handrail.errors import ReplayDivergedError
-from handrail.hooks import RedactionHook
+from handrail.hooks import RedactionHook, hook
 from handrail.human_in_the_loop import BreakpointConfirmationStrategy
+from handrail.stores import InMemoryChatMessageStore
 from handrail.testing import ScriptedChatGenerator, call, read_recording, replay, reply, user
+from handrail.tools import tool
 from handrail.tracing.recording import Recorder, ReplayDriver
 
 from ._replay_agents import Person, add, approve_reject_edit, approving_agent, lines, three_calls, write_lines
@@ -157,3 +161,84 @@ def test_a_redacted_recording_replays_with_the_same_redaction(tmp_path: Path) ->
     assert not replay(path, Agent(chat_generator=ScriptedChatGenerator([]))).diverged  # started from the
     # redacted input, the run's model input is the recorded one
     assert token not in path.read_text()
+
+
+def test_the_agents_redaction_hook_masks_the_recording_and_the_replay_uses_it_too(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    token = "ghp_" + "Z9y8X7w6V5" * 4
+
+    @tool
+    def echo(text: str) -> str:
+        """Says it back."""
+        return text
+
+    live = Agent(chat_generator=ScriptedChatGenerator([reply(call("echo", id="c1", text=token)), reply("ok")]),
+                 tools=[echo], hooks={"after_tool": [RedactionHook()]})  # fmt: skip
+    live.run([user("echo my token")], recorder=path)
+
+    assert token not in path.read_text() and lines(path)[0]["redacted"] is True
+    again = Agent(chat_generator=ScriptedChatGenerator([]), tools=[echo], hooks={"after_tool": [RedactionHook()]})
+    result = replay(path, again)
+    assert not result.diverged, result.report()
+
+
+def test_the_stores_are_answered_from_the_recording_and_left_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    store = InMemoryChatMessageStore()
+    store.write_messages("chat-1", [user("My name is Ann."), reply("Hello Ann.")])
+    kwargs = {"chat_message_store_kwargs": {"chat_history_id": "chat-1"}}
+
+    def agent(replies: list[Any], chat_store: InMemoryChatMessageStore) -> Agent:
+        return Agent(chat_generator=ScriptedChatGenerator(replies), chat_message_store=chat_store)
+
+    agent([reply("You are Ann.")], store).run([user("Who am I?")], recorder=path, **kwargs)
+    load = lines(path)[2]
+    assert load["effect"] == {"type": "load_stores"} and len(load["messages"]) == 3  # history, then the question
+
+    empty = InMemoryChatMessageStore()  # the replay does not read the store: the recording holds what it loaded
+    result = replay(path, agent([], empty))
+    assert not result.diverged, result.report()
+    assert empty.retrieve_messages("chat-1") == []  # and it writes nothing (Finish is not run)
+
+
+def test_hooks_run_in_the_replay_and_a_hook_that_changes_the_input_diverges(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    seen: list[str] = []
+
+    @hook
+    def note(state: State) -> None:
+        seen.append("before_llm")
+
+    @hook
+    def shout(state: State) -> None:
+        messages = state.data["messages"]
+        messages[-1] = user(str(messages[-1].text).upper())
+
+    Agent(chat_generator=ScriptedChatGenerator([reply("hi")]), hooks={"before_llm": [note]}).run(
+        [user("hello")], recorder=path
+    )
+    seen.clear()
+    assert not replay(path, Agent(chat_generator=ScriptedChatGenerator([]), hooks={"before_llm": [note]})).diverged
+    assert seen == ["before_llm"]  # the hook ran in the replay
+    changed = replay(path, Agent(chat_generator=ScriptedChatGenerator([]), hooks={"before_llm": [shout]}))
+    assert changed.divergence is not None and changed.divergence.kind == "model_input"
+    assert '+          "text": "HELLO"' in changed.divergence.diff.splitlines()
+
+
+def test_a_run_recorded_by_run_async_replays(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    model = ScriptedChatGenerator([reply(call("add", id="c1", a=2, b=2)), reply("4")])
+    asyncio.run(Agent(chat_generator=model, tools=[add]).run_async([user("2+2?")], recorder=path))
+    assert not replay(path, Agent(chat_generator=ScriptedChatGenerator([]), tools=[add])).diverged
+
+
+def test_a_run_that_ends_before_the_recording_diverges_on_the_number_of_steps(recorded: Path) -> None:
+    result = replay(recorded, fresh(max_agent_steps=1))
+    divergence = result.divergence
+    assert divergence is not None
+    assert (divergence.kind, divergence.effect, divergence.actual) == ("steps", 4, None)
+    assert divergence.expected is not None and divergence.expected["type"] == "call_model"
+    assert divergence.summary.endswith("recorded call_model, replayed the end of the run.")
+    with pytest.raises(AssertionError, match="Diverged at step 2, effect 4"):
+        result.assert_identical()
+    replay(recorded, fresh()).assert_identical()

@@ -230,6 +230,30 @@ def test_enable_traces_every_run_until_disable(traced: Traced) -> None:
     assert traced.spans() == []
 
 
+def test_an_agent_with_its_own_provider_is_traced_there_once_with_enables_content_settings(traced: Traced) -> None:
+    elsewhere = Traced()
+    handrail.tracing.enable(elsewhere.provider, capture_content=True)
+    try:
+        weather_agent(traced.provider, [reply("hi")]).run([user("hello")])
+    finally:
+        handrail.tracing.disable()
+    assert elsewhere.spans() == []
+    assert [s.name for s in traced.spans()] == ["chat scripted-model", "invoke_agent"]
+    assert "gen_ai.input.messages" in (traced.one("chat scripted-model").attributes or {})
+
+
+def test_the_conversation_id_is_the_chat_history_id_with_a_chat_store(traced: Traced) -> None:
+    from handrail.stores import InMemoryChatMessageStore
+
+    agent = weather_agent(traced.provider, [reply("hi")], chat_message_store=InMemoryChatMessageStore())
+    agent.run([user("hello")], chat_message_store_kwargs={"chat_history_id": "conv-7"})
+    run = traced.agent().attributes or {}
+    assert run["gen_ai.conversation.id"] == "conv-7" and run["handrail.run.id"] != "conv-7"
+    assert [s.name for s in traced.spans()] == ["handrail.load_stores", "chat scripted-model", "handrail.finish",
+                                                "invoke_agent"]  # fmt: skip
+    assert_tree(traced)
+
+
 def test_enable_refuses_bad_settings() -> None:
     from handrail.errors import ConfigurationError, ConfigurationTypeError
 

@@ -77,7 +77,7 @@ def leak(token: str) -> str:
 
 
 def test_content_is_redacted_masked_and_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "s3cr3t-value-for-tracing-0123456789"
+    secret = "s3cr3t-TRACE-zq81-VALUE-x7y6w5v4"
     register_secret_value(secret)
     traced = Traced()
     long_text = "word " * 400

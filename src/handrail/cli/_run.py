@@ -30,6 +30,7 @@ from handrail.cli._common import (
 )
 from handrail.cli._stores import Where, opened, where_options
 from handrail.cli._temporal import parse_address
+from handrail.cli._verbose import run_logs, verbose_options
 from handrail.core._urls import url_without_password
 
 __all__ = ["resume", "run"]
@@ -271,6 +272,7 @@ def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: 
 @click.option("--run-id", metavar="ID", help="With --temporal: the run's id (default: a new one; an id is used "
               "once).")  # fmt: skip
 @_model_options
+@verbose_options
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -292,6 +294,8 @@ def run(
     allow_modules: tuple[str, ...],
     allow_commands: tuple[str, ...],
     max_steps: int | None,
+    verbose: int,
+    log_json: bool,
 ) -> None:
     """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call.
 
@@ -306,6 +310,7 @@ def run(
     from rich.console import Console
 
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    ctx.with_resource(run_logs(verbose, log_json))  # -v: the run's log records on stderr, until the command ends
     if not question.strip():
         raise click.UsageError("QUESTION is empty; ask the agent something.")
     if address is not None:
@@ -423,6 +428,7 @@ def _resume_agent_file(out: Any, snapshot: Any, agent: Path | None) -> Path:
               help="Record the resumed run to FILE (appended to the recording of the run that paused, if it is "
                    "that file).")  # fmt: skip
 @_model_options
+@verbose_options
 def resume(
     snapshot_id: str,
     directory: Path | None,
@@ -438,6 +444,8 @@ def resume(
     allow_modules: tuple[str, ...],
     allow_commands: tuple[str, ...],
     max_steps: int | None,
+    verbose: int,
+    log_json: bool,
 ) -> None:
     """Continue the paused run SNAPSHOT_ID of --dir or --store with the decisions recorded in it.
 
@@ -448,6 +456,7 @@ def resume(
     from rich.console import Console
 
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    click.get_current_context().with_resource(run_logs(verbose, log_json))
     with opened(out, directory, store_url, allow_modules) as where:
         _resume(out, where, snapshot_id, agent_option, unknown_outcome, allow_drift,
                 ModelChoice(model, openai_base_url, openai_model), as_json, (allow_modules, allow_commands),

@@ -76,8 +76,12 @@ def _error_text(error: BaseException) -> str:
     return mask_secrets(f"{type(error).__name__}: {error}")[:PREVIEW_CHARS]
 
 
-def preview(value: Any) -> str:
-    """``value`` as a short line for a DEBUG record: JSON (else repr), secrets masked, cut at PREVIEW_CHARS."""
+def preview(value: Any, info: RunInfo | None = None) -> str:
+    """``value`` as a short line for a DEBUG record: JSON (else repr), secrets masked, cut at PREVIEW_CHARS.
+
+    Masked are the known secret values, then what the run's own redaction hooks mask (``info.redact``), then what
+    :class:`~handrail.hooks.RedactionHook`'s default patterns match (also for a run without such a hook).
+    """
     from handrail.core._secret_values import mask_secrets
     from handrail.hooks.redaction import RedactionHook
 
@@ -85,7 +89,8 @@ def preview(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, default=repr)
     except (TypeError, ValueError):  # a circular value
         text = repr(value)
-    text = RedactionHook().redact(mask_secrets(text))
+    text = mask_secrets(text)
+    text = RedactionHook().redact(info.redact(text) if info is not None else text)
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
@@ -111,7 +116,7 @@ class RunLogger:
         self._run_id = ""
         self._step = 0
         self._names: dict[str, str] = {}
-        self._tokens = [0, 0]
+        self._tokens: list[int | None] = [None, None]
         self._snapshot_id: str | None = None
         self._model: str | None = None
 
@@ -134,6 +139,21 @@ class RunLogger:
         self._log(_RUN, logging.INFO, "run_started", "run %s started%s", self._run_id, "".join(parts),
                   agent_name=info.agent_name, model=self._model, resumed_from=info.resumed_from,
                   conversation_id=info.conversation_id)  # fmt: skip
+        snapshot = info.snapshot
+        if snapshot is not None:  # the resumed step goes on: a paused tool step is the step after those completed
+            self._step = snapshot.step_count + (1 if snapshot.position == "tool_invoker" else 0)
+            self._resumed_decisions(info, snapshot)
+
+    def _resumed_decisions(self, info: RunInfo, snapshot: Any) -> None:
+        """Log the decisions the resumed run is given (made while it was paused: by a person, a service)."""
+        proposed = {c.id: c.arguments for m in snapshot.messages for c in m.tool_calls}
+        for decision in info.decisions:
+            call_id = decision.tool_call_id
+            kind = _decision(decision.execute, decision.final_tool_params, proposed.get(call_id))
+            by = decision.decided_by
+            self._log(_APPROVAL, logging.INFO, "approval_decided", "approval %s %s %s by %s (given to the resumed run)",
+                      decision.tool_name, call_id, kind, by or "?", call_id=call_id, tool_name=decision.tool_name,
+                      decision=kind, decided_by=by)  # fmt: skip
 
     def run_ended(self, info: RunInfo, ended: Ended) -> None:
         """Log how the run ended: outcome, exit reason, steps, tokens, its time (WARNING when it failed)."""
@@ -144,7 +164,10 @@ class RunLogger:
         snapshot = self._snapshot_id if info.outcome == "paused" else None
         text = f"run {self._run_id} {info.outcome}"
         text += f" exit={exit_reason}" if exit_reason else ""
-        text += f" steps={steps} in={tokens_in or 0} out={tokens_out or 0} {_s(ended.duration)}"
+        text += f" steps={steps}"
+        text += f" in={tokens_in}" if tokens_in is not None else ""
+        text += f" out={tokens_out}" if tokens_out is not None else ""
+        text += f" {_s(ended.duration)}"
         text += f" snapshot={snapshot}" if snapshot else ""
         failed = info.outcome == "failed" and ended.error is not None
         error = ended.error
@@ -165,7 +188,7 @@ class RunLogger:
             assert isinstance(event, ToolInvocation)
             if _TOOL.isEnabledFor(logging.DEBUG):
                 self._log(_TOOL, logging.DEBUG, "tool_arguments", "tool %s %s arguments %s", event.tool_name,
-                          event.call_id, preview(event.arguments), call_id=event.call_id,
+                          event.call_id, preview(event.arguments, self._info), call_id=event.call_id,
                           tool_name=event.tool_name)  # fmt: skip
         elif kind is AskApproval:
             assert isinstance(event, AskApproval)
@@ -214,8 +237,9 @@ class RunLogger:
             for call in getattr(reply, "tool_calls", ()):
                 if call.id is not None:
                     self._names[call.id] = call.tool_name
-        self._tokens[0] += tokens_in or 0
-        self._tokens[1] += tokens_out or 0
+        for index, count in enumerate((tokens_in, tokens_out)):
+            if count is not None:
+                self._tokens[index] = (self._tokens[index] or 0) + count
         text = f"step {step} chat {self._model} {_s(ended.duration)}"
         text += f" in={tokens_in}" if tokens_in is not None else ""
         text += f" out={tokens_out}" if tokens_out is not None else ""
@@ -230,7 +254,7 @@ class RunLogger:
                       call_id=call_id, tool_name=name, ok=True, duration=ended.duration)  # fmt: skip
             if _TOOL.isEnabledFor(logging.DEBUG):
                 self._log(_TOOL, logging.DEBUG, "tool_result", "tool %s %s result %s", name, call_id,
-                          preview(ended.result), call_id=call_id, tool_name=name)  # fmt: skip
+                          preview(ended.result, self._info), call_id=call_id, tool_name=name)  # fmt: skip
             return
         self._log(_TOOL, logging.WARNING, "tool_call", "tool %s %s error %s: %s", name, call_id, _s(ended.duration),
                   _error_text(ended.error), call_id=call_id, tool_name=name, ok=False, duration=ended.duration,

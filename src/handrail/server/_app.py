@@ -97,6 +97,11 @@ def _temporal_decisions(temporal: Any, namespace: str, tracing: Any = None) -> A
     return temporal
 
 
+def _telemetry(tracer_provider: Any) -> Any:
+    """FastAPI's own telemetry: no logs; its request spans to the service's tracer provider when one is given."""
+    return {"logs": False} if tracer_provider is None else {"logs": False, "tracer_provider": tracer_provider}
+
+
 def _end_streams_on_signal(hub: EventHub, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
     """Chain SIGINT / SIGTERM handlers that close the hub first (uvicorn waits for open streams otherwise).
 
@@ -194,7 +199,7 @@ def create_app(
             ``handrail.approval.decide`` span per decision, in the trace of the paused run; a resumed run continues
             that trace (docs/approval-service.md, "Tracing in the service"). Off: OpenTelemetry is never imported.
         tracer_provider: Trace to this ``TracerProvider`` instead (each agent the service builds gets it, unless it
-            has one of its own); implies ``tracing``.
+            has one of its own; FastAPI's spans of the requests go there too); implies ``tracing``.
 
     Returns:
         A FastAPI app; serve it with uvicorn (or :func:`handrail.server.serve`).
@@ -235,7 +240,7 @@ def create_app(
 
     app = FastAPI(
         title="handrail approval service", version=__version__, openapi_url=None, docs_url=None, redoc_url=None,
-        lifespan=lifespan, telemetry={"logs": False},
+        lifespan=lifespan, telemetry=_telemetry(tracer_provider),
     )  # fmt: skip
     hosts = host_allowlist(allowed_hosts)
     app.state.handrail = ServiceContext(

@@ -149,6 +149,8 @@ class TemporalDecisions:
             loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(timeout=10)
+        if loop is not None and not loop.is_running():
+            loop.close()  # its self-pipe sockets (else a ResourceWarning when it is collected)
 
 
 def _ended(exc: BaseException) -> bool:

@@ -77,6 +77,14 @@ class ReplayResult:
         """True when the replay found a divergence."""
         return self.divergence is not None
 
+    def assert_identical(self) -> None:
+        """Raise AssertionError with :meth:`report` (the divergence and its diff) unless it replayed identically.
+
+        ``replay("run.jsonl", agent).assert_identical()`` is a regression test: pytest shows the diff.
+        """
+        if self.divergence is not None:
+            raise AssertionError(self.report())
+
     def report(self) -> str:
         """A short report: the effects matched, then "replayed identically" or the divergence with its diff."""
         head = f"{self.matched} effects matched over {self.steps} model calls"

@@ -7,6 +7,7 @@ import functools
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from handrail.tracing._content import DEFAULT_MAX_CONTENT_CHARS
@@ -17,6 +18,17 @@ if TYPE_CHECKING:
     from handrail.components.drivers import RunObserver
     from handrail.tracing._spans import TracingObserver
 
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """What :func:`enable` was given for the content of the spans."""
+
+    capture_content: bool | None
+    max_content_chars: int
+    redact: Callable[[str], str] | None
+
+
+_settings: _Settings | None = None
 _lock = threading.Lock()
 _factories: list[Callable[[], RunObserver | None]] = []
 _tracers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -68,16 +80,20 @@ def observer_for(
     tracer_provider: Any = None,
     *,
     capture_content: bool | None = None,
-    max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS,
+    max_content_chars: int | None = None,
     redact: Callable[[str], str] | None = None,
 ) -> TracingObserver:
     """A fresh observer that traces one run to ``tracer_provider`` (what ``Agent(tracer_provider=)`` uses).
+
+    What is not given is taken from :func:`enable` when tracing is enabled (so an Agent with its own provider
+    records content as every other run does), else from the defaults below.
 
     Args:
         tracer_provider: An OpenTelemetry ``TracerProvider``; None: the global one, as it is when called.
         capture_content: Record messages, tool definitions, arguments and results on the spans. None: only when
             the environment variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true``.
-        max_content_chars: The longest string kept in a content attribute (longer ones are cut and marked).
+        max_content_chars: The longest string kept in a content attribute (longer ones are cut and marked);
+            None: 4096.
         redact: Masks each content string, after the run's own redaction hooks (None: only those and the
             known secret values are masked).
 
@@ -88,6 +104,12 @@ def observer_for(
     from handrail.tracing._content import capture_from_environment
     from handrail.tracing._spans import TracingObserver
 
+    enabled = _settings
+    if enabled is not None:
+        capture_content = enabled.capture_content if capture_content is None else capture_content
+        max_content_chars = enabled.max_content_chars if max_content_chars is None else max_content_chars
+        redact = enabled.redact if redact is None else redact
+    max_content_chars = DEFAULT_MAX_CONTENT_CHARS if max_content_chars is None else max_content_chars
     _checked(max_content_chars, redact)
     capture = capture_from_environment() if capture_content is None else bool(capture_content)
     return TracingObserver(_tracer(tracer_provider), capture_content=capture, max_content_chars=max_content_chars,
@@ -126,16 +148,20 @@ def enable(
     _checked(max_content_chars, redact)
     import opentelemetry.trace  # noqa: F401  (fails here, not in a run, when the extra is missing)
 
+    settings = _Settings(capture_content, max_content_chars, redact)
+
     def traced() -> RunObserver | None:
-        return observer_for(tracer_provider, capture_content=capture_content, max_content_chars=max_content_chars,
-                            redact=redact)  # fmt: skip
+        return observer_for(tracer_provider, capture_content=settings.capture_content,
+                            max_content_chars=settings.max_content_chars, redact=settings.redact)  # fmt: skip
 
     made: list[Callable[[], RunObserver | None]] = [traced]
     module = _metrics_module() if metrics else None
     if module is not None:
         made.append(functools.partial(module.metrics_observer_for, meter_provider))
+    global _settings
     with _lock:
         _remove_all()
+        _settings = settings
         for factory in made:
             add_observer_factory(factory)
             _factories.append(factory)
@@ -154,8 +180,10 @@ def _metrics_module() -> Any:
 
 
 def _remove_all() -> None:
+    global _settings
     from handrail.components.drivers import remove_observer_factory
 
+    _settings = None
     for factory in _factories:
         remove_observer_factory(factory)
     _factories.clear()

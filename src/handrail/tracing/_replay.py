@@ -75,11 +75,11 @@ class ReplayDriver:
 
     def __init__(self, recorded: RecordedRun, *, redact: Any = None, progress: Progress | None = None,
                  source: str = "<recording>") -> None:  # fmt: skip
-        from handrail.tracing.recording import _redactor
+        from handrail.tracing._recording_json import redactor
 
         self._recorded = recorded
         self._source = source
-        self._redact: Callable[[str], str] | None = _redactor(redact)
+        self._redact: Callable[[str], str] | None = redactor(redact)
         self.progress = progress if progress is not None else Progress()
         self.paused = False
         """True when the replayed run stopped at a (recorded) pause."""
@@ -88,7 +88,7 @@ class ReplayDriver:
 
     def drive(self, run: Any) -> Any:
         """Drive ``run`` (``agent.start(...)``) to its end; returns its result (None when it paused or failed)."""
-        from handrail.tracing.recording import clean
+        from handrail.tracing._recording_json import clean
 
         expected = [e for e in self._recorded.effects if e["effect"]["type"] in COMPARED]
         position = 0
@@ -138,12 +138,17 @@ class ReplayDriver:
 
     def _diverge(self, line: dict[str, Any] | None, actual: dict[str, Any] | None) -> None:
         expected = line["effect"] if line is not None else None
+        model_call = any(d is not None and d["type"] == "call_model" for d in (expected, actual))
         divergence = ReplayDivergence(
-            step=self.progress.steps + (1 if actual is not None and actual["type"] == "call_model" else 0) or 1,
+            step=max(1, self.progress.steps + model_call),
             effect=self.progress.matched + 1, kind=_kind(expected, actual), expected=expected, actual=actual,
             diff=json_diff(expected, actual), line=int(line.get("_line", 0)) if line is not None else 0,
         )  # fmt: skip
         raise ReplayDivergedError(divergence.report(), divergence)
+
+
+_OPTIONS = ("system_prompt", "generation_kwargs", "chat_message_store_kwargs", "memory_store_kwargs")
+"""The run arguments a recording keeps in its ``input`` (JSON data), given back to the replayed run."""
 
 
 def _start(agent: Any, recorded: RecordedRun, source: str) -> Any:
@@ -164,7 +169,7 @@ def _start(agent: Any, recorded: RecordedRun, source: str) -> Any:
             raise RecordingError(f"{where}: a run's line has no 'input' with its messages.")
         messages = [ChatMessage.from_dict(m) for m in given["messages"]]
         kwargs = {k: typed_json.decode_value(v, f"kwargs[{k!r}]") for k, v in (given.get("kwargs") or {}).items()}
-        options = {k: given[k] for k in ("system_prompt", "generation_kwargs") if given.get(k) is not None}
+        options = {k: given[k] for k in _OPTIONS if given.get(k) is not None}
     except RecordingError:
         raise
     except (ValueError, TypeError, KeyError) as exc:
@@ -181,7 +186,8 @@ def replay(recording: str | os.PathLike[str] | IO[str] | Recording, agent: Any, 
     Args:
         recording: A path, an open text file, or a :class:`~handrail.testing.Recording`.
         agent: The Agent to replay (changed since the recording, or not).
-        redact: The ``redact`` the recording was written with, if any.
+        redact: The ``redact`` the recording was written with (None: the Agent's RedactionHook when the
+            recording says it was redacted).
 
     Returns:
         A :class:`~handrail.testing.ReplayResult`: ``.diverged``, ``.divergence`` (the first one, with a diff),
@@ -191,6 +197,10 @@ def replay(recording: str | os.PathLike[str] | IO[str] | Recording, agent: Any, 
         RecordingError: The recording cannot be read (names the line).
     """
     read = read_recording(recording)
+    if redact is None and read.header.get("redacted"):
+        from handrail.tracing._recording_json import agent_redaction
+
+        redact = agent_redaction(agent)
     progress = Progress()
     result: dict[str, Any] | None = None
     for recorded in read.runs:

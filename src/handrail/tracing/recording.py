@@ -14,14 +14,11 @@ This module does not need OpenTelemetry.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
-import sys
 import threading
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import IO, Any
 
 from handrail.components.drivers import Ended, RunInfo
@@ -33,106 +30,24 @@ from handrail.components.effects import (
     Persist,
     RunTools,
     ToolInvocation,
-    ToolOutcome,
     to_json,
 )
-from handrail.core._secret_values import mask_data, mask_secrets
+from handrail.errors import ConfigurationError
 from handrail.testing._recording_format import FORMAT_VERSION
+from handrail.tracing._recording_json import (
+    agent_redaction,
+    clean,
+    error_text,
+    now,
+    redactor,
+    result_json,
+    run_input,
+    tool_names,
+    version,
+)
 from handrail.tracing._replay import ReplayDriver, replay
 
 __all__ = ["Recorder", "ReplayDriver", "replay"]
-
-Redact = Callable[[str], str]
-
-
-def _version() -> str | None:
-    """Handrail's version (the package is loaded: this module is inside it; read, not imported, to keep layers)."""
-    version = getattr(sys.modules.get("handrail"), "__version__", None)
-    return version if isinstance(version, str) else None
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _redactor(redact: Any) -> Redact | None:
-    if redact is None:
-        return None
-    method = getattr(redact, "redact", None)  # a RedactionHook
-    if callable(method):
-        return method  # type: ignore[no-any-return]
-    if callable(redact):
-        return redact  # type: ignore[no-any-return]
-    raise TypeError(f"redact must be a callable str -> str or a RedactionHook, got {type(redact).__name__}.")
-
-
-def clean(value: Any, redact: Redact | None) -> Any:
-    """``value`` (JSON data) with known secret values masked in every string, then ``redact`` applied to it."""
-    if isinstance(value, str):
-        text = mask_secrets(value)
-        return redact(text) if redact is not None else text
-    if isinstance(value, dict):
-        return {str(k): clean(v, redact) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean(v, redact) for v in value]
-    return value
-
-
-def result_json(result: Any) -> list[Any] | None:
-    """The JSON of an effect's result: one item per reply, outcome or decision (None for no result)."""
-    if isinstance(result, list | tuple):
-        return [_outcome_json(item) if type(item) is ToolOutcome else to_json(item) for item in result]
-    return None
-
-
-def _outcome_json(outcome: ToolOutcome) -> dict[str, Any] | None:
-    """A tool outcome's JSON, its value's secrets masked first (the typed JSON refuses a secret's value)."""
-    if not outcome.ok:
-        return to_json(outcome)
-    try:
-        return to_json(dataclasses.replace(outcome, value=mask_data(outcome.value)))
-    except ValueError:  # a value of a type the typed JSON cannot write, or a secret inside an object: its text
-        written = to_json(dataclasses.replace(outcome, value=mask_secrets(str(outcome.value))))
-        assert written is not None
-        return {**written, "value_as_text": True}
-
-
-def _error_text(error: BaseException | None) -> str | None:
-    return None if error is None else f"{type(error).__name__}: {error}"
-
-
-def _tool_names(agent: Any) -> list[str]:
-    from handrail.tools.utils import flatten_tools
-
-    try:
-        return [str(t.name) for t in flatten_tools(agent.tools)]
-    except Exception:  # a toolset that lists its tools only once warmed up
-        return []
-
-
-def _run_input(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A fresh run's input as JSON: its messages, system prompt, generation settings and state / template values."""
-    from handrail.core import _typed_json as typed_json
-    from handrail.core.secret import Secret
-
-    given: dict[str, Any] = {"messages": [m.to_dict() for m in arguments.get("messages") or []]}
-    for name in ("system_prompt", "generation_kwargs"):
-        if arguments.get(name) is not None:
-            given[name] = arguments[name]
-    values: dict[str, Any] = {}
-    left_out: list[str] = []
-    for key, value in (arguments.get("kwargs") or {}).items():
-        try:
-            if isinstance(value, Secret):
-                raise TypeError("a Secret is never recorded")
-            values[key] = typed_json.encode_value(value, f"kwargs[{key!r}]")
-        except Exception:
-            left_out.append(key)
-    if values:
-        given["kwargs"] = values
-    if left_out:
-        given["not_recorded"] = sorted(left_out)
-    return given
 
 
 class Recorder:
@@ -147,9 +62,13 @@ class Recorder:
         path_or_file: A path (lines are appended; the header is written when the file is new or empty) or an open
             text file (the header is written before the first run).
         redact: A callable ``str -> str`` applied to every string written (after known secret values are
-            masked), or a :class:`~handrail.hooks.RedactionHook` (its ``redact``). A replay of a redacted
-            recording needs the same ``redact``.
+            masked), or a :class:`~handrail.hooks.RedactionHook` (its ``redact``). None: the run's Agent's own
+            RedactionHook when it has one. A replay of a redacted recording uses the same ``redact`` (by default
+            the replayed Agent's RedactionHook).
         metadata: JSON data kept in the header (``handrail run --record`` keeps the agent file and its options).
+
+    Raises:
+        ConfigurationError: The path is a directory, or its directory does not exist (before any run).
     """
 
     def __init__(
@@ -157,8 +76,12 @@ class Recorder:
         metadata: Mapping[str, Any] | None = None,
     ) -> None:  # fmt: skip
         self._path = os.fspath(path_or_file) if isinstance(path_or_file, str | os.PathLike) else None
+        if self._path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(self._path))):
+            raise ConfigurationError(f"Recorder: the directory of {self._path!r} does not exist; create it first.")
+        if self._path is not None and os.path.isdir(self._path):
+            raise ConfigurationError(f"Recorder: {self._path!r} is a directory; give the path of a file.")
         self._file: IO[str] | None = None if isinstance(path_or_file, str | os.PathLike) else path_or_file
-        self._redact = _redactor(redact)
+        self._redact = redactor(redact)
         self._metadata = dict(metadata or {})
         self._lock = threading.Lock()
         self._header_written = False
@@ -176,11 +99,17 @@ class Recorder:
         return self._path
 
     def begin_request(self, agent: Any, arguments: Mapping[str, Any]) -> None:
-        """Told by ``Agent.run(..., recorder=self)`` before the run starts: the Agent and the run's arguments."""
+        """Told by ``Agent.run(..., recorder=self)`` before the run starts: the Agent and the run's arguments.
+
+        A Recorder given no ``redact`` takes the Agent's own :class:`~handrail.hooks.RedactionHook` (its first), so
+        what the run masks is masked in the recording too.
+        """
+        if self._redact is None:
+            self._redact = agent_redaction(agent)
         prompt = arguments.get("system_prompt") or getattr(agent, "system_prompt", None)
         digest = hashlib.sha256(prompt.encode()).hexdigest() if isinstance(prompt, str) else None
-        self._request = {"tools": _tool_names(agent), "system_prompt_sha256": digest,
-                         "input": _run_input(arguments) if arguments.get("snapshot") is None else None}  # fmt: skip
+        self._request = {"tools": tool_names(agent), "system_prompt_sha256": digest,
+                         "input": run_input(arguments) if arguments.get("snapshot") is None else None}  # fmt: skip
 
     # -- RunObserver ---------------------------------------------------------------------------------------------
 
@@ -190,14 +119,14 @@ class Recorder:
         self._info = info
         with self._lock:
             if not self._header_written and not self._has_header():
-                self._write({"kind": "header", "time": _now(), "format": FORMAT_VERSION, "handrail": _version(),
+                self._write({"kind": "header", "time": now(), "format": FORMAT_VERSION, "handrail": version(),
                              "agent": info.agent_name, "tools": request.get("tools", []),
                              "system_prompt_sha256": request.get("system_prompt_sha256"),
                              "redacted": self._redact is not None, "metadata": self._metadata})  # fmt: skip
             self._header_written = True
             self._runs = (self._runs if self._runs is not None else self._count_runs()) + 1
             self._n = 0
-            line: dict[str, Any] = {"kind": "run", "time": _now(), "run": self._runs, "run_id": info.run_id,
+            line: dict[str, Any] = {"kind": "run", "time": now(), "run": self._runs, "run_id": info.run_id,
                                     "resumed_from": info.resumed_from}  # fmt: skip
             snapshot = getattr(info, "snapshot", None)
             if info.resumed_from is not None or snapshot is not None:
@@ -234,13 +163,13 @@ class Recorder:
                 self._ledger_writes += 1
                 return
             self._n += 1
-            line: dict[str, Any] = {"kind": "effect", "time": _now(), "n": self._n, "effect": to_json(event),  # type: ignore[arg-type]
+            line: dict[str, Any] = {"kind": "effect", "time": now(), "n": self._n, "effect": to_json(event),  # type: ignore[arg-type]
                                     "result": result_json(ended.result), "duration": ended.duration}  # fmt: skip
             if type(event) is Pause:
                 snapshot = getattr(ended.error, "snapshot", None)
                 line["snapshot_id"] = getattr(snapshot, "snapshot_id", None)
             else:
-                line["error"] = _error_text(ended.error)
+                line["error"] = error_text(ended.error)
             if type(event) is LoadStores and self._info is not None:  # what the replay puts in the run's input
                 line["messages"] = [m.to_dict() for m in self._info.messages]
             if type(event) is RunTools:
@@ -253,9 +182,9 @@ class Recorder:
         """Write the run's ``end`` line: its outcome and exit reason."""
         result = ended.result if isinstance(ended.result, dict) else {}
         with self._lock:
-            self._write({"kind": "end", "time": _now(), "outcome": info.outcome,
+            self._write({"kind": "end", "time": now(), "outcome": info.outcome,
                          "exit_reason": result.get("exit_reason"),
-                         "error": None if info.outcome == "paused" else _error_text(ended.error)})  # fmt: skip
+                         "error": None if info.outcome == "paused" else error_text(ended.error)})  # fmt: skip
 
     # -- writing -------------------------------------------------------------------------------------------------
 

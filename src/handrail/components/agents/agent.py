@@ -91,6 +91,7 @@ def _made_observers(provider: Any) -> list[RunObserver]:
     if provider is not None:
         # handrail.tracing sits above the components; it is loaded by name, as a plugin, only for this Agent.
         tracing = importlib.import_module("handrail.tracing")
+        made = [o for o in made if not isinstance(o, tracing.TracingObserver)]  # the Agent's provider, not enable()'s
         made.append(tracing.observer_for(provider))
     return made
 
