@@ -155,7 +155,8 @@ class AgentRunWorkflow:
         ):
             self._continue_as_new(run, agent)
         opts = self._inp.options
-        inp = ModelInput(self._inp.agent, self._encoded.text(effect.messages), list(effect.tools), info.workflow_id)
+        inp = ModelInput(self._inp.agent, self._encoded.text(effect.messages), list(effect.tools), info.workflow_id,
+                         self._usage["model_calls"] + 1)  # fmt: skip
         try:
             replies = await self._light("handrail.call_model", inp, opts.model_attempts, opts.model_timeout_seconds)
         except ActivityError as exc:

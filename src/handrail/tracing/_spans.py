@@ -90,6 +90,30 @@ class TracingObserver:
         self._usage: dict[str, int] = {}
         self._calls = 0
         self._held: list[str] = []
+        self._describe: Callable[[str], str | None] | None = None
+
+    def effects_under(self, parent: Context, generator: Any, *, step: int = 1,
+                      describe_tool: Callable[[str], str | None] | None = None,
+                      redact: Callable[[str], str] | None = None) -> TracingObserver:  # fmt: skip
+        """Trace effects and tool calls as children of ``parent``, with no run of its own (no ``invoke_agent``).
+
+        For what runs one effect away from its run (a Temporal activity: its span is ``parent``): ``generator``
+        is the run's chat generator, ``step`` the number of the next model call, ``describe_tool`` gives a tool's
+        description, ``redact`` masks content before this observer's own ``redact``. Returns this observer.
+        """
+        self._model = describe_model(generator)
+        self._streaming = getattr(generator, "streaming_callback", None) is not None
+        if self._capture:
+            self._content = Content(self._max_chars, tuple(r for r in (redact, self._redact) if r is not None))
+        self._parent = parent
+        self._calls = max(step, 1) - 1
+        self._describe = describe_tool
+        return self
+
+    def _description(self, name: str) -> str | None:
+        if self._info is not None:
+            return self._info.describe_tool(name)
+        return self._describe(name) if self._describe is not None else None
 
     # -- the run -----------------------------------------------------------------------------------
 
@@ -225,10 +249,9 @@ class TracingObserver:
             if system is not None:
                 attributes[c.GEN_AI_SYSTEM_INSTRUCTIONS] = system
             attributes[c.GEN_AI_INPUT_MESSAGES] = messages
-            if effect.tools and self._info is not None:
-                info = self._info
+            if effect.tools:
                 attributes[c.GEN_AI_TOOL_DEFINITIONS] = content.tool_definitions(
-                    (n, info.describe_tool(n)) for n in effect.tools
+                    (n, self._description(n)) for n in effect.tools
                 )
         name = f"{c.OP_CHAT} {model.model}" if model.model else c.OP_CHAT
         self._start(effect, name, SpanKind.INTERNAL if model.in_process else SpanKind.CLIENT, attributes)
@@ -255,7 +278,7 @@ class TracingObserver:
         }
         if call.call_id:
             attributes[c.GEN_AI_TOOL_CALL_ID] = call.call_id
-        description = self._info.describe_tool(call.tool_name) if self._info is not None else None
+        description = self._description(call.tool_name)
         if description:
             attributes[c.GEN_AI_TOOL_DESCRIPTION] = description
         if self._content is not None:
