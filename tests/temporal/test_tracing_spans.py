@@ -107,6 +107,20 @@ async def test_a_traced_run_has_chat_and_execute_tool_spans_under_its_activities
     assert local_tool.name == tool.name
     assert attributes == {k: v for k, v in (local_tool.attributes or {}).items() if k not in _APPROVAL}
 
+    # The run's own span: made by the workflow when it ended, in the run's trace.
+    (run,) = [s for s in spans if (s.attributes or {}).get(c.GEN_AI_OPERATION_NAME) == c.OP_INVOKE_AGENT]
+    assert run.name == "invoke_agent demo"
+    assert run.context is not None and run.context.trace_id == run_trace
+    assert f"StartWorkflow:{WORKFLOW}" in _parent_chain(run, spans)
+    got = dict(run.attributes or {})
+    assert got[c.GEN_AI_AGENT_NAME] == "demo" and got[c.HANDRAIL_RUN_ID] == run_id == got[c.GEN_AI_CONVERSATION_ID]
+    ended = (got[c.HANDRAIL_RUN_STATUS], got[c.HANDRAIL_RUN_STEPS], got[c.HANDRAIL_RUN_EXIT_REASON])
+    assert ended == ("done", 2, "text")
+    (local_run,) = _by_operation(local, c.OP_INVOKE_AGENT)
+    same = {c.GEN_AI_OPERATION_NAME, c.GEN_AI_PROVIDER_NAME, c.GEN_AI_REQUEST_MODEL}
+    assert {k: v for k, v in got.items() if k in same} == {k: v for k, v in (local_run.attributes or {}).items()
+                                                           if k in same}  # fmt: skip
+
 
 async def test_a_worker_on_a_traced_client_traces_to_the_clients_provider(
     dev_server: Any, ledger_url: str, task_queue: str, provider: TracerProvider, exporter: InMemorySpanExporter

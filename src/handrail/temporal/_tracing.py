@@ -32,7 +32,16 @@ if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
     from handrail.components.drivers import RunObserver
 
-__all__ = ["SCOPE", "current_carrier", "effect_observers", "has_tracing", "interceptor", "provider_of", "record_extra"]
+__all__ = [
+    "SCOPE",
+    "current_carrier",
+    "effect_observers",
+    "has_tracing",
+    "interceptor",
+    "provider_of",
+    "record_extra",
+    "run_span",
+]
 
 SCOPE = "temporalio.contrib.opentelemetry"
 """The instrumentation scope of the Temporal spans (handrail's own spans have scope ``handrail``)."""
@@ -136,3 +145,28 @@ def record_extra(extra: dict[str, Any]) -> None:
     carrier = current_carrier()
     if carrier is not None:
         extra[_TRACE_KEY] = carrier
+
+
+def run_span(agent: Agent | None, agent_name: str, run_id: str, status: str, steps: int, exit_reason: str | None,
+             error: BaseException | None) -> None:  # fmt: skip
+    """The ``invoke_agent {agent}`` span of a workflow run that ended, with the attributes of an in-process run's.
+
+    A workflow span (temporalio's ``completed_span``: no duration, made only when the workflow is not replaying,
+    a child of the workflow's context; its scope is temporalio's). Called in the workflow, only when tracing is on.
+    """
+    from temporalio.contrib.opentelemetry import workflow as traced_workflow
+
+    c = importlib.import_module("handrail.tracing._conventions")
+    describe = importlib.import_module("handrail.tracing._describe")
+    spans = importlib.import_module("handrail.tracing._spans")
+    otel = importlib.import_module("handrail.tracing._otel")
+    model = describe.describe_model(agent.chat_generator if agent is not None else None)
+    attributes = spans.agent_attributes(model, agent_name, run_id, run_id)
+    attributes[c.HANDRAIL_RUN_STATUS] = status
+    attributes[c.HANDRAIL_RUN_STEPS] = steps
+    if exit_reason:
+        attributes[c.HANDRAIL_RUN_EXIT_REASON] = exit_reason
+    if error is not None:
+        attributes[c.ERROR_TYPE] = otel.error_type(error)
+    exception = error if isinstance(error, Exception) else None
+    traced_workflow.completed_span(f"{c.OP_INVOKE_AGENT} {agent_name}", attributes=attributes, exception=exception)

@@ -96,6 +96,7 @@ def create_worker(
 
         tracer_provider = provider_of(client.config().get("interceptors"))
     activities = Activities(catalog, store, executor, tracing=traced, tracer_provider=tracer_provider).all()
+    _registry.set_traced(task_queue, traced)
     if approvals is not None:
         activities.append(Recorder(catalog, _approval_store(approvals), tracing=traced).record_approvals)
         _records.enable(task_queue)

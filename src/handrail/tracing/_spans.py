@@ -48,10 +48,25 @@ if TYPE_CHECKING:
     from handrail.components.drivers import Ended, RunInfo
     from handrail.dataclasses.decisions import ToolExecutionDecision
 
-__all__ = ["TracingObserver"]
+__all__ = ["TracingObserver", "agent_attributes"]
 
 _PLAIN: dict[type, str] = {Persist: c.SPAN_PERSIST, LoadStores: c.SPAN_LOAD_STORES, Finish: c.SPAN_FINISH,
                            Pause: c.SPAN_PAUSE}  # fmt: skip
+
+
+def agent_attributes(model: Model, agent_name: str | None, conversation_id: str, run_id: str) -> dict[str, Any]:
+    """An ``invoke_agent`` span's attributes at its start (a Temporal run's span has them too)."""
+    attributes: dict[str, Any] = {
+        c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
+        c.GEN_AI_PROVIDER_NAME: model.provider,
+        c.GEN_AI_CONVERSATION_ID: conversation_id,
+        c.HANDRAIL_RUN_ID: run_id,
+    }
+    if agent_name:
+        attributes[c.GEN_AI_AGENT_NAME] = agent_name
+    if model.model:
+        attributes[c.GEN_AI_REQUEST_MODEL] = model.model
+    return attributes
 
 
 class TracingObserver:
@@ -125,16 +140,7 @@ class TracingObserver:
         if self._capture:
             self._content = Content(self._max_chars, tuple(r for r in (info.redact, self._redact) if r is not None))
         parent, links = resumed_parent(info.carried_in.get(c.CARRY_TRACE))
-        attributes: dict[str, Any] = {
-            c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
-            c.GEN_AI_PROVIDER_NAME: model.provider,
-            c.GEN_AI_CONVERSATION_ID: info.conversation_id or info.run_id,
-            c.HANDRAIL_RUN_ID: info.run_id,
-        }
-        if info.agent_name:
-            attributes[c.GEN_AI_AGENT_NAME] = info.agent_name
-        if model.model:
-            attributes[c.GEN_AI_REQUEST_MODEL] = model.model
+        attributes = agent_attributes(model, info.agent_name, info.conversation_id or info.run_id, info.run_id)
         if info.resumed_from:
             attributes[c.HANDRAIL_RUN_RESUMED_FROM] = info.resumed_from
         name = f"{c.OP_INVOKE_AGENT} {info.agent_name}" if info.agent_name else c.OP_INVOKE_AGENT
