@@ -140,3 +140,41 @@ async def test_a_worker_on_a_traced_client_traces_to_the_clients_provider(
     ours = _ours(list(exporter.get_finished_spans()))
     assert [s.name for s in _by_operation(ours, c.OP_EXECUTE_TOOL)] == ["execute_tool transfer"]
     assert len(_by_operation(ours, c.OP_CHAT)) == 2
+
+
+async def test_hook_points_have_their_spans_and_a_failed_run_its_invoke_agent_span(
+    dev_server: Any, ledger_url: str, task_queue: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    from handrail.dataclasses.state import State
+    from handrail.hooks import hook
+
+    calls: list[int] = []
+
+    @hook
+    def second_fails(state: State) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the second model call is refused")
+
+    effects = Effects()
+    agents = {"demo": transfer_agent(effects, hooks={"before_llm": [second_fails]})}
+    async with traced(dev_server.address, ledger_url, task_queue, agents, provider) as h:
+        run_id = await h.start()
+        await h.waiting(run_id)
+        await h.decide(run_id, "c1")
+        with pytest.raises(WorkflowFailureError):
+            await h.result(run_id)
+    assert effects.done == [("transfer", 5)]
+
+    spans = list(exporter.get_finished_spans())
+    hooks = [s for s in _ours(spans) if s.name == f"{c.SPAN_HOOK} before_llm"]
+    assert len(hooks) == 2
+    assert all((s.attributes or {})[c.HANDRAIL_HOOK_POINT] == "before_llm" for s in hooks)
+    assert all(_parent(s, spans) == "RunActivity:handrail.run_hooks" for s in hooks)
+    assert sorted(s.status.status_code.name for s in hooks) == ["ERROR", "UNSET"]
+    (run,) = [s for s in spans if s.name == "invoke_agent demo"]
+    assert (run.attributes or {})[c.HANDRAIL_RUN_STATUS] == "failed"
+    assert (run.attributes or {})[c.ERROR_TYPE] == "ApplicationError"
+    assert (run.attributes or {})[c.HANDRAIL_RUN_STEPS] == 1
