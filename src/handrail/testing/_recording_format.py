@@ -7,7 +7,9 @@ It sits this low so that :mod:`handrail.testing` can read recordings without the
 Each line is one JSON object with a ``kind`` and a ``time`` (ISO 8601, UTC):
 
 * ``header`` (the first line, once per file): ``format``, ``handrail`` (version), ``agent`` (the run's label),
-  ``tools`` (the Agent's tool names), ``system_prompt_sha256`` (or null), ``redacted`` and ``metadata``;
+  ``tools`` (the Agent's tool names), ``system_prompt_sha256`` (or null), ``redacted``, ``redaction`` (how it was
+  masked: ``["default"]``, ``["agent", "default"]``, ``[{"patterns": [...]}]``, ``["custom"]``, ``[]``) and
+  ``metadata``;
 * ``run`` (each run, a resumed one too): ``run`` (its number in the file), ``run_id``, ``resumed_from`` and either
   ``input`` (a fresh run's messages and arguments) or ``snapshot`` (the snapshot a resumed run read);
 * ``effect`` (each effect in the order the run yielded it): ``n``, ``effect`` (its JSON form), ``result`` (a list
