@@ -14,7 +14,7 @@ import pytest
 from handrail.components.agents import Agent
 from handrail.errors import ConfigurationError, ConfigurationTypeError, RecordingError
 from handrail.hooks import RedactionHook
-from handrail.testing import ReplayChatGenerator, ScriptedChatGenerator, call, reply, user
+from handrail.testing import ReplayChatGenerator, ScriptedChatGenerator, call, read_recording, reply, user
 from handrail.tools import tool
 from handrail.tracing.recording import Recorder, replay
 
@@ -148,6 +148,10 @@ def test_a_second_run_while_the_recorder_records_one_is_refused() -> None:
     release.set()
     thread.join(10)
     assert not errors and gen.calls == []
+    with pytest.raises(ConfigurationError):  # a run that fails before it starts does not keep the Recorder
+        Agent(chat_generator=ScriptedChatGenerator([])).run(
+            [user("hi")], recorder=recorder, chat_message_store_kwargs={"x": 1}
+        )
     Agent(chat_generator=ScriptedChatGenerator([reply("again")])).run([user("hi")], recorder=recorder)  # free again
 
 
@@ -181,3 +185,20 @@ def test_a_recording_cut_short_or_without_a_run_is_refused(tmp_path: Path) -> No
     write_lines(path, data)
     with pytest.raises(RecordingError, match="line 3: an effect line has no 'result'"):
         replay(path, agent)
+
+
+def test_run_async_runs_gathered_on_one_recorder_record_one_and_refuse_the_other() -> None:
+    import asyncio
+
+    stream = io.StringIO()
+    recorder = Recorder(stream)
+
+    async def both() -> list[object]:
+        agents = [Agent(chat_generator=ScriptedChatGenerator([reply(text)])) for text in ("a", "b")]
+        runs = [agent.run_async([user("hi")], recorder=recorder) for agent in agents]
+        return await asyncio.gather(*runs, return_exceptions=True)
+
+    results = asyncio.run(both())
+    assert [type(r).__name__ for r in results] == ["dict", "RecordingError"]
+    stream.seek(0)
+    assert len(read_recording(stream).runs) == 1

@@ -15,6 +15,7 @@ This module does not need OpenTelemetry.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -54,6 +55,15 @@ from handrail.tracing._recording_target import Target, check_path, check_recordi
 from handrail.tracing._replay import ReplayDriver, replay
 
 __all__ = ["Recorder", "ReplayDriver", "replay"]
+
+
+def _caller() -> tuple[int, int]:
+    """The thread and the asyncio task (0: none) that call: who asked for a run to be recorded."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        task = None
+    return threading.get_ident(), id(task) if task is not None else 0
 
 
 class Recorder:
@@ -109,6 +119,7 @@ class Recorder:
         self._lock = threading.Lock()
         self._header_written = False
         self._busy: str | None = None  # the run being recorded ("" until it has an id)
+        self._caller: tuple[int, int] | None = None  # the thread and task that reserved it
         self._runs: int | None = None
         self._request: dict[str, Any] | None = None
         self._n = 0
@@ -142,12 +153,15 @@ class Recorder:
             RecordingError: This Recorder is recording another run, the file cannot be written, or the run
                 would append to a file that is not a recording.
         """
+        caller = _caller()
         with self._lock:
-            if self._busy is not None:
+            # A reservation of this same thread/task whose run never started (it failed first) is taken over.
+            stale = self._busy == "" and self._caller == caller
+            if self._busy is not None and not stale:
                 which = f"run {self._busy}" if self._busy else "a run"
                 raise RecordingError(f"Recorder: this Recorder is recording {which}; give each concurrent run its "
                                      f"own Recorder.")  # fmt: skip
-            self._busy = ""
+            self._busy, self._caller = "", caller
         try:
             self._begin(agent, arguments)
         except BaseException:
