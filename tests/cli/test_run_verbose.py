@@ -97,7 +97,9 @@ def test_a_pause_and_its_resume_log_the_snapshot(tmp_path: Path, monkeypatch: py
     snapshot_id = json.loads(paused.stdout)["snapshot_id"]
     assert f"paused at tool_invoker snapshot={snapshot_id} waiting=c1" in paused.stderr
     assert f"approval waiting: transfer c1 snapshot={snapshot_id}" in paused.stderr
-    assert re.search(rf"^{TIME} run \S+ paused steps=1 \d+\.\d\ds snapshot={snapshot_id}$", paused.stderr, re.M)
+    # the id the resume logs under (its chain's first snapshot: this one) is on the paused run's end line too
+    assert re.search(rf"^{TIME} run \S+ paused steps=1 \d+\.\d\ds snapshot={snapshot_id} durable_run_id={snapshot_id}$",
+                     paused.stderr, re.M)  # fmt: skip
     assert cli("approvals", "approve", snapshot_id, "--dir", folder, "--by", "alice").exit_code == 0
     agent_yaml(agent, [DONE])
     resumed = cli("resume", "-v", snapshot_id, "--dir", folder)

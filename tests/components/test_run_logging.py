@@ -182,7 +182,8 @@ def test_a_pause_logs_its_snapshot_and_the_calls_waiting(tmp_path: Path, caplog:
     records = _run_records(caplog)
     (pause,) = _by_event(records, "pause")
     assert pause.snapshot_id == snapshot.snapshot_id
-    assert pause.getMessage() == f"paused at tool_invoker snapshot={snapshot.snapshot_id} waiting=c1"
+    assert pause.getMessage() == (f"paused at tool_invoker snapshot={snapshot.snapshot_id} waiting=c1 "
+                                  f"durable_run_id={snapshot.run_id}")  # fmt: skip
     (waiting,) = _by_event(records, "approval_waiting")
     assert (waiting.name, waiting.tool_call_id, waiting.tool_name) == ("handrail.run.approval", "c1", "charge")
     end = records[-1]

@@ -108,6 +108,14 @@ class RunLogger:
         self._snapshot_id: str | None = None
         self._model: str | None = None
 
+    def _durable_note(self) -> str:
+        """`` durable_run_id=…`` once the run has a durable id it does not log under (a fresh run that paused).
+
+        That id is the one the runs resuming it log under: grepping it finds this run's pause too.
+        """
+        durable = self._info.durable_id if self._info is not None else None
+        return f" durable_run_id={durable}" if durable and durable != self._run_id else ""
+
     def _error(self, error: BaseException) -> str:
         return _error_text(error, self._info)
 
@@ -160,6 +168,7 @@ class RunLogger:
         text += f" out={tokens_out}" if tokens_out is not None else ""
         text += f" {_s(ended.duration)}"
         text += f" snapshot={snapshot}" if snapshot else ""
+        text += self._durable_note()
         failed = info.outcome == "failed" and ended.error is not None
         error = ended.error
         text += f": {self._error(error)}" if failed and error is not None else ""
@@ -272,8 +281,8 @@ class RunLogger:
         snapshot_id = getattr(snapshot, "snapshot_id", None)
         self._snapshot_id = snapshot_id if isinstance(snapshot_id, str) else None
         held = ",".join(event.held) or "-"
-        self._log(_RUN, logging.INFO, "pause", "paused at %s snapshot=%s waiting=%s", event.position,
-                  self._snapshot_id, held, snapshot_id=self._snapshot_id)  # fmt: skip
+        self._log(_RUN, logging.INFO, "pause", "paused at %s snapshot=%s waiting=%s%s", event.position,
+                  self._snapshot_id, held, self._durable_note(), snapshot_id=self._snapshot_id)  # fmt: skip
         for call_id in event.held:
             name = self._names.get(call_id)
             self._log(_APPROVAL, logging.INFO, "approval_waiting", "approval waiting: %s %s snapshot=%s", name,
