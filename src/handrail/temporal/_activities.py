@@ -19,13 +19,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from handrail.components.effects import ToolOutcome, to_json
+from handrail.components.drivers import notify_ended, notify_started
+from handrail.components.effects import CallModel, RunHooks, ToolInvocation, ToolOutcome, to_json
 from handrail.core._typed_json import decode_value, encode_value
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
 from handrail.dataclasses.state import State
 from handrail.temporal._types import HookInput, ModelInput, ToolInput
 
 if TYPE_CHECKING:
+    from handrail.components.agents.agent import Agent
+    from handrail.components.drivers import RunObserver
     from handrail.temporal._catalog import AgentCatalog
     from handrail.temporal._store import TemporalStore
     from handrail.tools.tool import Tool
@@ -95,13 +98,29 @@ class Activities:
     runs at once. None is asyncio's default executor, whose ``min(32, cpus + 4)`` threads (6 on 2 cores) would
     cap a worker's concurrent tool calls far below ``max_concurrent_activities``, and make a tool call wait for
     a thread with its ledger row already ``running``.
+
+    With ``tracing``, each model call, tool call and hook point is traced as a run's effect is (``chat``,
+    ``execute_tool``, ``hook`` spans under the activity's span) to ``tracer_provider`` (None: the global one).
     """
 
-    def __init__(self, catalog: AgentCatalog, store: TemporalStore,
-                 executor: concurrent.futures.Executor | None = None) -> None:  # fmt: skip
+    def __init__(self, catalog: AgentCatalog, store: TemporalStore, executor: concurrent.futures.Executor | None = None,
+                 *, tracing: bool = False, tracer_provider: Any = None) -> None:  # fmt: skip
         self.catalog = catalog
         self.store = store
         self.executor = executor
+        self.tracing = tracing
+        self.tracer_provider = tracer_provider
+
+    def _observers(self, name: str, agent: Agent, step: int = 1) -> list[RunObserver]:
+        """The observers of one effect of agent ``name`` (none without tracing), under the current span."""
+        if not self.tracing:
+            return []
+        from handrail.temporal._tracing import effect_observers
+
+        def describe(tool_name: str) -> str | None:
+            return self.catalog.tool(name, tool_name).description or None
+
+        return effect_observers(self.tracer_provider, agent, step, describe)
 
     def all(self) -> list[Callable[..., Any]]:
         """The activity functions to register on the worker."""
@@ -117,16 +136,24 @@ class Activities:
             agent = self.catalog.agent(inp.agent)
             model = model_call(agent, None, None)
             messages = [ChatMessage.from_dict(m) for m in json.loads(inp.messages)]
-            if model.pass_tools:
-                tools = [self.catalog.tool(inp.agent, n) for n in inp.tools] or None
-                output = agent.chat_generator.run(messages=messages, tools=tools)
-            else:
-                output = agent.chat_generator.run(messages=messages)
-            replies = _replies(output, agent.chat_generator)
-            if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
-                raise ApplicationError(f"{type(agent.chat_generator).__name__} returned replies that are not a list of "
-                                       f"ChatMessage: {replies!r:.200}", type="BadReplies",
-                                       non_retryable=True)  # fmt: skip
+            observers = self._observers(inp.agent, agent, inp.step)
+            effect = CallModel(messages, tuple(inp.tools))
+            began = notify_started(observers, effect)
+            try:
+                if model.pass_tools:
+                    tools = [self.catalog.tool(inp.agent, n) for n in inp.tools] or None
+                    output = agent.chat_generator.run(messages=messages, tools=tools)
+                else:
+                    output = agent.chat_generator.run(messages=messages)
+                replies = _replies(output, agent.chat_generator)
+                if not isinstance(replies, list) or not all(isinstance(r, ChatMessage) for r in replies):
+                    raise ApplicationError(f"{type(agent.chat_generator).__name__} returned replies that are not a "
+                                           f"list of ChatMessage: {replies!r:.200}", type="BadReplies",
+                                           non_retryable=True)  # fmt: skip
+            except BaseException as exc:
+                notify_ended(observers, effect, began, error=exc)
+                raise
+            notify_ended(observers, effect, began, replies)
             return [r.to_dict() for r in replies]
 
         return await _heartbeating(call, self.executor)
@@ -155,7 +182,11 @@ class Activities:
         kwargs = {**inp.arguments, **{k: decode_value(v, f"injected[{k!r}]") for k, v in inp.injected.items()}}
         if tool.roles.call_id_param is not None:
             kwargs[tool.roles.call_id_param] = inp.key or inp.call_id
-        outcome = await _heartbeating(lambda: _call(tool, inp, kwargs), self.executor)
+
+        def call() -> dict[str, Any]:
+            return _call(tool, inp, kwargs, self._observers(inp.agent, self.catalog.agent(inp.agent)))
+
+        outcome = await _heartbeating(call, self.executor)
         await _in_thread(self.executor, self.store.done, key, outcome)
         return outcome
 
@@ -168,21 +199,32 @@ class Activities:
             agent = self.catalog.agent(inp.agent)
             state = State(agent.state_schema or {})
             state.data.update(state_from_json(inp.state))
-            for hook in (agent.hooks or {}).get(inp.point, ()):
-                hook.run(state)
-                check_after_hook(hook, inp.point, state.data)
+            observers = self._observers(inp.agent, agent)
+            effect = RunHooks(inp.point)  # type: ignore[arg-type]  # a point the workflow's run named
+            began = notify_started(observers, effect)
+            try:
+                for hook in (agent.hooks or {}).get(inp.point, ()):
+                    hook.run(state)
+                    check_after_hook(hook, inp.point, state.data)
+            except BaseException as exc:
+                notify_ended(observers, effect, began, error=exc)
+                raise
+            notify_ended(observers, effect, began)
             return state_to_json(state.data)
 
         return await _heartbeating(run, self.executor)
 
 
-def _call(tool: Tool, inp: ToolInput, kwargs: dict[str, Any]) -> dict[str, Any]:
+def _call(tool: Tool, inp: ToolInput, kwargs: dict[str, Any], observers: list[RunObserver]) -> dict[str, Any]:
     from handrail.components.tools._effects import Invocation
     from handrail.components.tools._execution import _call_sync
     from handrail.components.tools._results import describe_exception
 
     call = ToolCall(tool_name=inp.tool_name, arguments=inp.arguments, id=inp.call_id)
+    event = ToolInvocation(inp.call_id or None, inp.tool_name, dict(inp.arguments), inp.key or inp.call_id)
+    began = notify_started(observers, event)
     ok, value = _call_sync(Invocation(call, tool, kwargs, inp.arguments, {}, inp.key))
+    notify_ended(observers, event, began, value if ok else None, None if ok else value)
     outcome = (
         ToolOutcome(inp.call_id, True, value)
         if ok

@@ -9,12 +9,26 @@ from handrail.errors import ConfigurationError
 if TYPE_CHECKING:
     from handrail.temporal._catalog import AgentCatalog
 
-__all__ = ["REPLAY", "catalog_for", "register", "unregister"]
+__all__ = ["REPLAY", "catalog_for", "is_traced", "register", "set_traced", "unregister"]
 
 REPLAY = "replay-"
 """Register a catalog under this name to replay saved histories with ``temporalio.worker.Replayer``."""
 
 _CATALOGS: dict[str, AgentCatalog] = {}
+_TRACED: set[str] = set()
+
+
+def set_traced(task_queue: str, traced: bool) -> None:
+    """Whether the workflows of ``task_queue`` in this process make their ``invoke_agent`` span (tracing is on)."""
+    if traced:
+        _TRACED.add(task_queue)
+    else:
+        _TRACED.discard(task_queue)
+
+
+def is_traced(task_queue: str) -> bool:
+    """What :func:`set_traced` said of ``task_queue``."""
+    return task_queue in _TRACED
 
 
 def register(task_queue: str, catalog: AgentCatalog) -> None:

@@ -9,6 +9,10 @@ continue-as-new and across workers. A ``decide`` Update sent under a span (the a
 context of the activity that records a run's held calls in their approval records (``extra["trace"]``), so the
 approval service's decision span joins the workflow's trace.
 
+In the activities, handrail's own ``chat {model}``, ``execute_tool {tool}`` and ``hook {point}`` spans are made by
+:class:`handrail.tracing.TracingObserver` in its effect-only mode (:func:`effect_observers`): children of the
+activity's ``RunActivity`` span, with the attributes an in-process run gives them.
+
 The workflow sandbox (:func:`~handrail.temporal._worker.workflow_runner`) passes every module through, so
 ``opentelemetry`` is imported once, not per run (temporalio's contrib module asks for that passthrough).
 
@@ -17,11 +21,27 @@ Nothing here is imported unless tracing is on.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from handrail.errors import ConfigurationTypeError
 
-__all__ = ["SCOPE", "current_carrier", "has_tracing", "interceptor", "record_extra"]
+if TYPE_CHECKING:
+    from handrail.components.agents.agent import Agent
+    from handrail.components.drivers import RunObserver
+
+__all__ = [
+    "SCOPE",
+    "current_carrier",
+    "effect_observers",
+    "has_tracing",
+    "interceptor",
+    "provider_of",
+    "record_extra",
+    "run_span",
+]
 
 SCOPE = "temporalio.contrib.opentelemetry"
 """The instrumentation scope of the Temporal spans (handrail's own spans have scope ``handrail``)."""
@@ -46,7 +66,57 @@ def interceptor(tracing: bool = False, tracer_provider: Any = None) -> Any:
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
     tracer = None if tracer_provider is None else tracer_provider.get_tracer(SCOPE)
-    return TracingInterceptor(tracer)
+    made = TracingInterceptor(tracer)
+    _providers[:] = [(r, p) for r, p in _providers if r() is not None] + [(weakref.ref(made), tracer_provider)]
+    return made
+
+
+_providers: list[tuple[weakref.ref[Any], Any]] = []
+"""The tracer provider each interceptor made here was given (None: the global one), for the activities' spans (by
+identity: the interceptor is not hashable)."""
+
+
+def provider_of(interceptors: Any) -> Any:
+    """The tracer provider of the first ``TracingInterceptor`` made by :func:`interceptor` in ``interceptors``."""
+    for given in interceptors or ():
+        for ref, provider in _providers:
+            if ref() is given:
+                return provider
+    return None
+
+
+def effect_observers(tracer_provider: Any, agent: Agent, step: int = 1,
+                     describe_tool: Callable[[str], str | None] | None = None) -> list[RunObserver]:  # fmt: skip
+    """The observer that traces an activity's effect under the current (the activity's) span, in a list.
+
+    ``handrail.tracing`` sits beside this package: it is loaded by name, as ``Agent(tracer_provider=)`` loads it.
+    The content settings are :func:`handrail.tracing.enable`'s when it is on (else the environment's), masked by
+    the agent's redaction hooks.
+    """
+    from opentelemetry import context
+
+    tracing = importlib.import_module("handrail.tracing")
+    observer = tracing.observer_for(tracer_provider)
+    return [observer.effects_under(context.get_current(), agent.chat_generator, step=step,
+                                   describe_tool=describe_tool, redact=_redaction(agent))]  # fmt: skip
+
+
+def _redaction(agent: Agent) -> Callable[[str], str] | None:
+    """The masking of the agent's redaction hooks, in their order (None: it has none)."""
+    from handrail.hooks.redaction import RedactionHook
+
+    found: list[RedactionHook] = []
+    for hooks in (agent.hooks or {}).values():
+        found.extend(h for h in hooks if isinstance(h, RedactionHook) and all(h is not f for f in found))
+    if not found:
+        return None
+
+    def redact(text: str) -> str:
+        for hook in found:
+            text = hook.redact(text)
+        return text
+
+    return redact
 
 
 def has_tracing(interceptors: Any) -> bool:
@@ -75,3 +145,28 @@ def record_extra(extra: dict[str, Any]) -> None:
     carrier = current_carrier()
     if carrier is not None:
         extra[_TRACE_KEY] = carrier
+
+
+def run_span(agent: Agent | None, agent_name: str, run_id: str, status: str, steps: int, exit_reason: str | None,
+             error: BaseException | None) -> None:  # fmt: skip
+    """The ``invoke_agent {agent}`` span of a workflow run that ended, with the attributes of an in-process run's.
+
+    A workflow span (temporalio's ``completed_span``: no duration, made only when the workflow is not replaying,
+    a child of the workflow's context; its scope is temporalio's). Called in the workflow, only when tracing is on.
+    """
+    from temporalio.contrib.opentelemetry import workflow as traced_workflow
+
+    c = importlib.import_module("handrail.tracing._conventions")
+    describe = importlib.import_module("handrail.tracing._describe")
+    spans = importlib.import_module("handrail.tracing._spans")
+    otel = importlib.import_module("handrail.tracing._otel")
+    model = describe.describe_model(agent.chat_generator if agent is not None else None)
+    attributes = spans.agent_attributes(model, agent_name, run_id, run_id)
+    attributes[c.HANDRAIL_RUN_STATUS] = status
+    attributes[c.HANDRAIL_RUN_STEPS] = steps
+    if exit_reason:
+        attributes[c.HANDRAIL_RUN_EXIT_REASON] = exit_reason
+    if error is not None:
+        attributes[c.ERROR_TYPE] = otel.error_type(error)
+    exception = error if isinstance(error, Exception) else None
+    traced_workflow.completed_span(f"{c.OP_INVOKE_AGENT} {agent_name}", attributes=attributes, exception=exception)

@@ -94,6 +94,9 @@ class ModelInput:
     and a string goes through the payload converter without the deep copy a nested dataclass field costs."""
     tools: list[str]
     run_id: str
+    step: int = 0
+    """The number of this model call in the run (1 for the first, across continue-as-new; 0: not known), for the
+    ``chat`` span's ``handrail.step``."""
 
 
 @dataclass

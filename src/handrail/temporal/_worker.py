@@ -84,7 +84,6 @@ def create_worker(
     executor = worker_options.pop("activity_executor", None) or concurrent.futures.ThreadPoolExecutor(
         max_workers=max_concurrent_activities + local, thread_name_prefix="handrail-activity"
     )
-    activities = Activities(catalog, store, executor).all()
     traced = tracing or tracer_provider is not None or _client_traced(client)
     if tracing or tracer_provider is not None:
         from handrail.temporal._tracing import has_tracing, interceptor
@@ -92,6 +91,12 @@ def create_worker(
         if not has_tracing(client.config().get("interceptors")):
             given = interceptor(tracing, tracer_provider)
             worker_options["interceptors"] = [*worker_options.get("interceptors", ()), given]
+    if traced and tracer_provider is None:  # the client's interceptor's provider, for handrail's spans in activities
+        from handrail.temporal._tracing import provider_of
+
+        tracer_provider = provider_of(client.config().get("interceptors"))
+    activities = Activities(catalog, store, executor, tracing=traced, tracer_provider=tracer_provider).all()
+    _registry.set_traced(task_queue, traced)
     if approvals is not None:
         activities.append(Recorder(catalog, _approval_store(approvals), tracing=traced).record_approvals)
         _records.enable(task_queue)

@@ -72,13 +72,38 @@ class AgentRunWorkflow:
         self._usage: dict[str, int] = {"model_calls": 0, "tool_calls": 0, "approvals": 0, **inp.usage}
         self._exit_reason: str | None = None
         self._encoded = _EncodedMessages()
+        self._agent: Any = None
 
     # -- the run ------------------------------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, inp: RunInput) -> dict[str, Any]:
+        if not _registry.is_traced(workflow.info().task_queue):
+            return await self._run(inp)
+        try:
+            result = await self._run(inp)
+        except workflow.ContinueAsNewError:  # the run goes on in the next workflow run: its span comes at its end
+            raise
+        except asyncio.CancelledError as exc:
+            self._traced("closed", exc)
+            raise
+        except Exception as exc:
+            self._traced("failed", exc)
+            raise
+        self._traced("done", None)
+        return result
+
+    def _traced(self, status: str, error: BaseException | None) -> None:
+        """The run's ``invoke_agent`` span, once it ended (a workflow span: made when not replaying)."""
+        from handrail.temporal._tracing import run_span
+
+        run_span(self._agent, self._inp.agent, workflow.info().workflow_id, status,
+                 self._usage["model_calls"], self._exit_reason, error)  # fmt: skip
+
+    async def _run(self, inp: RunInput) -> dict[str, Any]:
         try:
             agent = _registry.catalog_for(workflow.info().task_queue).twin(inp.agent)
+            self._agent = agent
             state = {k: _decode(v, k) for k, v in inp.state.items()}
             if inp.snapshot is not None:
                 from handrail.dataclasses.snapshot import AgentSnapshot
@@ -155,7 +180,8 @@ class AgentRunWorkflow:
         ):
             self._continue_as_new(run, agent)
         opts = self._inp.options
-        inp = ModelInput(self._inp.agent, self._encoded.text(effect.messages), list(effect.tools), info.workflow_id)
+        inp = ModelInput(self._inp.agent, self._encoded.text(effect.messages), list(effect.tools), info.workflow_id,
+                         self._usage["model_calls"] + 1)  # fmt: skip
         try:
             replies = await self._light("handrail.call_model", inp, opts.model_attempts, opts.model_timeout_seconds)
         except ActivityError as exc:

@@ -48,10 +48,25 @@ if TYPE_CHECKING:
     from handrail.components.drivers import Ended, RunInfo
     from handrail.dataclasses.decisions import ToolExecutionDecision
 
-__all__ = ["TracingObserver"]
+__all__ = ["TracingObserver", "agent_attributes"]
 
 _PLAIN: dict[type, str] = {Persist: c.SPAN_PERSIST, LoadStores: c.SPAN_LOAD_STORES, Finish: c.SPAN_FINISH,
                            Pause: c.SPAN_PAUSE}  # fmt: skip
+
+
+def agent_attributes(model: Model, agent_name: str | None, conversation_id: str, run_id: str) -> dict[str, Any]:
+    """An ``invoke_agent`` span's attributes at its start (a Temporal run's span has them too)."""
+    attributes: dict[str, Any] = {
+        c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
+        c.GEN_AI_PROVIDER_NAME: model.provider,
+        c.GEN_AI_CONVERSATION_ID: conversation_id,
+        c.HANDRAIL_RUN_ID: run_id,
+    }
+    if agent_name:
+        attributes[c.GEN_AI_AGENT_NAME] = agent_name
+    if model.model:
+        attributes[c.GEN_AI_REQUEST_MODEL] = model.model
+    return attributes
 
 
 class TracingObserver:
@@ -90,6 +105,30 @@ class TracingObserver:
         self._usage: dict[str, int] = {}
         self._calls = 0
         self._held: list[str] = []
+        self._describe: Callable[[str], str | None] | None = None
+
+    def effects_under(self, parent: Context, generator: Any, *, step: int = 1,
+                      describe_tool: Callable[[str], str | None] | None = None,
+                      redact: Callable[[str], str] | None = None) -> TracingObserver:  # fmt: skip
+        """Trace effects and tool calls as children of ``parent``, with no run of its own (no ``invoke_agent``).
+
+        For what runs one effect away from its run (a Temporal activity: its span is ``parent``): ``generator``
+        is the run's chat generator, ``step`` the number of the next model call, ``describe_tool`` gives a tool's
+        description, ``redact`` masks content before this observer's own ``redact``. Returns this observer.
+        """
+        self._model = describe_model(generator)
+        self._streaming = getattr(generator, "streaming_callback", None) is not None
+        if self._capture:
+            self._content = Content(self._max_chars, tuple(r for r in (redact, self._redact) if r is not None))
+        self._parent = parent
+        self._calls = max(step, 1) - 1
+        self._describe = describe_tool
+        return self
+
+    def _description(self, name: str) -> str | None:
+        if self._info is not None:
+            return self._info.describe_tool(name)
+        return self._describe(name) if self._describe is not None else None
 
     # -- the run -----------------------------------------------------------------------------------
 
@@ -101,16 +140,7 @@ class TracingObserver:
         if self._capture:
             self._content = Content(self._max_chars, tuple(r for r in (info.redact, self._redact) if r is not None))
         parent, links = resumed_parent(info.carried_in.get(c.CARRY_TRACE))
-        attributes: dict[str, Any] = {
-            c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
-            c.GEN_AI_PROVIDER_NAME: model.provider,
-            c.GEN_AI_CONVERSATION_ID: info.conversation_id or info.run_id,
-            c.HANDRAIL_RUN_ID: info.run_id,
-        }
-        if info.agent_name:
-            attributes[c.GEN_AI_AGENT_NAME] = info.agent_name
-        if model.model:
-            attributes[c.GEN_AI_REQUEST_MODEL] = model.model
+        attributes = agent_attributes(model, info.agent_name, info.conversation_id or info.run_id, info.run_id)
         if info.resumed_from:
             attributes[c.HANDRAIL_RUN_RESUMED_FROM] = info.resumed_from
         name = f"{c.OP_INVOKE_AGENT} {info.agent_name}" if info.agent_name else c.OP_INVOKE_AGENT
@@ -225,10 +255,9 @@ class TracingObserver:
             if system is not None:
                 attributes[c.GEN_AI_SYSTEM_INSTRUCTIONS] = system
             attributes[c.GEN_AI_INPUT_MESSAGES] = messages
-            if effect.tools and self._info is not None:
-                info = self._info
+            if effect.tools:
                 attributes[c.GEN_AI_TOOL_DEFINITIONS] = content.tool_definitions(
-                    (n, info.describe_tool(n)) for n in effect.tools
+                    (n, self._description(n)) for n in effect.tools
                 )
         name = f"{c.OP_CHAT} {model.model}" if model.model else c.OP_CHAT
         self._start(effect, name, SpanKind.INTERNAL if model.in_process else SpanKind.CLIENT, attributes)
@@ -255,7 +284,7 @@ class TracingObserver:
         }
         if call.call_id:
             attributes[c.GEN_AI_TOOL_CALL_ID] = call.call_id
-        description = self._info.describe_tool(call.tool_name) if self._info is not None else None
+        description = self._description(call.tool_name)
         if description:
             attributes[c.GEN_AI_TOOL_DESCRIPTION] = description
         if self._content is not None:
