@@ -62,7 +62,13 @@ def test_run_and_resume_with_tracing_trace_to_the_global_provider(
     assert "execute_tool transfer" in _names(exporter) and not handrail.tracing.is_enabled()
 
 
-def test_tracing_without_an_sdk_provider_says_the_spans_go_nowhere(tmp_path: Path) -> None:
+def test_tracing_without_an_sdk_provider_says_the_spans_go_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry import trace
+
+    # what a process that never set a provider has (another test of this process may have set the global one)
+    monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
     result = cli("run", "--tracing", agent_file(tmp_path, CALC_THEN_ANSWER), "q")
     assert result.exit_code == 0, result.output
     assert "no OpenTelemetry SDK tracer provider is configured" in result.stderr
