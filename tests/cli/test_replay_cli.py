@@ -77,7 +77,8 @@ def test_a_recording_without_an_agent_file_or_a_missing_file_exits_2(tmp_path: P
     missing = replayed(tmp_path / "none.jsonl")
     assert missing.exit_code == 2 and "cannot read the recording" in missing.output
     bare = tmp_path / "bare.jsonl"
-    bare.write_text('{"kind": "header", "format": 1, "metadata": {}}\n')
+    bare.write_text('{"kind": "header", "format": 1, "metadata": {}}\n{"kind": "run", "input": {"messages": []}}\n'
+                    '{"kind": "end", "outcome": "done"}\n')  # fmt: skip
     out = replayed(bare)
     assert out.exit_code == 2 and "pass --agent AGENT.yaml" in out.output
 

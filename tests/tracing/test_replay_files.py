@@ -26,17 +26,34 @@ def recorded(tmp_path: Path) -> Path:
     [
         ("", "the recording is empty"),
         ('{"kind": "header", "format": 1}\n{"kind": "run"\n', "line 2: not JSON"),
-        ('{"kind": "run"}\n', "line 1: the first line of a recording is its header"),
+        ('{"kind": "run", "input": {"messages": []}}\n', "line 1: the first line of a recording is its header"),
         ('{"kind": "header", "format": 99}\n', "line 1: recording format 99 is not the one this handrail reads (1)"),
         ('{"kind": "header", "format": 1}\n[1, 2]\n', "line 2: a recording line is a JSON object, got list"),
         ('{"kind": "header", "format": 1}\n{"kind": "span"}\n', "line 2: unknown kind 'span'"),
         (
-            '{"kind": "header", "format": 1}\n{"kind": "effect", "n": 1, "effect": {"type": "call_model"}}\n',
+            '{"kind": "header", "format": 1}\n{"kind": "effect", "n": 1, "effect": {"type": "call_model"}, '
+            '"result": []}\n',
             "line 2: an 'effect' line outside a run",
         ),
         (
-            '{"kind": "header", "format": 1}\n{"kind": "run"}\n{"kind": "effect", "n": 1, "effect": {"type": "x"}}\n',
+            '{"kind": "header", "format": 1}\n{"kind": "run", "input": {"messages": []}}\n{"kind": "effect", "n": 1, '
+            '"effect": {"type": "x"}}\n',
             "line 3: an effect line has no valid 'effect'",
+        ),
+        (
+            '{"kind": "header", "format": 1}\n{"kind": "run", "input": {"messages": []}}\n{"kind": "effect", "n": 1, '
+            '"effect": {"type": "call_model"}}\n',
+            "line 3: an effect line has no 'result'",
+        ),
+        (
+            '{"kind": "header", "format": 1}\n{"kind": "run", "input": {"messages": []}}\n{"kind": "effect", "n": 1, '
+            '"effect": {"type": "run_tools"}, "result": null}\n',
+            "line 3: a run_tools line has a null 'result' and no 'error'",
+        ),
+        ('{"kind": "header", "format": 1}\n{"kind": "run"}\n', "line 2: a run line has neither 'input'"),
+        (
+            '{"kind": "header", "format": 1}\n{"kind": "run", "input": {"messages": []}}\n{"kind": "end"}\n',
+            "line 3: an end line has no 'outcome'",
         ),
         ('{"kind": "header", "format": 1}\n{"kind": "header", "format": 1}\n', "line 2: a second header"),
     ],

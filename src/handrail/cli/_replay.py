@@ -82,16 +82,19 @@ def replay(recording_file: Path, agent_option: Path | None, allow_modules: tuple
     The model's replies, the tools' results and the decisions come from the recording: no model, tool or person
     is asked, no store is written. Each model input, tool call and decision point of the agent is compared with
     the recorded one; the first that differs is printed with a diff. Exit code 0: replayed identically; 1: it
-    diverged; 2: the recording cannot be read (the line is named), or the agent file is bad or missing.
+    diverged; 2: the recording cannot be read (the line is named), has no run or stops before the end of its
+    last run, or the agent file is bad or missing.
     """
     from rich.console import Console
 
     from handrail.testing import read_recording
+    from handrail.testing._recording_format import check_complete
     from handrail.tracing.recording import replay as replay_recording
 
     out = Console(highlight=False, soft_wrap=True)
     with errors_as_exit_codes(out, agent_option):
         recording = read_recording(recording_file)
+        check_complete(recording)  # no run in it, or cut short: refused before the agent is built
     agent_file = _agent_file(out, recording.header, agent_option, str(recording_file))
     with contextlib.ExitStack() as stack, errors_as_exit_codes(out, agent_file):
         agent = _build(agent_file, recording.header, recording, stack, allow_modules)

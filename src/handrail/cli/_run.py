@@ -258,9 +258,12 @@ def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: 
                    "(sqlite:///PATH, postgresql://...), print its id and exit with code 4; decide with "
                    "'handrail approvals', continue with 'handrail resume'.")  # fmt: skip
 @click.option("--record", "record", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
-              help="Record the run to FILE (JSON Lines: every model call, tool call and decision, no secrets), to "
-                   "replay it with 'handrail replay FILE'; a run resumed with 'handrail resume --record FILE' "
-                   "appends to it.")  # fmt: skip
+              help="Record the run to FILE, a new recording (a recording there is overwritten, another file "
+                   "refused), to replay it with "
+                   "'handrail replay FILE': JSON Lines of every model call, tool call and decision. Masked in it: "
+                   "the secret values handrail resolved, what the agent's RedactionHook masks, and what "
+                   "RedactionHook's default patterns match (sk-... keys, Bearer tokens, AWS, GitHub and Slack "
+                   "tokens, api_key=...). 'handrail resume --record FILE' appends the resumed run.")  # fmt: skip
 @click.option("--temporal", "address", metavar="HOST:PORT", callback=parse_address,
               help="Start the run on Temporal instead (needs --task-queue and --store): the workers of the "
                    "queue run agent NAME, AGENT_FILE's stem (they must have NAME.yaml).")  # fmt: skip
@@ -342,15 +345,19 @@ def run(
     _finish(out, agent, result, printer, as_json)
 
 
-def _recorder(record: Path | None, agent_file: Path, options: BuildOptions) -> Any:
-    """The Recorder of ``--record FILE`` (its header names the agent file and the options), or None."""
+def _recorder(record: Path | None, agent_file: Path, options: BuildOptions, *, append: bool = False) -> Any:
+    """The Recorder of ``--record FILE`` (its header names the agent file and the options), or None.
+
+    ``run`` starts a new recording (``append`` False: FILE is overwritten); ``resume`` appends to a recording.
+    The default redaction applies (the header says ``"redaction": ["default"]``, which the replay applies too).
+    """
     if record is None:
         return None
     from handrail.cli._replay import recording_metadata
     from handrail.tracing.recording import Recorder
 
-    return Recorder(record, metadata=recording_metadata(agent_file, options.approve, options.max_steps,
-                                                        options.allow_modules))  # fmt: skip
+    metadata = recording_metadata(agent_file, options.approve, options.max_steps, options.allow_modules)
+    return Recorder(record, append=append, metadata=metadata)
 
 
 @contextlib.contextmanager
@@ -425,8 +432,9 @@ def _resume_agent_file(out: Any, snapshot: Any, agent: Path | None) -> Path:
               help="A call found running (its process died mid-call): run it again or record it failed.")  # fmt: skip
 @click.option("--allow-drift", is_flag=True, help="Resume even though the agent's definition changed.")
 @click.option("--record", "record", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
-              help="Record the resumed run to FILE (appended to the recording of the run that paused, if it is "
-                   "that file).")  # fmt: skip
+              help="Record the resumed run to FILE: appended to the recording there (of the run that paused), "
+                   "or a new one; a FILE that is not a recording is refused. Masked as with 'handrail run "
+                   "--record'.")  # fmt: skip
 @_model_options
 @verbose_options
 def resume(
@@ -510,7 +518,7 @@ def _resume(
             out.print(f"Calls without a decision ({', '.join(undecided)}) will pause the run again.",
                       style="yellow", markup=False)  # fmt: skip
 
-        recorder = _recorder(record, agent_file, options)
+        recorder = _recorder(record, agent_file, options, append=True)
         observers = [recorder] if recorder is not None else []
 
         def resumed(printer: Printer | None) -> dict[str, Any]:  # a service run's record follows, under its claim

@@ -7,7 +7,9 @@ It sits this low so that :mod:`handrail.testing` can read recordings without the
 Each line is one JSON object with a ``kind`` and a ``time`` (ISO 8601, UTC):
 
 * ``header`` (the first line, once per file): ``format``, ``handrail`` (version), ``agent`` (the run's label),
-  ``tools`` (the Agent's tool names), ``system_prompt_sha256`` (or null), ``redacted`` and ``metadata``;
+  ``tools`` (the Agent's tool names), ``system_prompt_sha256`` (or null), ``redacted``, ``redaction`` (how it was
+  masked: ``["default"]``, ``["agent", "default"]``, ``[{"patterns": [...]}]``, ``["custom"]``, ``[]``) and
+  ``metadata``;
 * ``run`` (each run, a resumed one too): ``run`` (its number in the file), ``run_id``, ``resumed_from`` and either
   ``input`` (a fresh run's messages and arguments) or ``snapshot`` (the snapshot a resumed run read);
 * ``effect`` (each effect in the order the run yielded it): ``n``, ``effect`` (its JSON form), ``result`` (a list
@@ -24,14 +26,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from handrail.errors import RecordingError
+from handrail.errors import ConfigurationTypeError, RecordingError
 
-__all__ = ["FORMAT_VERSION", "Recording", "RecordedRun", "read_recording"]
+__all__ = ["FORMAT_VERSION", "Recording", "RecordedRun", "check_complete", "read_recording"]
 
 FORMAT_VERSION = 1
 """The version of the recording format this handrail writes and reads."""
 
 _KINDS = ("header", "run", "effect", "end")
+_ANSWERED = ("call_model", "run_tools", "ask_approval")
+"""The effects a replay answers from the recorded result (a line of one holds its result, or its error)."""
 _EFFECT_TYPES = ("call_model", "run_tools", "ask_approval", "run_hooks", "load_stores", "persist", "pause", "finish",
                  "emit")  # fmt: skip
 
@@ -83,9 +87,17 @@ def _check_line(data: Any, source: str, number: int) -> dict[str, Any]:
             raise _fail(source, number, "an effect line has no valid 'effect' (an object with a known 'type').")
         if not isinstance(data.get("n"), int):
             raise _fail(source, number, "an effect line has no 'n' (its number in the run).")
-        result = data.get("result")
+        if "result" not in data:
+            raise _fail(source, number, "an effect line has no 'result' (a list, or null).")
+        result = data["result"]
         if result is not None and not isinstance(result, list):
             raise _fail(source, number, f"an effect's 'result' is a list or null, got {type(result).__name__}.")
+        if result is None and effect["type"] in _ANSWERED and not data.get("error"):
+            raise _fail(source, number, f"a {effect['type']} line has a null 'result' and no 'error'.")
+    elif kind == "run" and not isinstance(data.get("input"), dict) and "snapshot" not in data:
+        raise _fail(source, number, "a run line has neither 'input' (a fresh run) nor 'snapshot' (a resumed one).")
+    elif kind == "end" and not isinstance(data.get("outcome"), str):
+        raise _fail(source, number, "an end line has no 'outcome'.")
     return data
 
 
@@ -129,6 +141,21 @@ def _parse(stream: Iterable[str], source: str) -> Recording:
     return Recording(header, runs, source)
 
 
+def check_complete(recording: Recording) -> None:
+    """Refuse a recording that cannot be replayed whole: no run in it, or its last run has no end line.
+
+    Raises:
+        RecordingError: The recording has no run, or stops before its last run's end (cut short).
+    """
+    if not recording.runs:
+        raise RecordingError(f"{recording.source}: no run in it (only a header): nothing to replay.")
+    last = recording.runs[-1]
+    if last.end is None:
+        after = last.effects[-1].get("_line", last.line) if last.effects else last.line
+        raise RecordingError(f"{recording.source}: the recording stops after line {after} (no end line: cut short, "
+                             f"or the run was still going).")  # fmt: skip
+
+
 def read_recording(source: str | os.PathLike[str] | IO[str] | Recording) -> Recording:
     """Read a recording from a path or an open text file (a :class:`Recording` is returned as it is).
 
@@ -147,4 +174,7 @@ def read_recording(source: str | os.PathLike[str] | IO[str] | Recording) -> Reco
             raise RecordingError(f"{name}: cannot read the recording ({exc.strerror or exc}).") from None
         except UnicodeDecodeError:
             raise RecordingError(f"{name}: not a text file (not UTF-8): not a recording.") from None
+    if isinstance(source, str | bytes) or not callable(getattr(source, "__iter__", None)):
+        raise ConfigurationTypeError(f"recording must be a path, an open text file or a Recording, got "
+                                     f"{type(source).__name__}.")  # fmt: skip
     return _parse(source, getattr(source, "name", "<recording>"))

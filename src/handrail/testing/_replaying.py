@@ -11,7 +11,7 @@ from handrail.core._secret_values import mask_secrets
 from handrail.core.component import component
 from handrail.dataclasses.chat_message import ChatMessage
 from handrail.dataclasses.streaming import StreamingCallback
-from handrail.errors import RecordingError, ReplayDivergedError, ScriptExhaustedError
+from handrail.errors import ConfigurationTypeError, RecordingError, ReplayDivergedError, ScriptExhaustedError
 from handrail.testing._recording_format import Recording, read_recording
 from handrail.testing._replay_report import ReplayDivergence, ReplayResult, json_diff
 
@@ -29,6 +29,31 @@ def _masked(value: Any, redact: Callable[[str], str] | None) -> Any:
     if isinstance(value, list):
         return [_masked(v, redact) for v in value]
     return value
+
+
+def _default_redact() -> Callable[[str], str]:
+    from handrail.hooks.redaction import RedactionHook
+
+    return RedactionHook().redact
+
+
+def _header_redaction(header: dict[str, Any]) -> Callable[[str], str] | None:
+    """The patterns a recording's header says it was redacted with (the default ones, or those it lists)."""
+    from handrail.hooks.redaction import RedactionHook
+
+    steps: list[Callable[[str], str]] = []
+    for step in header.get("redaction") or ():
+        if step == "default":
+            steps.append(_default_redact())
+        elif isinstance(step, dict) and isinstance(step.get("patterns"), list):
+            steps.append(RedactionHook(step["patterns"]).redact)
+
+    def redact(text: str) -> str:
+        for step in steps:
+            text = step(text)
+        return text
+
+    return redact if steps else None
 
 
 def _replies(line: dict[str, Any], source: str) -> list[ChatMessage]:
@@ -49,10 +74,12 @@ class ReplayChatGenerator:
     Args:
         recording: A path, an open text file, or a :class:`Recording` (see :mod:`handrail.tracing.recording`).
         check_inputs: Compare each call's messages with the recorded ones.
-        redact: The ``redact`` the recording was written with (applied to the inputs before they are compared).
+        redact: The ``redact`` the recording was written with (applied to the inputs before they are compared;
+            None: the patterns its header names, the default ones for a recording of ``handrail run --record``).
 
     Raises:
         RecordingError: The recording cannot be read (names the line).
+        ConfigurationTypeError: ``recording`` or ``redact`` is of the wrong type.
 
     Examples:
         >>> import io, json
@@ -66,10 +93,13 @@ class ReplayChatGenerator:
 
     def __init__(self, recording: Source, *, check_inputs: bool = False,
                  redact: Callable[[str], str] | None = None) -> None:  # fmt: skip
+        if redact is not None and not callable(getattr(redact, "redact", redact)):
+            raise ConfigurationTypeError(f"ReplayChatGenerator: redact must be a callable str -> str or a "
+                                         f"RedactionHook, got {type(redact).__name__}.")  # fmt: skip
         read = read_recording(recording)
         self._lines = read.effects("call_model")
         self._source = read.source
-        self._redact = getattr(redact, "redact", redact)
+        self._redact = getattr(redact, "redact", redact) if redact is not None else _header_redaction(read.header)
         self.check_inputs = check_inputs
         self.calls = 0
         """The calls made so far."""
@@ -84,8 +114,9 @@ class ReplayChatGenerator:
             expected = line["effect"].get("messages")
             actual = _masked([m.to_dict() for m in messages], self._redact)
             if actual != expected:
-                divergence = ReplayDivergence(self.calls, self.calls, "model_input", {"messages": expected},
-                                              {"messages": actual}, json_diff(expected, actual),
+                shown, got = _masked(expected, _default_redact()), _masked(actual, _default_redact())
+                divergence = ReplayDivergence(self.calls, self.calls, "model_input", {"messages": shown},
+                                              {"messages": got}, json_diff(shown, got),
                                               int(line.get("_line", 0)))  # fmt: skip
                 raise ReplayDivergedError(divergence.report(), divergence)
         return {"replies": _replies(line, self._source)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -11,7 +12,19 @@ from typing import Any
 from handrail.components.effects import ToolOutcome, to_json
 from handrail.core._secret_values import mask_data, mask_secrets
 
-__all__ = ["Redact", "agent_redaction", "clean", "redactor", "result_json", "run_input"]
+__all__ = [
+    "Redact",
+    "agent_redaction",
+    "chain",
+    "clean",
+    "default_redact",
+    "describe",
+    "masked_for_display",
+    "redactor",
+    "replay_redaction",
+    "result_json",
+    "run_input",
+]
 
 Redact = Callable[[str], str]
 
@@ -26,15 +39,71 @@ def now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def redactor(redact: Any) -> Redact | None:
+def redactor(redact: Any, owner: str = "redact") -> Redact | None:
+    """``redact`` as a callable: a RedactionHook's ``redact``, a callable, or None (no redaction)."""
     if redact is None:
         return None
     method = getattr(redact, "redact", None)  # a RedactionHook
     if callable(method):
         return method  # type: ignore[no-any-return]
-    if callable(redact):
+    if callable(redact) and not isinstance(redact, type):
         return redact  # type: ignore[no-any-return]
-    raise TypeError(f"redact must be a callable str -> str or a RedactionHook, got {type(redact).__name__}.")
+    from handrail.errors import ConfigurationTypeError
+
+    raise ConfigurationTypeError(f"{owner} must be True, False, a callable str -> str or a RedactionHook, got "
+                                 f"{type(redact).__name__}.")  # fmt: skip
+
+
+@functools.cache
+def default_redact() -> Redact:
+    """The ``redact`` of a :class:`~handrail.hooks.RedactionHook` with its default patterns (API keys, tokens)."""
+    from handrail.hooks.redaction import RedactionHook
+
+    return RedactionHook().redact
+
+
+def describe(redact: Any) -> Any:
+    """How a recording was redacted, for its header: ``"default"``, ``{"patterns": [...]}`` or ``"custom"``."""
+    from handrail.hooks.redaction import RedactionHook
+
+    if isinstance(redact, RedactionHook):
+        return "default" if redact.patterns is None else {"patterns": list(redact.patterns)}
+    return "custom"
+
+
+def chain(steps: list[Redact]) -> Redact | None:
+    """One ``redact`` applying ``steps`` in order (None for no step)."""
+    if not steps:
+        return None
+    if len(steps) == 1:
+        return steps[0]
+
+    def redact(text: str) -> str:
+        for step in steps:
+            text = step(text)
+        return text
+
+    return redact
+
+
+def replay_redaction(header: Mapping[str, Any], agent: Any) -> Redact | None:
+    """The ``redact`` a recording's header says it was written with (the agent's hook is the replayed one's)."""
+    from handrail.hooks.redaction import RedactionHook
+
+    described = header.get("redaction")
+    if not isinstance(described, list):  # a recording of before the header said how: the agent's hook, if any
+        return agent_redaction(agent) if header.get("redacted") else None
+    steps: list[Redact] = []
+    for step in described:
+        if step == "default":
+            steps.append(default_redact())
+        elif isinstance(step, dict) and isinstance(step.get("patterns"), list):
+            steps.append(RedactionHook(step["patterns"]).redact)
+        elif step in ("agent", "custom"):  # a callable cannot be written down: the replayed agent's hook
+            own = agent_redaction(agent)
+            if own is not None and own not in steps:
+                steps.append(own)
+    return chain(steps)
 
 
 def agent_redaction(agent: Any) -> Redact | None:
@@ -46,6 +115,11 @@ def agent_redaction(agent: Any) -> Redact | None:
             if isinstance(hook, RedactionHook):
                 return hook.redact
     return None
+
+
+def masked_for_display(value: Any) -> Any:
+    """``value`` with known secret values and the default patterns masked: what a divergence report shows."""
+    return clean(value, default_redact())
 
 
 def clean(value: Any, redact: Redact | None) -> Any:

@@ -28,8 +28,8 @@ from handrail.components.effects import (
     to_json,
 )
 from handrail.dataclasses.chat_message import ChatMessage
-from handrail.errors import RecordingError, ReplayDivergedError
-from handrail.testing._recording_format import RecordedRun, Recording, read_recording
+from handrail.errors import ConfigurationTypeError, RecordingError, ReplayDivergedError
+from handrail.testing._recording_format import RecordedRun, Recording, check_complete, read_recording
 from handrail.testing._replay_report import DivergenceKind, ReplayDivergence, ReplayResult, json_diff
 
 __all__ = ["ReplayDriver", "replay"]
@@ -137,7 +137,10 @@ class ReplayDriver:
         return f"{self._source}, line {line.get('_line')}"
 
     def _diverge(self, line: dict[str, Any] | None, actual: dict[str, Any] | None) -> None:
-        expected = line["effect"] if line is not None else None
+        from handrail.tracing._recording_json import masked_for_display
+
+        expected = masked_for_display(line["effect"]) if line is not None else None  # the report shows no key
+        actual = masked_for_display(actual)
         model_call = any(d is not None and d["type"] == "call_model" for d in (expected, actual))
         divergence = ReplayDivergence(
             step=max(1, self.progress.steps + model_call),
@@ -186,21 +189,30 @@ def replay(recording: str | os.PathLike[str] | IO[str] | Recording, agent: Any, 
     Args:
         recording: A path, an open text file, or a :class:`~handrail.testing.Recording`.
         agent: The Agent to replay (changed since the recording, or not).
-        redact: The ``redact`` the recording was written with (None: the Agent's RedactionHook when the
-            recording says it was redacted).
+        redact: The ``redact`` the recording was written with (None: as its header says: the default patterns,
+            the patterns of its RedactionHook, the replayed Agent's RedactionHook).
 
     Returns:
         A :class:`~handrail.testing.ReplayResult`: ``.diverged``, ``.divergence`` (the first one, with a diff),
         ``.matched`` and ``.steps``.
 
     Raises:
-        RecordingError: The recording cannot be read (names the line).
+        RecordingError: The recording cannot be read (names the line), has no run, or stops before its last run's
+            end line (cut short).
+        ConfigurationTypeError: ``agent`` is not an Agent (a path: build the Agent of the file first).
     """
-    read = read_recording(recording)
-    if redact is None and read.header.get("redacted"):
-        from handrail.tracing._recording_json import agent_redaction
+    from handrail.tracing._recording_json import replay_redaction
 
-        redact = agent_redaction(agent)
+    if not callable(getattr(agent, "start", None)):
+        raise ConfigurationTypeError(
+            f"replay: agent must be an Agent, got {type(agent).__name__}; for an agent file, build it first "
+            f"(handrail.specs.build_agent(handrail.specs.load_agent_spec(path))) or run 'handrail replay FILE "
+            f"--agent AGENT.yaml'."
+        )
+    read = read_recording(recording)
+    check_complete(read)
+    if redact is None:
+        redact = replay_redaction(read.header, agent)
     progress = Progress()
     result: dict[str, Any] | None = None
     for recorded in read.runs:
