@@ -27,8 +27,8 @@ def test_dash_v_prints_one_line_per_model_and_tool_call_on_stderr(tmp_path: Path
     result = cli("run", "-v", agent_file(tmp_path, CALC_THEN_ANSWER), "What is 17*23?")
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
-    assert re.fullmatch(rf"{TIME} run [0-9a-f]{{32}} started model=ScriptedChatGenerator", lines[0]), lines
-    assert re.fullmatch(rf"{TIME} step 1 chat ScriptedChatGenerator \d+\.\d\ds", lines[1]), lines
+    assert re.fullmatch(rf"{TIME} run [0-9a-f]{{32}} started model=scripted-model", lines[0]), lines
+    assert re.fullmatch(rf"{TIME} step 1 chat scripted-model \d+\.\d\ds", lines[1]), lines
     assert re.fullmatch(rf"{TIME} tool calculator c1 ok \d+\.\d\ds", lines[2]), lines
     assert re.fullmatch(rf"{TIME} run [0-9a-f]{{32}} done exit=text steps=2 \d+\.\d\ds", lines[-1]), lines
     assert "17 * 23" not in result.stderr  # no arguments at -v
@@ -97,13 +97,15 @@ def test_a_pause_and_its_resume_log_the_snapshot(tmp_path: Path, monkeypatch: py
     snapshot_id = json.loads(paused.stdout)["snapshot_id"]
     assert f"paused at tool_invoker snapshot={snapshot_id} waiting=c1" in paused.stderr
     assert f"approval waiting: transfer c1 snapshot={snapshot_id}" in paused.stderr
-    assert re.search(rf"^{TIME} run \S+ paused steps=1 \d+\.\d\ds snapshot={snapshot_id}$", paused.stderr, re.M)
+    # the id the resume logs under (its chain's first snapshot: this one) is on the paused run's end line too
+    assert re.search(rf"^{TIME} run \S+ paused steps=1 \d+\.\d\ds snapshot={snapshot_id} durable_run_id={snapshot_id}$",
+                     paused.stderr, re.M)  # fmt: skip
     assert cli("approvals", "approve", snapshot_id, "--dir", folder, "--by", "alice").exit_code == 0
     agent_yaml(agent, [DONE])
     resumed = cli("resume", "-v", snapshot_id, "--dir", folder)
     assert resumed.exit_code == 0, resumed.output
     run_id = load_snapshot(folder / f"{snapshot_id}.json").run_id  # the durable id a resumed run logs from the start
-    assert re.search(rf"^{TIME} run {run_id} started model=ScriptedChatGenerator resumed from {snapshot_id}$",
+    assert re.search(rf"^{TIME} run {run_id} started model=scripted-model resumed from {snapshot_id}$",
                      resumed.stderr, re.M), resumed.stderr  # fmt: skip
     assert re.search(rf"^{TIME} approval transfer c1 approved by alice \(given to the resumed run\)$", resumed.stderr,
                      re.M), resumed.stderr  # fmt: skip

@@ -95,7 +95,7 @@ def test_a_run_logs_its_start_model_calls_approvals_tools_and_end(mode: str, cap
     assert [m.name for m in models] == ["handrail.run.model"] * 2
     assert [(m.step, m.input_tokens, m.output_tokens, m.finish_reason) for m in models] == [
         (1, 120, 20, "tool_calls"), (2, 150, 5, "stop")]  # fmt: skip
-    assert models[0].getMessage().startswith("step 1 chat ScriptedChatGenerator ")
+    assert models[0].getMessage().startswith("step 1 chat scripted-model ")  # the name the spans give it
     assert models[0].getMessage().endswith(" in=120 out=20 finish=tool_calls")
 
     asked, decided = _by_event(records, "approval_asked"), _by_event(records, "approval_decided")
@@ -182,7 +182,8 @@ def test_a_pause_logs_its_snapshot_and_the_calls_waiting(tmp_path: Path, caplog:
     records = _run_records(caplog)
     (pause,) = _by_event(records, "pause")
     assert pause.snapshot_id == snapshot.snapshot_id
-    assert pause.getMessage() == f"paused at tool_invoker snapshot={snapshot.snapshot_id} waiting=c1"
+    assert pause.getMessage() == (f"paused at tool_invoker snapshot={snapshot.snapshot_id} waiting=c1 "
+                                  f"durable_run_id={snapshot.run_id}")  # fmt: skip
     (waiting,) = _by_event(records, "approval_waiting")
     assert (waiting.name, waiting.tool_call_id, waiting.tool_name) == ("handrail.run.approval", "c1", "charge")
     end = records[-1]
@@ -214,8 +215,9 @@ def test_a_resumed_run_logs_the_decisions_it_is_given_and_goes_on_with_the_step_
     assert {r.run_id for r in records} == {snapshot.run_id}  # the durable id, from the start
     assert records[0].resumed_from == snapshot.snapshot_id
     (decided,) = _by_event(records, "approval_decided")
-    assert (decided.tool_call_id, decided.decision, decided.decided_by) == ("c1", "modified", "bob")
-    assert decided.getMessage() == "approval charge c1 modified by bob (given to the resumed run)"
+    # the word of the spans and metrics
+    assert (decided.tool_call_id, decided.decision, decided.decided_by) == ("c1", "edited", "bob")
+    assert decided.getMessage() == "approval charge c1 edited by bob (given to the resumed run)"
     (tool,) = _by_event(records, "tool_call")
     (model,) = _by_event(records, "model_call")
     assert (tool.step, model.step) == (1, 2)  # the paused step's call, then the next step's model call

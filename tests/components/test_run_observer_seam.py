@@ -375,7 +375,12 @@ def test_a_tracer_provider_given_to_the_agent_asks_handrail_tracing_for_its_obse
         return watchers[-1]
 
     monkeypatch.setattr(handrail.tracing, "observer_for", observer_for, raising=False)
-    provider = object()
+
+    class Provider:  # what the Agent checks a provider has
+        def get_tracer(self, *args: object) -> None:
+            raise AssertionError("observer_for is replaced: not called")
+
+    provider = Provider()
     agent = Agent(chat_generator=ScriptedChatGenerator([ChatMessage.from_assistant("ok")] * 2),
                   tracer_provider=provider)  # fmt: skip
     agent.run(_go())

@@ -1,4 +1,8 @@
-"""``-v`` / ``-vv`` / ``--log-json`` of ``handrail run`` and ``handrail resume``: the run's log records on stderr."""
+"""``-v`` / ``-vv`` / ``--log-json`` / ``--tracing`` of ``handrail run`` and ``handrail resume``.
+
+The first three show the run's log records on stderr; ``--tracing`` traces the run to OpenTelemetry's global
+tracer provider (:func:`handrail.tracing.enable`), as ``handrail serve --tracing`` does.
+"""
 
 from __future__ import annotations
 
@@ -32,20 +36,61 @@ class LineFormatter(logging.Formatter):
         return line
 
 
+def utc_time(created: float) -> str:
+    """``created`` (seconds since the epoch) as UTC ISO 8601 with milliseconds: ``2026-12-04T02:05:00.123Z``.
+
+    Examples:
+        >>> utc_time(1796349900.1234)
+        '2026-12-04T02:05:00.123Z'
+    """
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp(created, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
 class JsonLineFormatter(logging.Formatter):
     """One JSON object per record: time, level, logger, message and the record's fields (run_id, step, ...)."""
 
     def format(self, record: logging.LogRecord) -> str:
         from handrail.components._run_logging import FIELDS
 
-        data: dict[str, Any] = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
+        data: dict[str, Any] = {"time": utc_time(record.created), "level": record.levelname,
                                 "logger": record.name, "message": record.getMessage()}  # fmt: skip
         data.update({name: getattr(record, name) for name in FIELDS if hasattr(record, name)})
         return json.dumps(data, ensure_ascii=False, default=str)
 
 
+def _tracing(ctx: click.Context, _param: click.Parameter, tracing: bool) -> None:
+    """``--tracing``: :func:`handrail.tracing.enable` for this command (the global provider), off again at its end."""
+    if not tracing:
+        return
+    try:
+        import handrail.tracing
+
+        was_on = handrail.tracing.is_enabled()
+        handrail.tracing.enable()
+    except ImportError as exc:
+        raise click.UsageError(
+            f"--tracing needs OpenTelemetry ({exc.name or exc} is not installed): pip install 'handrail[tracing]'."
+        ) from None
+    if not was_on:
+        ctx.call_on_close(handrail.tracing.disable)
+    from opentelemetry import trace
+
+    if type(trace.get_tracer_provider()).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider"):
+        click.echo("handrail: --tracing: no OpenTelemetry SDK tracer provider is configured, so the spans go nowhere "
+                   "(run under opentelemetry-instrument, or set one up in code).", err=True)  # fmt: skip
+
+
 def verbose_options(command: Any) -> Any:
-    """Add ``-v`` (counted) and ``--log-json`` to ``command``."""
+    """Add ``-v`` (counted), ``--log-json`` and ``--tracing`` to ``command``."""
+    command = click.option(
+        "--tracing", is_flag=True, expose_value=False, callback=_tracing,
+        help="Trace the run with OpenTelemetry to the global tracer provider (configure it as the SDK does, e.g. "
+             "run under opentelemetry-instrument; with none configured the spans go nowhere); needs "
+             "handrail[tracing].",
+    )(command)  # fmt: skip
     command = click.option(
         "--log-json", is_flag=True,
         help="With -v: write each log record as one JSON object per line (run_id, step, tool_call_id, ...).",

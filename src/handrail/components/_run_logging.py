@@ -13,11 +13,12 @@ applied.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
 
+from handrail.components._json_text import json_text
+from handrail.components._observed_words import decision_kind, mask_text, model_name
 from handrail.components.drivers import Ended, RunInfo
 from handrail.components.effects import (
     AskApproval,
@@ -63,17 +64,19 @@ def _tokens(usage: object) -> tuple[int | None, int | None]:
 
 
 def _model_name(generator: object) -> str | None:
-    for attribute in ("model", "model_name"):
-        value = getattr(generator, attribute, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(generator).__name__ if generator is not None else None
+    """The model the spans name (``gen_ai.request.model``), else the generator's class."""
+    if generator is None:
+        return None
+    return model_name(generator) or type(generator).__name__
 
 
-def _error_text(error: BaseException) -> str:
-    from handrail.core._secret_values import mask_secrets
+def _error_text(error: BaseException, info: RunInfo | None = None) -> str:
+    """``Type: message`` of ``error``, masked as a :func:`preview` is, cut at PREVIEW_CHARS."""
+    return _cut(mask_text(f"{type(error).__name__}: {error}", info.redact if info is not None else None))
 
-    return mask_secrets(f"{type(error).__name__}: {error}")[:PREVIEW_CHARS]
+
+def _cut(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
 def preview(value: Any, info: RunInfo | None = None) -> str:
@@ -82,22 +85,7 @@ def preview(value: Any, info: RunInfo | None = None) -> str:
     Masked are the known secret values, then what the run's own redaction hooks mask (``info.redact``), then what
     :class:`~handrail.hooks.RedactionHook`'s default patterns match (also for a run without such a hook).
     """
-    from handrail.core._secret_values import mask_secrets
-    from handrail.hooks.redaction import RedactionHook
-
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):  # a circular value
-        text = repr(value)
-    text = mask_secrets(text)
-    text = RedactionHook().redact(info.redact(text) if info is not None else text)
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
-
-
-def _decision(execute: bool, params: object, proposed: Mapping[str, Any] | None) -> str:
-    if not execute:
-        return "rejected"
-    return "approved" if params is None or params == proposed else "modified"
+    return _cut(mask_text(json_text(value), info.redact if info is not None else None))
 
 
 def _s(seconds: float | None) -> str:
@@ -119,6 +107,17 @@ class RunLogger:
         self._tokens: list[int | None] = [None, None]
         self._snapshot_id: str | None = None
         self._model: str | None = None
+
+    def _durable_note(self) -> str:
+        """`` durable_run_id=…`` once the run has a durable id it does not log under (a fresh run that paused).
+
+        That id is the one the runs resuming it log under: grepping it finds this run's pause too.
+        """
+        durable = self._info.durable_id if self._info is not None else None
+        return f" durable_run_id={durable}" if durable and durable != self._run_id else ""
+
+    def _error(self, error: BaseException) -> str:
+        return _error_text(error, self._info)
 
     # -- records ---------------------------------------------------------------------------------------------
 
@@ -149,7 +148,7 @@ class RunLogger:
         proposed = {c.id: c.arguments for m in snapshot.messages for c in m.tool_calls}
         for decision in info.decisions:
             call_id = decision.tool_call_id
-            kind = _decision(decision.execute, decision.final_tool_params, proposed.get(call_id))
+            kind = decision_kind(decision, proposed.get(call_id))
             by = decision.decided_by
             self._log(_APPROVAL, logging.INFO, "approval_decided", "approval %s %s %s by %s (given to the resumed run)",
                       decision.tool_name, call_id, kind, by or "?", call_id=call_id, tool_name=decision.tool_name,
@@ -169,9 +168,10 @@ class RunLogger:
         text += f" out={tokens_out}" if tokens_out is not None else ""
         text += f" {_s(ended.duration)}"
         text += f" snapshot={snapshot}" if snapshot else ""
+        text += self._durable_note()
         failed = info.outcome == "failed" and ended.error is not None
         error = ended.error
-        text += f": {_error_text(error)}" if failed and error is not None else ""
+        text += f": {self._error(error)}" if failed and error is not None else ""
         self._log(_RUN, logging.WARNING if failed else logging.INFO, "run_ended", "%s", text, outcome=info.outcome,
                   exit_reason=exit_reason, steps=steps, input_tokens=tokens_in, output_tokens=tokens_out,
                   duration=ended.duration, snapshot_id=snapshot,
@@ -222,7 +222,7 @@ class RunLogger:
         step = self._step
         if ended.error is not None:
             self._log(_MODEL, logging.WARNING, "model_call", "step %d chat %s failed %s: %s", step, self._model,
-                      _s(ended.duration), _error_text(ended.error), model=self._model, duration=ended.duration,
+                      _s(ended.duration), self._error(ended.error), model=self._model, duration=ended.duration,
                       ok=False, error_type=type(ended.error).__name__)  # fmt: skip
             return
         replies = ended.result if isinstance(ended.result, tuple | list) else ()
@@ -257,20 +257,20 @@ class RunLogger:
                           preview(ended.result, self._info), call_id=call_id, tool_name=name)  # fmt: skip
             return
         self._log(_TOOL, logging.WARNING, "tool_call", "tool %s %s error %s: %s", name, call_id, _s(ended.duration),
-                  _error_text(ended.error), call_id=call_id, tool_name=name, ok=False, duration=ended.duration,
+                  self._error(ended.error), call_id=call_id, tool_name=name, ok=False, duration=ended.duration,
                   error_type=type(ended.error).__name__)  # fmt: skip
 
     def _decided(self, event: AskApproval, ended: Ended) -> None:
         if ended.error is not None:
             error = ended.error
             self._log(_APPROVAL, logging.WARNING, "approval_failed", "approval failed %s: %s", _s(ended.duration),
-                      _error_text(error), duration=ended.duration, error_type=type(error).__name__)  # fmt: skip
+                      self._error(error), duration=ended.duration, error_type=type(error).__name__)  # fmt: skip
             return
         decisions = ended.result if isinstance(ended.result, tuple | list) else ()
         proposed = {c.call_id: c.arguments for c in event.calls}
         for decision in decisions:
             call_id = getattr(decision, "tool_call_id", None)
-            kind = _decision(decision.execute, decision.final_tool_params, proposed.get(call_id))
+            kind = decision_kind(decision, proposed.get(call_id))
             by = decision.decided_by
             self._log(_APPROVAL, logging.INFO, "approval_decided", "approval %s %s %s by %s %s", decision.tool_name,
                       call_id, kind, by or "?", _s(ended.duration), call_id=call_id, tool_name=decision.tool_name,
@@ -281,8 +281,8 @@ class RunLogger:
         snapshot_id = getattr(snapshot, "snapshot_id", None)
         self._snapshot_id = snapshot_id if isinstance(snapshot_id, str) else None
         held = ",".join(event.held) or "-"
-        self._log(_RUN, logging.INFO, "pause", "paused at %s snapshot=%s waiting=%s", event.position,
-                  self._snapshot_id, held, snapshot_id=self._snapshot_id)  # fmt: skip
+        self._log(_RUN, logging.INFO, "pause", "paused at %s snapshot=%s waiting=%s%s", event.position,
+                  self._snapshot_id, held, self._durable_note(), snapshot_id=self._snapshot_id)  # fmt: skip
         for call_id in event.held:
             name = self._names.get(call_id)
             self._log(_APPROVAL, logging.INFO, "approval_waiting", "approval waiting: %s %s snapshot=%s", name,

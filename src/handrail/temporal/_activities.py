@@ -117,8 +117,11 @@ class Activities:
             return []
         from handrail.temporal._tracing import effect_observers
 
-        def describe(tool_name: str) -> str | None:
-            return self.catalog.tool(name, tool_name).description or None
+        def describe(tool_name: str) -> str | None:  # as RunInfo.describe_tool: None for a tool it cannot tell
+            try:
+                return self.catalog.tool(name, tool_name).description or None
+            except Exception:
+                return None
 
         return effect_observers(self.tracer_provider, agent, step, describe)
 

@@ -8,16 +8,21 @@ output message adds ``finish_reason``; system prompts go to ``gen_ai.system_inst
 Every string of what is recorded goes, in order, through the run's redaction hooks (``RunInfo.redact``), the
 ``redact`` function given to :func:`handrail.tracing.enable`, and
 :func:`~handrail.core._secret_values.mask_secrets` (always); then a string longer than ``max_chars`` is cut to
-that many characters and marked, so every attribute stays valid JSON.
+that many characters and marked, so every attribute stays valid JSON (never ``NaN``; a set is a list, any other
+object its ``str()`` once: :func:`handrail.components._json_text.json_safe`).
+
+A run's history is recorded again at each model call: each message's masked JSON is kept (per run, while the
+message is in the history, keyed by the message object itself), so a call masks and encodes only the new ones.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from handrail.components._json_text import json_safe
 from handrail.core._secret_values import mask_secrets
 from handrail.dataclasses.chat_message import (
     ChatMessage,
@@ -56,6 +61,8 @@ class Content:
     max_chars: int
     redactors: tuple[Callable[[str], str], ...] = ()
     """Applied to every string, in order, before the secret values are masked."""
+    _messages: dict[int, tuple[ChatMessage, tuple[Any, ...], str]] = field(default_factory=dict, compare=False)
+    """id(message) -> (the message, what it held, its masked JSON): the history's messages already encoded."""
 
     def text(self, value: str) -> str:
         """``value`` redacted, its secrets masked, cut to the limit."""
@@ -64,28 +71,42 @@ class Content:
         return _cut(mask_secrets(value), self.max_chars)
 
     def data(self, value: Any) -> Any:
-        """JSON-like ``value`` with every string (keys too) passed through :meth:`text`."""
+        """JSON-like ``value`` (:func:`json_safe`) with every string (keys too) passed through :meth:`text`."""
+        return self._masked(json_safe(value))
+
+    def _masked(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self.text(str(k)): self.data(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.data(v) for v in value]
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        return self.text(_json_text(value))
+            return {self.text(k): self._masked(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._masked(v) for v in value]
+        return value
 
     def dumps(self, value: Any) -> str:
         """The attribute's text: ``value`` masked (:meth:`data`) as compact JSON."""
-        return json.dumps(self.data(value), ensure_ascii=False, separators=(",", ":"), default=str)
+        return _dumps(self.data(value))
 
     # -- the GenAI shapes
 
     def input_messages(self, messages: Sequence[ChatMessage]) -> tuple[str | None, str]:
         """``(gen_ai.system_instructions or None, gen_ai.input.messages)`` of a model call's input."""
         system = [{"type": "text", "content": t} for m in messages if m.role is ChatRole.SYSTEM for t in m.texts]
-        chat = [_message(m) for m in messages if m.role is not ChatRole.SYSTEM]
-        return (self.dumps(system) if system else None), self.dumps(chat)
+        known = self._messages
+        kept: dict[int, tuple[ChatMessage, tuple[Any, ...], str]] = {}
+        chat = []
+        for message in messages:
+            if message.role is ChatRole.SYSTEM:
+                continue
+            held = (message.role, message.name, *map(id, message._content))
+            entry = known.get(id(message))
+            if entry is None or entry[0] is not message or entry[1] != held:
+                entry = (message, held, self.dumps(_message(message)))
+            kept[id(message)] = entry
+            chat.append(entry[2])
+        known.clear()  # only the messages of this history: what left it can neither be asked for nor kept alive
+        known.update(kept)
+        return (self.dumps(system) if system else None), "[" + ",".join(chat) + "]"
 
     def output_messages(self, replies: Iterable[ChatMessage]) -> str:
         """``gen_ai.output.messages`` of a model call's replies."""
@@ -105,11 +126,8 @@ class Content:
         return self.text(value) if isinstance(value, str) else self.dumps(value)
 
 
-def _json_text(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _message(message: ChatMessage) -> dict[str, Any]:

@@ -58,6 +58,11 @@ GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 ERROR_TYPE = "error.type"
 ERROR_TYPE_OTHER = "_OTHER"  # the conventions' fallback value
 ERROR_TYPE_TOOL_ERROR = "tool_error"  # an MCP result with isError (GenAI v0.1.0 "mcp.md")
+# The span event of an exception (semantic conventions "exceptions/exceptions-spans.md"): its name and attributes
+EVENT_EXCEPTION = "exception"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_STACKTRACE = "exception.stacktrace"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 

@@ -8,17 +8,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from handrail.components._observed_words import KNOWN_GENERATORS, model_name
 from handrail.tracing import _conventions as c
 
 __all__ = ["Model", "args_digest", "describe_model", "request_attributes", "response_attributes", "usage_attributes"]
 
-# handrail's own generators, by qualified class name: (gen_ai.provider.name, model when it has none, in process)
-_KNOWN: dict[str, tuple[str, str | None, bool]] = {
-    "handrail.components.generators.chat.openai.OpenAIChatGenerator": ("openai", None, False),
-    "handrail.components.generators.chat.llama_cpp.LlamaCppChatGenerator": ("llama_cpp", None, True),
-    "handrail.testing.scripted.ScriptedChatGenerator": ("handrail.testing", "scripted-model", False),
-    "handrail.testing.function_generator.FunctionChatGenerator": ("handrail.testing", "function-model", False),
-}
+_KNOWN = KNOWN_GENERATORS
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,17 +38,7 @@ def describe_model(generator: Any) -> Model:
     known = _KNOWN.get(f"{kind.__module__}.{kind.__qualname__}")
     own = getattr(generator, "provider_name", None)
     provider = own if isinstance(own, str) and own else known[0] if known else kind.__name__
-    model: str | None = None
-    for name in ("model_name", "model"):
-        try:
-            value = getattr(generator, name, None)
-        except Exception:  # a property that cannot answer (a model not configured yet)
-            value = None
-        if isinstance(value, str) and value:
-            model = value
-            break
-    if model is None and known is not None:
-        model = known[1]
+    model = model_name(generator)
     return Model(provider, model, bool(known and known[2]), _server(getattr(generator, "api_base_url", None)),
                  _request(getattr(generator, "generation_kwargs", None)))  # fmt: skip
 

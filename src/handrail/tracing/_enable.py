@@ -65,8 +65,16 @@ def _tracer(provider: Any) -> Any:
     return tracer
 
 
-def _checked(max_content_chars: Any, redact: Any) -> None:
+def _checked(max_content_chars: Any, redact: Any, capture_content: Any = None, tracer_provider: Any = None,
+             where: str = "observer_for") -> None:  # fmt: skip
+    from handrail.components.agents._config import check_provider
     from handrail.errors import ConfigurationError, ConfigurationTypeError
+
+    check_provider(tracer_provider, f"{where}(tracer_provider=)")
+    if capture_content is not None and not isinstance(capture_content, bool):
+        raise ConfigurationTypeError(
+            f"{where}(capture_content=) must be True, False or None, got {capture_content!r}."[:300]
+        )
 
     if not isinstance(max_content_chars, int) or isinstance(max_content_chars, bool):
         raise ConfigurationTypeError(f"max_content_chars must be an int, got {type(max_content_chars).__name__}.")
@@ -98,7 +106,8 @@ def observer_for(
             known secret values are masked).
 
     Raises:
-        ConfigurationError / ConfigurationTypeError: ``max_content_chars`` is not a positive int, or ``redact``
+        ConfigurationError / ConfigurationTypeError: ``tracer_provider`` has no ``get_tracer``,
+            ``capture_content`` is not a bool or None, ``max_content_chars`` is not a positive int, or ``redact``
             is not callable.
     """
     from handrail.tracing._content import capture_from_environment
@@ -110,7 +119,7 @@ def observer_for(
         max_content_chars = enabled.max_content_chars if max_content_chars is None else max_content_chars
         redact = enabled.redact if redact is None else redact
     max_content_chars = DEFAULT_MAX_CONTENT_CHARS if max_content_chars is None else max_content_chars
-    _checked(max_content_chars, redact)
+    _checked(max_content_chars, redact, capture_content, tracer_provider)
     capture = capture_from_environment() if capture_content is None else bool(capture_content)
     return TracingObserver(_tracer(tracer_provider), capture_content=capture, max_content_chars=max_content_chars,
                            redact=redact)  # fmt: skip
@@ -140,12 +149,15 @@ def enable(
         meter_provider: An OpenTelemetry ``MeterProvider`` for the metrics, or None for the global one.
 
     Raises:
-        ConfigurationError / ConfigurationTypeError: As :func:`observer_for`.
+        ConfigurationError / ConfigurationTypeError: As :func:`observer_for`; also ``meter_provider`` without
+            ``get_meter``.
         ImportError: OpenTelemetry is not installed (``pip install 'handrail[tracing]'``).
     """
+    from handrail.components.agents._config import check_provider
     from handrail.components.drivers import add_observer_factory
 
-    _checked(max_content_chars, redact)
+    _checked(max_content_chars, redact, capture_content, tracer_provider, "enable")
+    check_provider(meter_provider, "enable(meter_provider=)", "get_meter", "MeterProvider")
     import opentelemetry.trace  # noqa: F401  (fails here, not in a run, when the extra is missing)
 
     settings = _Settings(capture_content, max_content_chars, redact)

@@ -245,7 +245,13 @@ def metrics_observer_for(meter_provider: metrics.MeterProvider | None = None) ->
     it. One observer per provider: asking again gives the same one (its instruments are made once). With None, the
     meter is the global provider's; one set later (``metrics.set_meter_provider``) receives what is recorded from
     then on.
+
+    Raises:
+        ConfigurationTypeError: ``meter_provider`` is not a MeterProvider (it has no ``get_meter``).
     """
+    from handrail.components.agents._config import check_provider
+
+    check_provider(meter_provider, "metrics_observer_for(meter_provider=)", "get_meter", "MeterProvider")
     with _made:
         if meter_provider is None:
             if not _global:

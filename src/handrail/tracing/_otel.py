@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import traceback
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -28,11 +30,22 @@ def error_type(error: BaseException) -> str:
     return c.ERROR_TYPE_TOOL_ERROR if isinstance(error, MCPToolError) else type(error).__name__ or c.ERROR_TYPE_OTHER
 
 
-def failed(span: Span, error: BaseException) -> None:
-    """Mark ``span`` failed by ``error``: ``error.type``, an ``exception`` event, status ERROR."""
+def failed(span: Span, error: BaseException, redact: Callable[[str], str] | None = None) -> None:
+    """Mark ``span`` failed by ``error``: ``error.type``, an ``exception`` event, status ERROR.
+
+    The event is made here, not by ``span.record_exception``: its message and stacktrace are masked (the known
+    secret values, ``redact`` (the run's redaction hooks), the :class:`~handrail.hooks.RedactionHook` default
+    patterns), as the log records are, whether content is captured or not: an error text often quotes its input.
+    """
+    from handrail.components._observed_words import mask_text
+
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ in ("builtins", "") else f"{kind.__module__}.{kind.__qualname__}"
+    stack = "".join(traceback.format_exception(kind, error, error.__traceback__))
     span.set_attribute(c.ERROR_TYPE, error_type(error))
-    span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+    span.add_event(c.EVENT_EXCEPTION, {c.EXCEPTION_TYPE: name, c.EXCEPTION_MESSAGE: mask_text(str(error), redact),
+                                       c.EXCEPTION_STACKTRACE: mask_text(stack, redact)})  # fmt: skip
+    span.set_status(Status(StatusCode.ERROR, mask_text(kind.__name__)))
 
 
 def is_pause(error: BaseException | None) -> bool:

@@ -179,7 +179,7 @@ class TracingObserver:
         if info.outcome == "paused":
             self._paused(span, error)
         elif info.outcome == "failed" and error is not None:
-            failed(span, error)
+            failed(span, error, self._info.redact if self._info is not None else None)
         span.end()
 
     def _paused(self, span: Span, error: BaseException | None) -> None:
@@ -241,7 +241,7 @@ class TracingObserver:
         if kind is Pause and is_pause(error):
             self._paused(span, error)
         elif error is not None:
-            failed(span, error)
+            failed(span, error, self._info.redact if self._info is not None else None)
         span.end()
 
     # -- model calls

@@ -465,3 +465,17 @@ def check_observers(observers: Any, name: str) -> list[Any]:
                 f"method (see handrail.components.drivers.RunObserver)."
             )
     return list(observers)
+
+
+def check_provider(provider: Any, name: str, method: str = "get_tracer", kind: str = "TracerProvider") -> Any:
+    """``provider`` when it is None or has a callable ``method`` (an OpenTelemetry provider), else refused.
+
+    Raises:
+        ConfigurationTypeError: Naming the parameter ``name`` and what was given.
+    """
+    if provider is not None and not callable(getattr(provider, method, None)):
+        shown = repr(provider) if isinstance(provider, str | int | float | bool) else type(provider).__name__
+        raise ConfigurationTypeError(
+            f"{name} must be an OpenTelemetry {kind} (an object with a {method}() method) or None, got {shown}."
+        )
+    return provider

@@ -209,6 +209,8 @@ class Agent(FreshLockOnCopy):
             value = []
         elif name == "exit_conditions" and value is None:
             value = ["text"]
+        elif name == "tracer_provider":
+            cfg.check_provider(value, "Agent(tracer_provider=)")
         super().__setattr__(name, value)
         if name in SOCKET_ATTRIBUTES and "_required" in vars(self):  # reassigned after construction
             refresh_sockets(self)
