@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from handrail.core.serialization import check_pattern_from_file
@@ -126,3 +127,24 @@ class RedactionHook(ReadyMadeHook):
 
     def _init_parameters(self) -> dict[str, Any]:
         return {"patterns": list(self.patterns) if self.patterns is not None else None}
+
+
+def redaction_of(hooks: Iterable[object]) -> Callable[[str], str] | None:
+    """The masking of the :class:`RedactionHook` instances among ``hooks``, each once, in their order.
+
+    What an observer (tracing, logging, a recording) applies to text it keeps, so it masks what the run's own
+    hooks mask. None when there is none.
+    """
+    found: list[RedactionHook] = []
+    for hook in hooks:
+        if isinstance(hook, RedactionHook) and all(hook is not f for f in found):
+            found.append(hook)
+    if not found:
+        return None
+
+    def redact(text: str) -> str:
+        for hook in found:
+            text = hook.redact(text)
+        return text
+
+    return redact

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from handrail.errors import ConfigurationTypeError, HandrailError
+from handrail.errors import HandrailError
 
 if TYPE_CHECKING:
     from handrail.dataclasses.approval import Approval
@@ -50,14 +50,10 @@ def service_tracing(tracing: bool = False, tracer_provider: Any = None) -> Servi
     Raises:
         ConfigurationTypeError: ``tracing`` is not a bool, or ``tracer_provider`` has no ``get_tracer``.
     """
-    if not isinstance(tracing, bool):
-        raise ConfigurationTypeError(f"tracing must be a bool, got {type(tracing).__name__}.")
-    if tracer_provider is None and not tracing:
+    from handrail.components.agents._config import tracing_switch
+
+    if not tracing_switch(tracing, tracer_provider):
         return None
-    if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
-        raise ConfigurationTypeError(
-            f"tracer_provider must be an OpenTelemetry TracerProvider, got {type(tracer_provider).__name__}."
-        )
     return ServiceTracing(tracer_provider)
 
 

@@ -26,8 +26,6 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import ConfigurationTypeError
-
 if TYPE_CHECKING:
     from handrail.components.agents.agent import Agent
     from handrail.components.drivers import RunObserver
@@ -55,14 +53,10 @@ def interceptor(tracing: bool = False, tracer_provider: Any = None) -> Any:
     Raises:
         ConfigurationTypeError: ``tracing`` is not a bool; ``tracer_provider`` has no ``get_tracer``.
     """
-    if not isinstance(tracing, bool):
-        raise ConfigurationTypeError(f"tracing must be a bool, got {type(tracing).__name__}.")
-    if tracer_provider is None and not tracing:
+    from handrail.components.agents._config import tracing_switch
+
+    if not tracing_switch(tracing, tracer_provider):
         return None
-    if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
-        raise ConfigurationTypeError(
-            f"tracer_provider must be an OpenTelemetry TracerProvider, got {type(tracer_provider).__name__}."
-        )
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
     tracer = None if tracer_provider is None else tracer_provider.get_tracer(SCOPE)
@@ -103,20 +97,9 @@ def effect_observers(tracer_provider: Any, agent: Agent, step: int = 1,
 
 def _redaction(agent: Agent) -> Callable[[str], str] | None:
     """The masking of the agent's redaction hooks, in their order (None: it has none)."""
-    from handrail.hooks.redaction import RedactionHook
+    from handrail.hooks.redaction import redaction_of
 
-    found: list[RedactionHook] = []
-    for hooks in (agent.hooks or {}).values():
-        found.extend(h for h in hooks if isinstance(h, RedactionHook) and all(h is not f for f in found))
-    if not found:
-        return None
-
-    def redact(text: str) -> str:
-        for hook in found:
-            text = hook.redact(text)
-        return text
-
-    return redact
+    return redaction_of(h for hooks in (agent.hooks or {}).values() for h in hooks)
 
 
 def has_tracing(interceptors: Any) -> bool:

@@ -479,3 +479,14 @@ def check_provider(provider: Any, name: str, method: str = "get_tracer", kind: s
             f"{name} must be an OpenTelemetry {kind} (an object with a {method}() method) or None, got {shown}."
         )
     return provider
+
+
+def tracing_switch(tracing: Any, tracer_provider: Any) -> bool:
+    """Whether a service's or worker's ``tracing=`` / ``tracer_provider=`` pair turns tracing on (either does).
+
+    Raises:
+        ConfigurationTypeError: ``tracing`` is not a bool, or ``tracer_provider`` is not a TracerProvider.
+    """
+    if not isinstance(tracing, bool):
+        raise ConfigurationTypeError(f"tracing must be a bool, got {type(tracing).__name__}.")
+    return check_provider(tracer_provider, "tracer_provider") is not None or tracing

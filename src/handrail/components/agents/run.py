@@ -246,23 +246,11 @@ def run_info(started: Started) -> RunInfo:
 
 def _redaction(started: Started) -> Callable[[str], str] | None:
     """The masking of the run's redaction hooks, applied in their order (None: the run has none)."""
-    from handrail.hooks.redaction import RedactionHook
+    from handrail.hooks.redaction import redaction_of
 
     hooks = started.plan.hooks
-    found: list[RedactionHook] = []
-    for point in ("before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run"):
-        found.extend(
-            h for h in getattr(hooks, point) if isinstance(h, RedactionHook) and all(h is not f for f in found)
-        )
-    if not found:
-        return None
-
-    def redact(text: str) -> str:
-        for hook in found:
-            text = hook.redact(text)
-        return text
-
-    return redact
+    points = ("before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run")
+    return redaction_of(h for point in points for h in getattr(hooks, point))
 
 
 def _describe(started: Started, name: str) -> str | None:
