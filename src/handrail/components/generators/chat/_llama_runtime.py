@@ -114,6 +114,9 @@ def start_server(
     params.cpuparams.n_threads = n_threads
     params.cpuparams_batch.n_threads = n_threads
     params.n_parallel = 1
+    # llama.cpp's fitting of unset parameters to free memory loads the model's metadata and vocabulary a
+    # first time (1-5 s on 2 cores) to pick what handrail sets anyway (n_ctx; no GPU layers on CPU).
+    params.fit_params = False
     params.verbosity = -1  # silence llama.cpp's log
     params.hostnames = ["127.0.0.1"]
     params.port = 0
