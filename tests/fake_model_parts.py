@@ -31,7 +31,10 @@ def tiny_spec(data: bytes = WHOLE, *, key: str = "tiny", parts: int = 3) -> Mode
     )
 
 
-def install_fake_parts(site: Path, spec: ModelSpec, contents: list[bytes], numbers: list[int] | None = None) -> None:
+def install_fake_parts(
+    site: Path, spec: ModelSpec, contents: list[bytes], numbers: list[int] | None = None,
+    author: str = "someone <someone@example.com>",
+) -> None:  # fmt: skip
     """Write fake installed distributions of ``spec``'s parts ``numbers`` (default: all) into ``site``."""
     for number in numbers or range(1, len(contents) + 1):
         name = spec.distribution(number)
@@ -43,8 +46,7 @@ def install_fake_parts(site: Path, spec: ModelSpec, contents: list[bytes], numbe
         info = site / f"{module}-{spec.version}.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {spec.version}\n"
-            "Author-email: someone <someone@example.com>\n"
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {spec.version}\nAuthor-email: {author}\n"
         )
         (info / "RECORD").write_text(
             f"{module}/__init__.py,,\n{module}/data/{spec.part_file(number)},,\n"

@@ -32,6 +32,7 @@ import click
 
 from handrail import __version__
 from handrail.cli._approvals import approvals
+from handrail.cli._models import models
 from handrail.cli._replay import replay
 from handrail.cli._run import resume, run
 from handrail.cli._serve import serve
@@ -162,3 +163,4 @@ main.add_command(worker)
 main.add_command(serve)
 main.add_command(tokens)
 main.add_command(runs)
+main.add_command(models)
