@@ -67,7 +67,7 @@ def test_reject_with_feedback_reaches_the_model(tmp_path: Path) -> None:
     rest = finish(child)
     assert child.exitstatus == 0
     assert "haystack.md" not in rest
-    assert "tools: search×1 (1 rejected), calculator×1" in rest
+    assert "tools: calculator×1, search×1 (1 rejected)" in rest
 
 
 def test_modify_runs_with_the_new_arguments(tmp_path: Path) -> None:

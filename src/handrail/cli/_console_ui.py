@@ -59,8 +59,9 @@ class RunConsoleUI(RichConsoleUI):
             typed = self._read(question).strip().lower()
             if typed in _ALWAYS:
                 self.allowed.add(self._tool)
-                self._say(f"{tool} runs without asking for the rest of this run. To never ask for it, set in "
-                          f"{printable(str(self.agent_file))}:  confirmation: {{{tool}: never}}")  # fmt: skip
+                self._say(f"{tool} runs without asking for the rest of this run. To never ask for it, write "
+                          f"'{tool}: never' under 'confirmation:' in {printable(str(self.agent_file))} "
+                          f"(confirmation: {{{tool}: never}}).")  # fmt: skip
                 return "confirm"
             answer = _ANSWERS.get(typed)
             if answer is not None:

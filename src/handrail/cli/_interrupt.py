@@ -25,7 +25,7 @@ def _hint(where: Any, record: str | None) -> str:
     if where is None:
         return "Nothing of this run was saved (it had no snapshot store): run the command again to start over."
     if record is None:
-        return "Nothing of this run was saved yet (its first tool call had not started): run the command again."
+        return f"Nothing of this run was saved in {where.label} yet: run the command again to start over."
     try:
         snapshot = where.store.load(record)
     except Exception:  # the record cannot be read now: the plain command still names it

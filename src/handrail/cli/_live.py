@@ -83,24 +83,31 @@ class RunView(Printer):
     # -- the spinner ---------------------------------------------------------------------------------------------
 
     def show(self, text: str) -> None:
-        """Show ``text`` on the spinner line (a terminal only); an open line of streamed text is ended first."""
+        """Show ``text`` on the spinner line (a terminal only); an open line of streamed text is ended first.
+
+        The line is redrawn at once: the model's progress can change faster than the spinner turns.
+        """
         if not self._spinner:
             return
+        from rich.live import Live
+        from rich.spinner import Spinner
         from rich.text import Text
 
         with self._lock:
             if self._status is None:
                 self.end_text()
-                self._status = self.console.status(Text(text), spinner="dots")
-                self._status.start()
+                spinner = Spinner("dots", text=Text(text), style="status.spinner")
+                self._status = (Live(spinner, console=self.console, transient=True, refresh_per_second=12.5), spinner)
+                self._status[0].start()
             else:
-                self._status.update(Text(text))
+                self._status[1].update(text=Text(text))
+                self._status[0].refresh()
 
     def hide(self) -> None:
         """Take the spinner line away (before anything else is printed)."""
         with self._lock:
             if self._status is not None:
-                self._status.stop()
+                self._status[0].stop()
                 self._status = None
 
     # -- the streaming callback ----------------------------------------------------------------------------------
@@ -170,9 +177,9 @@ class RunView(Printer):
     # -- what to say at the end, or after Ctrl-C -----------------------------------------------------------------
 
     def counts(self, ran: dict[str, int]) -> str:
-        """The summary's ``tools:`` part: every call made (rejected ones too), ``search×2 (1 rejected)``."""
+        """The summary's ``tools:`` part: every call made (rejected ones too), by name: ``search×2 (1 rejected)``."""
         refused = Counter(tool for tool, _ in self.rejected.values())
-        names = [*ran, *(t for t in refused if t not in ran)]
+        names = sorted({*ran, *refused})
         parts = []
         for name in names:
             total = ran.get(name, 0) + refused.get(name, 0)

@@ -74,8 +74,8 @@ def test_without_a_callback_no_progress_is_asked_for(runtime: type[FakeServer], 
 
 def test_the_watcher_reads_escaped_tool_names_and_answers() -> None:
     watcher = ReplyWatcher()
-    assert [watcher.feed(f) for f in [' {"name"', ': "we\\u00ef', 'rd", "arg']] == [False, True, True]
+    assert [watcher.feed(f) for f in [' {"name"', ': "we\\u00ef', 'rd", "arg']] == [True, False, True]
     assert (watcher.writing, watcher.tool, watcher.tokens) == ("tool_call", "weïrd", 3)
     answer = ReplyWatcher()
-    assert [answer.feed(f) for f in ['{"final', '_answer": "It is']] == [False, True]
+    assert [answer.feed(f) for f in ['{"final', '_answer": "It is']] == [True, False]
     assert answer.writing == "final_answer" and answer.tool is None

@@ -28,8 +28,9 @@ PROGRESS_KEY = "progress"
 Writing = Literal["tool_call", "final_answer"]
 """What a constrained reply turned out to be."""
 
-_CALL = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)(")?')
-_ANSWER = re.compile(r'\s*\{\s*"final_answer"')
+_CALL = re.compile(r'\s*\{\s*"n(?:ame"\s*:\s*"((?:[^"\\]|\\.)*)(")?)?')
+_ANSWER = re.compile(r'\s*\{\s*"f')
+"""The schema allows two keys first, ``name`` and ``final_answer``: the first letter tells which."""
 
 
 class ReplyWatcher:
@@ -62,7 +63,7 @@ class ReplyWatcher:
         call = _CALL.match(self._raw)
         if call is not None:
             self.writing = "tool_call"
-            if call.group(2):
+            if call.group(2) is not None:
                 try:
                     self.tool = json.loads(f'"{call.group(1)}"')
                 except ValueError:
