@@ -28,11 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from handrail.components.generators.chat._prompt_cache import CachedServer, PromptCache, SlotClient
 from handrail.core.secret import register_secret_value
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, result_text
 from handrail.errors import GenerationError
 
-__all__ = ["FORMAT_HINT", "Completion", "cpu_count", "start_server", "stream_completion", "to_wire", "wire_arguments"]
+__all__ = [
+    "FORMAT_HINT",
+    "Completion",
+    "cpu_count",
+    "model_identity",
+    "start_server",
+    "stream_completion",
+    "to_wire",
+    "wire_arguments",
+]
 
 FORMAT_HINT = (
     'Reply with one JSON object: a tool call {"name": ..., "arguments": {...}}, or, once you can fully answer '
@@ -61,7 +71,23 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def start_server(runtime: Any, path: Path, *, n_ctx: int, n_threads: int) -> Any:
+def model_identity(path: Path, sha256: str | None) -> str:
+    """What identifies a model file's content: ``sha256:<hex>`` when known, else its path, size and mtime."""
+    if sha256:
+        return f"sha256:{sha256}"
+    stat = path.stat()
+    return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def start_server(
+    runtime: Any,
+    path: Path,
+    *,
+    n_ctx: int,
+    n_threads: int,
+    prompt_cache: Path | None = None,
+    model_id: str = "",
+) -> Any:
     """Load the GGUF file at ``path`` into a new runtime server and wait until it serves.
 
     Args:
@@ -69,10 +95,15 @@ def start_server(runtime: Any, path: Path, *, n_ctx: int, n_threads: int) -> Any
         path: The model file.
         n_ctx: Context window in tokens.
         n_threads: CPU threads for prompt processing and generation.
+        prompt_cache: A directory to keep the KV state of request prefixes in (see ``_prompt_cache``);
+            None: none.
+        model_id: What identifies the model file's content (its sha256, or its path, size and
+            modification time): part of the prompt cache's keys.
 
     Returns:
-        The ``xllamacpp.Server``. Its log is silenced; its HTTP listener binds ``127.0.0.1`` on a
-        random free port behind a random API key; it decodes one request at a time.
+        The ``xllamacpp.Server``, wrapped in a ``CachedServer`` when ``prompt_cache`` is set. Its log
+        is silenced; its HTTP listener binds ``127.0.0.1`` on a random free port behind a random API
+        key; it decodes one request at a time.
 
     Raises:
         GenerationError: When the runtime cannot load the model.
@@ -90,13 +121,26 @@ def start_server(runtime: Any, path: Path, *, n_ctx: int, n_threads: int) -> Any
     register_secret_value(key)  # masked wherever an error or a log could show it
     params.api_keys = [key]  # the listener refuses every other local client
     params.endpoint_metrics = True
+    cache = PromptCache(prompt_cache.expanduser().absolute()) if prompt_cache is not None else None
+    params.endpoint_slots = cache is not None
+    if cache is not None:
+        params.slot_save_path = f"{cache.directory}{os.sep}"  # the runtime appends file names to it
     try:
         server = runtime.Server(params)
         # Wait until the runtime's main loop runs: a server released before that never shuts down.
         server.handle_metrics()
     except RuntimeError as exc:
         raise GenerationError(f"llama.cpp could not load the model {path}: {exc}") from exc
-    return server
+    address = getattr(server, "listening_address", None)
+    if cache is None or not isinstance(address, str) or not address:
+        return server
+    layout = {
+        "runtime": str(getattr(runtime, "__version__", "")),
+        "model": model_id or str(path.resolve()),
+        "n_ctx": n_ctx,
+        "kv": [str(getattr(params, name, "")) for name in ("cache_type_k", "cache_type_v", "flash_attn_type")],
+    }
+    return CachedServer(server, SlotClient(address, key), cache, layout)
 
 
 def _take(chunk: Any, done: Completion, parts: list[str], on_text: Callable[[str], None],
@@ -161,7 +205,7 @@ def stream_completion(
 
     try:
         with _guarded_sigint(failure.append):
-            server.handle_chat_completions(body, handle)
+            _request(server, body, handle, lambda: bool(failure) or cancel.is_set())
     except RuntimeError as exc:
         if failure:  # a Ctrl-C (or callback error) came first: that is what stopped the runtime
             raise failure[0] from None
@@ -172,6 +216,15 @@ def stream_completion(
         raise GenerationError("llama.cpp ended the reply without a finish reason (its stream was cut short).")
     done.text = "".join(parts)
     return done
+
+
+def _request(server: Any, body: dict[str, Any], handle: Callable[[Any], bool], stopped: Callable[[], bool]) -> None:
+    """Run ``body`` on ``server``; a ``CachedServer`` first restores or saves the prefix's KV state."""
+    prepare = getattr(server, "prepare", None)
+    if callable(prepare):
+        prepare(body, stopped)
+    if not stopped():
+        server.handle_chat_completions(body, handle)
 
 
 @contextmanager

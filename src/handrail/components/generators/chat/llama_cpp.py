@@ -36,6 +36,7 @@ import copy
 import importlib
 import inspect
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,12 +52,14 @@ from handrail.components.generators.chat._constrained import (
 from handrail.components.generators.chat._gguf_parts import MODELS, check_gguf_file, ensure_model_file
 from handrail.components.generators.chat._llama_runtime import (
     cpu_count,
+    model_identity,
     start_server,
     stream_completion,
     to_wire,
     wire_arguments,
 )
 from handrail.components.generators.chat._progress import PROGRESS_KEY, ReplyWatcher, progress_meta
+from handrail.components.generators.chat._prompt_cache import default_prompt_cache_dir
 from handrail.core.component import component
 from handrail.core.serialization import check_scalar_types, deserialize_callable, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
@@ -217,6 +220,12 @@ class LlamaCppChatGenerator:
             ``repeat_last_n``, ``presence_penalty``, ``frequency_penalty``.
         streaming_callback: Receives each chunk of every reply; a run-time callback wins.
         tools: Tools offered to the model unless a run passes its own.
+        prompt_cache: Keep the KV state of each request's system message and tool definitions on
+            disk between processes, so a later process skips evaluating them: True (the default)
+            in ``$XDG_CACHE_HOME/handrail/prompt-cache`` (``~/.cache/...``), a directory path, or
+            False for none. Only that prefix is stored (files mode 0600, at most 8 entries, keyed
+            by the model file, the runtime version, ``n_ctx`` and the prefix itself); a damaged or
+            stale file is ignored.
 
     Raises:
         ConfigurationError: An unknown ``model`` name, a bad number or generation kwarg.
@@ -249,6 +258,7 @@ class LlamaCppChatGenerator:
         generation_kwargs: dict[str, Any] | None = None,
         streaming_callback: StreamingCallback | None = None,
         tools: Sequence[Tool | Toolset] | Toolset | None = None,
+        prompt_cache: bool | str | os.PathLike[str] = True,
     ) -> None:
         if model_path is None and model not in MODELS:
             raise ConfigurationError(
@@ -262,6 +272,10 @@ class LlamaCppChatGenerator:
             raise ConfigurationTypeError(f"streaming_callback must be callable, got {streaming_callback!r}.")
         _check_generation_kwargs(generation_kwargs or {})
         flatten_tools(tools)
+        if isinstance(prompt_cache, os.PathLike):
+            prompt_cache = os.fspath(prompt_cache)
+        if not isinstance(prompt_cache, bool | str) or prompt_cache == "":
+            raise ConfigurationError(f"prompt_cache must be True, False or a directory path, got {prompt_cache!r}.")
         self.model = model
         self.model_path = model_path
         self.n_ctx = n_ctx
@@ -269,6 +283,7 @@ class LlamaCppChatGenerator:
         self.generation_kwargs = dict(generation_kwargs or {})
         self.streaming_callback = streaming_callback
         self.tools = tools
+        self.prompt_cache = prompt_cache
         self._lock = threading.Lock()
         self._server: Any = None
         self.load_seconds: float | None = None
@@ -306,9 +321,21 @@ class LlamaCppChatGenerator:
                 ) from exc
             path = check_gguf_file(self.model_path) if self.model_path else ensure_model_file(MODELS[self.model])
             started = time.perf_counter()
-            self._server = start_server(runtime, path, n_ctx=self.n_ctx, n_threads=self.n_threads or cpu_count())
+            self._server = start_server(
+                runtime,
+                path,
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads or cpu_count(),
+                prompt_cache=self._prompt_cache_dir(),
+                model_id=model_identity(path, None if self.model_path else MODELS[self.model].sha256),
+            )
             self.load_seconds = time.perf_counter() - started
             return self._server
+
+    def _prompt_cache_dir(self) -> Path | None:
+        if self.prompt_cache is False:
+            return None
+        return default_prompt_cache_dir() if self.prompt_cache is True else Path(self.prompt_cache)
 
     def close(self) -> None:
         """Unload the model (a later run loads it again)."""
@@ -470,6 +497,7 @@ class LlamaCppChatGenerator:
                 "generation_kwargs": dict(self.generation_kwargs),
                 "streaming_callback": serialize_callable(self.streaming_callback) if self.streaming_callback else None,
                 "tools": serialize_tools(self.tools),
+                "prompt_cache": self.prompt_cache,
             },
         }
 
