@@ -28,11 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from handrail.components.generators.chat._prompt_cache import CachedServer, PromptCache, SlotClient
 from handrail.core.secret import register_secret_value
 from handrail.dataclasses.chat_message import ChatMessage, ChatRole, result_text
 from handrail.errors import GenerationError
 
-__all__ = ["FORMAT_HINT", "Completion", "cpu_count", "start_server", "stream_completion", "to_wire", "wire_arguments"]
+__all__ = [
+    "FORMAT_HINT",
+    "Completion",
+    "cpu_count",
+    "model_identity",
+    "start_server",
+    "stream_completion",
+    "to_wire",
+    "wire_arguments",
+]
 
 FORMAT_HINT = (
     'Reply with one JSON object: a tool call {"name": ..., "arguments": {...}}, or, once you can fully answer '
@@ -61,7 +71,23 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def start_server(runtime: Any, path: Path, *, n_ctx: int, n_threads: int) -> Any:
+def model_identity(path: Path, sha256: str | None) -> str:
+    """What identifies a model file's content: ``sha256:<hex>`` when known, else its path, size and mtime."""
+    if sha256:
+        return f"sha256:{sha256}"
+    stat = path.stat()
+    return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def start_server(
+    runtime: Any,
+    path: Path,
+    *,
+    n_ctx: int,
+    n_threads: int,
+    prompt_cache: Path | None = None,
+    model_id: str = "",
+) -> Any:
     """Load the GGUF file at ``path`` into a new runtime server and wait until it serves.
 
     Args:
@@ -69,10 +95,15 @@ def start_server(runtime: Any, path: Path, *, n_ctx: int, n_threads: int) -> Any
         path: The model file.
         n_ctx: Context window in tokens.
         n_threads: CPU threads for prompt processing and generation.
+        prompt_cache: A directory to keep the KV state of request prefixes in (see ``_prompt_cache``);
+            None: none.
+        model_id: What identifies the model file's content (its sha256, or its path, size and
+            modification time): part of the prompt cache's keys.
 
     Returns:
-        The ``xllamacpp.Server``. Its log is silenced; its HTTP listener binds ``127.0.0.1`` on a
-        random free port behind a random API key; it decodes one request at a time.
+        The ``xllamacpp.Server``, wrapped in a ``CachedServer`` when ``prompt_cache`` is set. Its log
+        is silenced; its HTTP listener binds ``127.0.0.1`` on a random free port behind a random API
+        key; it decodes one request at a time.
 
     Raises:
         GenerationError: When the runtime cannot load the model.
@@ -90,17 +121,52 @@ def start_server(runtime: Any, path: Path, *, n_ctx: int, n_threads: int) -> Any
     register_secret_value(key)  # masked wherever an error or a log could show it
     params.api_keys = [key]  # the listener refuses every other local client
     params.endpoint_metrics = True
+    cache = PromptCache(prompt_cache.expanduser().absolute()) if prompt_cache is not None else None
+    params.endpoint_slots = cache is not None
+    if cache is not None:
+        params.slot_save_path = f"{cache.directory}{os.sep}"  # the runtime appends file names to it
     try:
         server = runtime.Server(params)
         # Wait until the runtime's main loop runs: a server released before that never shuts down.
         server.handle_metrics()
     except RuntimeError as exc:
         raise GenerationError(f"llama.cpp could not load the model {path}: {exc}") from exc
-    return server
+    address = getattr(server, "listening_address", None)
+    if cache is None or not isinstance(address, str) or not address:
+        return server
+    layout = {
+        "runtime": str(getattr(runtime, "__version__", "")),
+        "model": model_id or str(path.resolve()),
+        "n_ctx": n_ctx,
+        "kv": [str(getattr(params, name, "")) for name in ("cache_type_k", "cache_type_v", "flash_attn_type")],
+    }
+    return CachedServer(server, SlotClient(address, key), cache, layout)
+
+
+def _take(chunk: Any, done: Completion, parts: list[str], on_text: Callable[[str], None],
+          on_progress: Callable[[dict[str, Any]], None] | None) -> None:  # fmt: skip
+    """Read one streamed chunk of the runtime into ``done`` and ``parts``, passing on its text and progress."""
+    if not isinstance(chunk, dict) or "choices" not in chunk:
+        raise GenerationError(f"llama.cpp answered with an error: {json.dumps(chunk)[:300]}")
+    if on_progress is not None and isinstance(chunk.get("prompt_progress"), dict):
+        on_progress(chunk["prompt_progress"])
+    for choice in chunk["choices"]:
+        content = (choice.get("delta") or {}).get("content")
+        if content:
+            parts.append(content)
+            on_text(content)
+        done.finish_reason = choice.get("finish_reason") or done.finish_reason
+    if chunk.get("usage"):
+        done.usage = {k: int(chunk["usage"].get(k, 0)) for k in ("prompt_tokens", "completion_tokens")}
+        done.usage["total_tokens"] = done.usage["prompt_tokens"] + done.usage["completion_tokens"]
 
 
 def stream_completion(
-    server: Any, body: dict[str, Any], on_text: Callable[[str], None], cancel: threading.Event
+    server: Any,
+    body: dict[str, Any],
+    on_text: Callable[[str], None],
+    cancel: threading.Event,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> Completion:
     """Run one streamed chat completion, passing each text fragment to ``on_text`` as it arrives.
 
@@ -109,6 +175,8 @@ def stream_completion(
         body: The chat request; it must ask for ``stream`` with ``stream_options.include_usage``.
         on_text: Called with each fragment of the reply text, on this thread.
         cancel: Set it (from any thread) to stop generation at the next token.
+        on_progress: Called with the runtime's ``prompt_progress`` (``total``, ``cache``, ``processed``, ``time_ms``)
+            as the prompt is evaluated (asked for with ``return_progress``); None asks for none.
 
     Returns:
         The whole reply text, finish reason and usage.
@@ -120,6 +188,8 @@ def stream_completion(
             whatever else the SIGINT handler raised.
     """
     done = Completion()
+    if on_progress is not None:
+        body = {**body, "return_progress": True}
     parts: list[str] = []
     failure: list[BaseException] = []
 
@@ -127,17 +197,7 @@ def stream_completion(
         if failure:  # a guarded signal handler raised while the runtime held the thread: stop
             return True
         try:
-            if not isinstance(chunk, dict) or "choices" not in chunk:
-                raise GenerationError(f"llama.cpp answered with an error: {json.dumps(chunk)[:300]}")
-            for choice in chunk["choices"]:
-                content = (choice.get("delta") or {}).get("content")
-                if content:
-                    parts.append(content)
-                    on_text(content)
-                done.finish_reason = choice.get("finish_reason") or done.finish_reason
-            if chunk.get("usage"):
-                done.usage = {k: int(chunk["usage"].get(k, 0)) for k in ("prompt_tokens", "completion_tokens")}
-                done.usage["total_tokens"] = done.usage["prompt_tokens"] + done.usage["completion_tokens"]
+            _take(chunk, done, parts, on_text, on_progress)
         except BaseException as exc:  # the runtime swallows callback errors: keep it to raise it below
             failure.append(exc)
             return True
@@ -145,7 +205,7 @@ def stream_completion(
 
     try:
         with _guarded_sigint(failure.append):
-            server.handle_chat_completions(body, handle)
+            _request(server, body, handle, lambda: bool(failure) or cancel.is_set())
     except RuntimeError as exc:
         if failure:  # a Ctrl-C (or callback error) came first: that is what stopped the runtime
             raise failure[0] from None
@@ -156,6 +216,15 @@ def stream_completion(
         raise GenerationError("llama.cpp ended the reply without a finish reason (its stream was cut short).")
     done.text = "".join(parts)
     return done
+
+
+def _request(server: Any, body: dict[str, Any], handle: Callable[[Any], bool], stopped: Callable[[], bool]) -> None:
+    """Run ``body`` on ``server``; a ``CachedServer`` first restores or saves the prefix's KV state."""
+    prepare = getattr(server, "prepare", None)
+    if callable(prepare):
+        prepare(body, stopped)
+    if not stopped():
+        server.handle_chat_completions(body, handle)
 
 
 @contextmanager

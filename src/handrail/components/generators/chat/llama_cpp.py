@@ -36,6 +36,7 @@ import copy
 import importlib
 import inspect
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,11 +52,14 @@ from handrail.components.generators.chat._constrained import (
 from handrail.components.generators.chat._gguf_parts import MODELS, check_gguf_file, ensure_model_file
 from handrail.components.generators.chat._llama_runtime import (
     cpu_count,
+    model_identity,
     start_server,
     stream_completion,
     to_wire,
     wire_arguments,
 )
+from handrail.components.generators.chat._progress import PROGRESS_KEY, ReplyWatcher, progress_meta
+from handrail.components.generators.chat._prompt_cache import default_prompt_cache_dir
 from handrail.core.component import component
 from handrail.core.serialization import check_scalar_types, deserialize_callable, qualified_name, serialize_callable
 from handrail.dataclasses.chat_message import ChatMessage, ToolCall
@@ -69,6 +73,9 @@ __all__ = ["LlamaCppChatGenerator"]
 
 DEFAULT_GENERATION_KWARGS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 1024}
 """Greedy decoding, at most 1024 new tokens per reply."""
+
+PROGRESS_EVERY = 0.1
+"""Seconds between two progress chunks that only count tokens (a change of what is written is sent at once)."""
 
 _ALLOWED_KWARGS = frozenset(
     {
@@ -116,7 +123,12 @@ def _is_complete_json(text: str) -> bool:
 
 
 class _Emitter:
-    """Turns the runtime's text fragments into StreamingChunks for one reply."""
+    """Turns the runtime's text fragments into StreamingChunks for one reply.
+
+    Besides the answer's text it sends progress chunks: no content, ``meta["progress"]`` (see ``_progress``) when
+    the prompt's evaluation starts and ends, when the reply turns out to be a tool call (and of which tool) or a
+    final answer, and at most every :data:`PROGRESS_EVERY` seconds while tokens of a call are written.
+    """
 
     def __init__(self, callback: Callable[[StreamingChunk], None] | None, model: str, constrained: bool) -> None:
         self.callback = callback
@@ -124,16 +136,42 @@ class _Emitter:
         self.constrained = constrained
         self.started = False
         self.answer = FinalAnswerStream()
+        self.watcher = ReplyWatcher()
+        self._last = 0.0
+        self.on_prompt = self.prompt_progress if callback is not None else None
+        """What the runtime's prompt progress goes to (None without a callback: none is asked for)."""
 
     def _send(self, chunk: StreamingChunk) -> None:
         if self.callback is not None:
             self.callback(chunk)
 
+    def _progress(self, progress: dict[str, Any]) -> None:
+        self._last = time.monotonic()
+        self._send(StreamingChunk(meta={"model": self.model, PROGRESS_KEY: progress}))
+
+    def prompt_progress(self, progress: Mapping[str, Any]) -> None:
+        """The runtime's ``prompt_progress`` (``total``, ``cache``, ``processed`` tokens): the prompt is read."""
+        total, cached = int(progress.get("total", 0)), int(progress.get("cache", 0))
+        self._progress(progress_meta("reading", prompt_tokens=total, cached_tokens=cached))
+
     def fragment(self, text: str) -> None:
         content = self.answer.feed(text) if self.constrained else text
+        watched = self.watcher
+        changed = watched.feed(text) if self.constrained else False
+        if self.callback is not None and not content and watched.writing != "final_answer":
+            if changed or watched.tokens == 1 or time.monotonic() - self._last >= PROGRESS_EVERY:
+                self._progress(progress_meta("writing", tokens=watched.tokens, writing=watched.writing,
+                                             tool=watched.tool))  # fmt: skip
+        elif changed:  # the reply is a final answer: say so once, its text follows
+            self._progress(progress_meta("writing", tokens=watched.tokens, writing="final_answer"))
         if content:
             self._send(StreamingChunk(content=content, meta={"model": self.model}, start=not self.started))
             self.started = True
+
+    def restart(self) -> None:
+        """A second request for the same reply (final answers only) starts: its fragments are read afresh."""
+        self.answer = FinalAnswerStream()
+        self.watcher = ReplyWatcher()
 
     def tool_call(self, call: ToolCall) -> None:
         arguments = wire_arguments(call.arguments)
@@ -182,6 +220,12 @@ class LlamaCppChatGenerator:
             ``repeat_last_n``, ``presence_penalty``, ``frequency_penalty``.
         streaming_callback: Receives each chunk of every reply; a run-time callback wins.
         tools: Tools offered to the model unless a run passes its own.
+        prompt_cache: Keep the KV state of each request's system message and tool definitions on
+            disk between processes, so a later process skips evaluating them: True (the default)
+            in ``$XDG_CACHE_HOME/handrail/prompt-cache`` (``~/.cache/...``), a directory path, or
+            False for none. Only that prefix is stored (files mode 0600, at most 8 entries, keyed
+            by the model file, the runtime version, ``n_ctx`` and the prefix itself); a damaged or
+            stale file is ignored.
 
     Raises:
         ConfigurationError: An unknown ``model`` name, a bad number or generation kwarg.
@@ -214,6 +258,7 @@ class LlamaCppChatGenerator:
         generation_kwargs: dict[str, Any] | None = None,
         streaming_callback: StreamingCallback | None = None,
         tools: Sequence[Tool | Toolset] | Toolset | None = None,
+        prompt_cache: bool | str | os.PathLike[str] = True,
     ) -> None:
         if model_path is None and model not in MODELS:
             raise ConfigurationError(
@@ -227,6 +272,10 @@ class LlamaCppChatGenerator:
             raise ConfigurationTypeError(f"streaming_callback must be callable, got {streaming_callback!r}.")
         _check_generation_kwargs(generation_kwargs or {})
         flatten_tools(tools)
+        if isinstance(prompt_cache, os.PathLike):
+            prompt_cache = os.fspath(prompt_cache)
+        if not isinstance(prompt_cache, bool | str) or prompt_cache == "":
+            raise ConfigurationError(f"prompt_cache must be True, False or a directory path, got {prompt_cache!r}.")
         self.model = model
         self.model_path = model_path
         self.n_ctx = n_ctx
@@ -234,6 +283,7 @@ class LlamaCppChatGenerator:
         self.generation_kwargs = dict(generation_kwargs or {})
         self.streaming_callback = streaming_callback
         self.tools = tools
+        self.prompt_cache = prompt_cache
         self._lock = threading.Lock()
         self._server: Any = None
         self.load_seconds: float | None = None
@@ -271,9 +321,21 @@ class LlamaCppChatGenerator:
                 ) from exc
             path = check_gguf_file(self.model_path) if self.model_path else ensure_model_file(MODELS[self.model])
             started = time.perf_counter()
-            self._server = start_server(runtime, path, n_ctx=self.n_ctx, n_threads=self.n_threads or cpu_count())
+            self._server = start_server(
+                runtime,
+                path,
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads or cpu_count(),
+                prompt_cache=self._prompt_cache_dir(),
+                model_id=model_identity(path, None if self.model_path else MODELS[self.model].sha256),
+            )
             self.load_seconds = time.perf_counter() - started
             return self._server
+
+    def _prompt_cache_dir(self) -> Path | None:
+        if self.prompt_cache is False:
+            return None
+        return default_prompt_cache_dir() if self.prompt_cache is True else Path(self.prompt_cache)
 
     def close(self) -> None:
         """Unload the model (a later run loads it again)."""
@@ -300,7 +362,9 @@ class LlamaCppChatGenerator:
         server = self._load()
         wire = to_wire(messages, bool(tools))
         emitter = _Emitter(callback, self.model_name, constrained=bool(tools))
-        done = stream_completion(server, self._body(wire, tools, kwargs, True), emitter.fragment, cancel)
+        done = stream_completion(
+            server, self._body(wire, tools, kwargs, True), emitter.fragment, cancel, emitter.on_prompt
+        )
         meta: dict[str, Any] = {"model": self.model_name, "index": 0, "usage": done.usage}
         if not tools or (done.finish_reason == "length" and not _is_complete_json(done.text)):
             text = emitter.answer.text if tools and emitter.answer.started else done.text
@@ -317,8 +381,10 @@ class LlamaCppChatGenerator:
                 emitter.finish(message)
                 return message
             # The model repeats the call whose result it already has: ask once more, final answers only.
-            emitter.answer = FinalAnswerStream()
-            retry = stream_completion(server, self._body(wire, tools, kwargs, False), emitter.fragment, cancel)
+            emitter.restart()
+            retry = stream_completion(
+                server, self._body(wire, tools, kwargs, False), emitter.fragment, cancel, emitter.on_prompt
+            )
             meta = {**meta, "usage": _sum_usage(done.usage, retry.usage), "forced_final_answer": True}
             done, parsed = retry, parse_reply(retry.text)
             if done.finish_reason == "length" and not _is_complete_json(done.text):
@@ -431,6 +497,7 @@ class LlamaCppChatGenerator:
                 "generation_kwargs": dict(self.generation_kwargs),
                 "streaming_callback": serialize_callable(self.streaming_callback) if self.streaming_callback else None,
                 "tools": serialize_tools(self.tools),
+                "prompt_cache": self.prompt_cache,
             },
         }
 
