@@ -65,7 +65,7 @@ _EPILOG = (
     "  130 Ctrl-C: run/resume say what stopped and how to continue a run with a\n"
     "    store; a worker's second one; 'run --temporal' stops waiting (the run\n"
     "    goes on)\n"
-    "With --json, run and resume print an error as {\"error\": {\"type\", \"message\"}} on\n"
+    'With --json, run and resume print an error as {"error": {"type", "message"}} on\n'
     "stdout (same exit codes)."
 )
 
