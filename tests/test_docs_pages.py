@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -41,16 +40,12 @@ def _id(page: Path, line: int) -> str:
 
 
 def _small_model_installed() -> bool:
+    """The runtime, and the small model's verified file or all of its parts (pruned parts leave the file alone)."""
+    from handrail.components.generators.chat._gguf_inventory import model_status
     from handrail.components.generators.chat._gguf_parts import MODELS
 
-    spec = MODELS["small"]
-    try:
-        metadata.version("xllamacpp")
-        for part in range(1, spec.parts + 1):
-            metadata.version(f"{spec.distribution_prefix}{part}")
-    except metadata.PackageNotFoundError:
-        return False
-    return True
+    status = model_status(MODELS["small"])
+    return status.runtime is not None and status.state in ("ready", "not verified", "parts installed")
 
 
 @pytest.fixture(autouse=True)

@@ -60,11 +60,14 @@ def test_reject_with_feedback_reaches_the_model(tmp_path: Path) -> None:
     child.sendline("n")
     child.expect("Feedback")
     child.sendline("not now")
-    child.expect("rejected by the user. With user feedback: not now")
+    child.expect("✗ ")
+    child.expect("search")
+    child.expect(r"Haystack framework\"\}\) ")
+    child.expect("rejected: not now")
     rest = finish(child)
     assert child.exitstatus == 0
     assert "haystack.md" not in rest
-    assert "exit: text" in rest
+    assert "tools: calculator×1, search×1 (1 rejected)" in rest
 
 
 def test_modify_runs_with_the_new_arguments(tmp_path: Path) -> None:
@@ -79,7 +82,10 @@ def test_modify_runs_with_the_new_arguments(tmp_path: Path) -> None:
     assert "maplebrook.md" in rest
 
 
-@pytest.mark.parametrize(("flag", "fragment"), [("all", "haystack.md"), ("none", "not approved")])
+@pytest.mark.parametrize(
+    ("flag", "fragment"),
+    [("all", "haystack.md"), ("none", "rejected: --approve none runs no call that needs approval")],
+)
 def test_approve_flags_ask_nobody(tmp_path: Path, flag: str, fragment: str) -> None:
     child = spawn(tmp_path, "--approve", flag)
     text = finish(child)

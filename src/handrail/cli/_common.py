@@ -8,6 +8,7 @@ terminal, so an escape sequence in it is shown, never obeyed.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import json
 import re
@@ -24,6 +25,7 @@ from handrail.core._terminal import printable, terminal_json
 
 __all__ = [
     "EXIT_BUSY",
+    "EXIT_INTERRUPTED",
     "EXIT_NO_ANSWER",
     "EXIT_OK",
     "EXIT_PAUSED",
@@ -41,6 +43,7 @@ __all__ = [
     "fail_busy",
     "fail_usage",
     "indented",
+    "json_errors",
     "printable",
     "python_resume",
     "quote",
@@ -53,6 +56,11 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_PAUSED, EXIT_BUSY = 0, 1, 2, 3, 4, 5
+EXIT_INTERRUPTED = 130
+"""Ctrl-C stopped the command (128 + SIGINT, as shells report it)."""
+
+_JSON_ERRORS: contextvars.ContextVar[bool] = contextvars.ContextVar("handrail_json_errors", default=False)
+"""True while a command given ``--json`` runs: :func:`error` prints a JSON object on stdout instead of a line."""
 
 
 def echo_json(value: Any) -> None:
@@ -100,12 +108,17 @@ class Printer:
             self.in_text = False
 
 
-def error(out: Any, message: str) -> None:
+def error(out: Any, message: str, kind: str = "Error", **extra: Any) -> None:
     """Print an error line; the message is plain text, never read as rich markup, its control characters escaped.
 
-    Newlines are kept (a drift error holds a diff).
+    Newlines are kept (a drift error holds a diff). Under :func:`json_errors` it is one JSON object on stdout
+    instead: ``{"error": {"type": kind, "message": message, **extra}}``.
     """
     from rich.text import Text
+
+    if _JSON_ERRORS.get():
+        echo_json({"error": {"type": kind, "message": message, **extra}})
+        return
 
     line = Text("error: ", style="bold red")
     line.append(printable(message, keep_newlines=True))
@@ -114,13 +127,13 @@ def error(out: Any, message: str) -> None:
 
 def fail_usage(out: Any, message: str) -> NoReturn:
     """Print one error line and exit with :data:`EXIT_USAGE`."""
-    error(out, message)
+    error(out, message, "UsageError")
     sys.exit(EXIT_USAGE)
 
 
 def fail_busy(out: Any, message: str) -> NoReturn:
     """Print one error line and exit with :data:`EXIT_BUSY` (another process is resuming the snapshot)."""
-    error(out, message)
+    error(out, message, "SnapshotBusy")
     sys.exit(EXIT_BUSY)
 
 
@@ -253,8 +266,28 @@ def errors_as_exit_codes(
         code, wording = found
         if code == EXIT_BUSY and busy is not None and not busy():
             code = EXIT_USAGE
-        error(out, wording(exc, agent_file))
+        error(out, wording(exc, agent_file), type(exc).__name__)
         sys.exit(code)
+
+
+@contextlib.contextmanager
+def json_errors(enabled: bool) -> Iterator[None]:
+    """While a command given ``--json`` runs: its errors are JSON objects on stdout (exit codes unchanged).
+
+    Every :func:`error` line becomes ``{"error": {"type", "message"}}`` on stdout, and so does a click usage
+    error raised in the command's body (an empty QUESTION, options that do not go together). Errors in the
+    command line itself (an unknown option, a bad choice) are found before ``--json`` is read: click's text.
+    """
+    token = _JSON_ERRORS.set(enabled)
+    try:
+        yield
+    except click.ClickException as exc:
+        if not enabled:
+            raise
+        echo_json({"error": {"type": type(exc).__name__, "message": exc.format_message()}})
+        sys.exit(exc.exit_code)
+    finally:
+        _JSON_ERRORS.reset(token)
 
 
 def running_calls(snapshot: Any) -> list[Any]:

@@ -15,7 +15,6 @@ from handrail.cli._common import (
     EXIT_NO_ANSWER,
     EXIT_PAUSED,
     EXIT_RUN_FAILED,
-    Printer,
     agent_file_note,
     call_line,
     echo_json,
@@ -23,11 +22,14 @@ from handrail.cli._common import (
     errors_as_exit_codes,
     fail_busy,
     fail_usage,
+    json_errors,
     printable,
     quote,
     reported,
     resume_command,
 )
+from handrail.cli._interrupt import interrupts
+from handrail.cli._live import RunView
 from handrail.cli._stores import Where, opened, where_options
 from handrail.cli._temporal import parse_address
 from handrail.cli._verbose import run_logs, verbose_options
@@ -106,9 +108,12 @@ def _check_approve(spec: Any, approve: str) -> None:
         )
 
 
-def _build(out: Any, agent_file: Path, options: BuildOptions) -> Any:
-    """Load the agent file, apply the command-line overrides, build and warm up the Agent."""
-    from handrail.human_in_the_loop import RichConsoleUI
+def _build(out: Any, agent_file: Path, options: BuildOptions, view: RunView | None = None) -> Any:
+    """Load the agent file, apply the command-line overrides, build and warm up the Agent.
+
+    With ``--approve ask`` the console prompt (:class:`RunConsoleUI`) takes ``view``'s spinner away before asking.
+    """
+    from handrail.cli._console_ui import RunConsoleUI
     from handrail.specs import build_agent, load_agent_spec
 
     spec = load_agent_spec(agent_file)
@@ -127,7 +132,8 @@ def _build(out: Any, agent_file: Path, options: BuildOptions) -> Any:
     agent = build_agent(
         spec, base_dir=agent_file.parent, allowed_modules=options.allow_modules, generator=generator,
         allowed_commands=options.allow_commands, approve=options.approve,  # type: ignore[arg-type]
-        confirmation_ui=RichConsoleUI(console=out) if options.approve == "ask" else None, **pause,
+        confirmation_ui=RunConsoleUI(out, agent_file, view.hide if view is not None else lambda: None)
+        if options.approve == "ask" else None, **pause,
     )  # fmt: skip
     with out.status("Loading the model …", spinner="dots"):
         try:
@@ -138,34 +144,50 @@ def _build(out: Any, agent_file: Path, options: BuildOptions) -> Any:
     return agent
 
 
-def _message_json(result: dict[str, Any]) -> dict[str, Any]:
+def _message_json(result: dict[str, Any], view: RunView) -> dict[str, Any]:
     last = result.get("last_message")
+    rejected: dict[str, int] = {}
+    for tool, _ in view.rejected.values():
+        rejected[tool] = rejected.get(tool, 0) + 1
     return {
         "answer": last.text if last is not None else None,
         "exit_reason": result["exit_reason"],
         "step_count": result["step_count"],
         "tool_call_counts": result["tool_call_counts"],
+        "rejected_tool_call_counts": rejected,
         "token_usage": result["token_usage"],
         "messages": [m.to_dict() for m in result["messages"]],
     }
 
 
-def _report(out: Any, result: dict[str, Any], printer: Printer | None, as_json: bool) -> None:
-    """Print the answer (unless it was streamed) and a summary line, or the JSON object."""
+def _report(out: Any, result: dict[str, Any], view: RunView, as_json: bool) -> None:
+    """Print the answer (unless it was streamed) and a summary line, or the JSON object.
+
+    The summary counts every call the model made, rejected ones too (``search×2 (1 rejected)``); when
+    ``--approve none`` refused calls, a last line says so: the answer was written without their results.
+    """
+    view.hide()
     if as_json:
-        echo_json(_message_json(result))
+        echo_json(_message_json(result, view))
         return
-    if printer is not None and printer.in_text:
+    if view.in_text:
         out.print()
     elif result["exit_reason"] in _ANSWERED and result.get("last_message") is not None:
         out.print(printable(result["last_message"].text or "", keep_newlines=True), markup=False)
-    counts = ", ".join(f"{printable(k)}×{v}" for k, v in result["tool_call_counts"].items() if v) or "none"
+    counts = view.counts(result["tool_call_counts"])
     summary = f"exit: {printable(result['exit_reason'])} · steps: {result['step_count']} · tools: {counts}"
     out.print(summary, style="dim", markup=False)
+    refused = view.refused_by_approve_none()
+    if refused:
+        tools = ", ".join(sorted({printable(t) for t in refused}))
+        calls = "1 call" if len(refused) == 1 else f"{len(refused)} calls"
+        ran = "it did not run" if len(refused) == 1 else "none of them ran"
+        out.print(f"--approve none refused {calls} ({tools}): {ran}, whatever the answer above says.",
+                  style="bold yellow", markup=False)  # fmt: skip
 
 
-def _finish(out: Any, agent: Any, result: dict[str, Any], printer: Printer | None, as_json: bool) -> None:
-    _report(out, result, printer, as_json)
+def _finish(out: Any, agent: Any, result: dict[str, Any], view: RunView, as_json: bool) -> None:
+    _report(out, result, view, as_json)
     # An exit tool's name is one of the exit conditions (the agent is closed by now: its MCP tools are not listed).
     if result["exit_reason"] not in _ANSWERED and result["exit_reason"] not in agent.exit_conditions:
         if not as_json:
@@ -175,36 +197,38 @@ def _finish(out: Any, agent: Any, result: dict[str, Any], printer: Printer | Non
 
 
 def _streamed(
-    out: Any, where: Where | None, as_json: bool, start: Callable[[Printer | None], dict[str, Any]]
-) -> tuple[dict[str, Any], Printer | None]:
-    """Run ``start(printer)`` with the answer streamed to ``out`` (no printer with ``--json``).
+    out: Any, where: Where | None, as_json: bool, view: RunView, start: Callable[[RunView | None], dict[str, Any]]
+) -> dict[str, Any]:
+    """Run ``start(callback)`` with the answer streamed to ``out`` by ``view`` (no callback with ``--json``).
 
     Returns:
-        ``(the run's result, the printer)``.
+        The run's result.
 
     Raises:
         SystemExit: With :data:`EXIT_PAUSED` after reporting a pause for approval.
     """
     from handrail.dataclasses.breakpoints import BreakpointException
 
-    printer = None if as_json else Printer(out)
+    printer = None if as_json else view
     try:
-        return start(printer), printer
+        return start(printer)
     except BreakpointException as exc:
         assert where is not None  # only a pausing strategy pauses a run started from the command line
+        view.hide()
         _paused(out, exc, where, printer, as_json)
         sys.exit(EXIT_PAUSED)
     except BaseException as exc:
+        view.hide()
         if printer is not None:
             printer.end_text()  # an error line must not continue half a line of streamed text
         if not isinstance(exc, Exception) or reported(exc) is not None:
             raise  # errors_as_exit_codes reports these
         # Code the agent file names (a generator class under allowed_modules) raised: the run failed.
-        error(out, f"The run failed: {type(exc).__name__}: {exc}")
+        error(out, f"The run failed: {type(exc).__name__}: {exc}", type(exc).__name__)
         sys.exit(EXIT_RUN_FAILED)
 
 
-def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: bool) -> None:
+def _paused(out: Any, exc: Any, where: Where, printer: RunView | None, as_json: bool) -> None:
     """Report a pause (the snapshot id, the calls waiting, the commands to decide and resume)."""
     from handrail.human_in_the_loop.snapshots import awaiting_decision
 
@@ -251,7 +275,8 @@ def _paused(out: Any, exc: Any, where: Where, printer: Printer | None, as_json: 
     type=click.Choice(["ask", "all", "none"]),
     default="ask",
     show_default=True,
-    help="Tool calls that need approval: ask in the terminal, run all, or reject them (none).",
+    help="Tool calls that need approval: ask in the terminal (y, n, m, or a: allow the tool for the rest of the "
+    "run), run all, or reject them (none).",
 )
 @click.option("--pause-for-approval", "pause_to", metavar="DIR|URL",
               help="Instead of asking, pause: write a snapshot to the directory DIR or the store URL "
@@ -302,6 +327,13 @@ def run(
 ) -> None:
     """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call.
 
+    A call that ran is shown '→ tool(arguments)' with its result, a rejected one '✗ tool(arguments) rejected:
+    why'; the summary counts both (tools: search×2 (1 rejected)). On a terminal a spinner line says the step
+    and what the model is doing (reading the prompt, choosing a tool, writing the answer). --approve ask asks
+    y, n, m, or a: run this tool without asking for the rest of the run. --approve none exits 0 when the
+    model answered, and its last line says how many calls it refused. Ctrl-C says what it interrupted and,
+    for a run with --pause-for-approval, the command that continues it (exit 130).
+
     With --temporal HOST:PORT --task-queue QUEUE --store URL the run is durable, on the workers of the queue
     ('handrail worker --temporal'): its id is printed on stderr (on stdout with --detach, which exits at
     once). The command waits for the answer; each call that waits for a decision is asked here when stdin is a
@@ -314,6 +346,7 @@ def run(
 
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
     ctx.with_resource(run_logs(verbose, log_json))  # -v: the run's log records on stderr, until the command ends
+    ctx.with_resource(json_errors(as_json))  # --json: errors are JSON objects on stdout too
     if not question.strip():
         raise click.UsageError("QUESTION is empty; ask the agent something.")
     if address is not None:
@@ -327,6 +360,7 @@ def run(
     if pause_to is not None and ctx.get_parameter_source("approve") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--approve and --pause-for-approval are different ways to approve; pass only one.")
     models = ModelChoice(model, openai_base_url, openai_model)
+    view = RunView(out, spinner=out.is_terminal and not as_json)
     with contextlib.ExitStack() as stack:
         where: Where | None = None
         if pause_to is not None:
@@ -334,15 +368,16 @@ def run(
                                                flag="--pause-for-approval"))  # fmt: skip
         options = BuildOptions("pause" if where is not None else approve, allow_modules, max_steps, models, where,
                                allow_commands)  # fmt: skip
-        with errors_as_exit_codes(out, agent_file):
-            agent = _build(out, agent_file, options)
+        record_id = lambda: view.run_info.durable_id if view.run_info is not None else None  # noqa: E731
+        with interrupts(out, view, as_json, where, record_id), errors_as_exit_codes(out, agent_file):
+            agent = _build(out, agent_file, options, view)
             from handrail.dataclasses.chat_message import ChatMessage
 
             recorder = _recorder(record, agent_file, options)
             with _closing(agent):
-                result, printer = _streamed(out, where, as_json, lambda printer: agent.run(
-                    [ChatMessage.from_user(question)], printer, recorder=recorder))  # fmt: skip
-    _finish(out, agent, result, printer, as_json)
+                result = _streamed(out, where, as_json, view, lambda printer: agent.run(
+                    [ChatMessage.from_user(question)], printer, recorder=recorder, observers=[view]))  # fmt: skip
+    _finish(out, agent, result, view, as_json)
 
 
 def _recorder(record: Path | None, agent_file: Path, options: BuildOptions, *, append: bool = False) -> Any:
@@ -459,12 +494,14 @@ def resume(
 
     Calls still without a decision pause the run again into the same store (exit code 4, a new snapshot id).
     A run the service started keeps its record current (what GET /api/v1/runs/ID shows): running, then paused
-    or finished; while a 'handrail serve' or 'handrail worker' process continues it, exit code 5.
+    or finished; while a 'handrail serve' or 'handrail worker' process continues it, exit code 5. Ctrl-C says
+    what it interrupted and the command that continues the run (exit 130).
     """
     from rich.console import Console
 
     out = Console(stderr=as_json, highlight=False, soft_wrap=True)
     click.get_current_context().with_resource(run_logs(verbose, log_json))
+    click.get_current_context().with_resource(json_errors(as_json))  # --json: errors are JSON objects on stdout too
     with opened(out, directory, store_url, allow_modules) as where:
         _resume(out, where, snapshot_id, agent_option, unknown_outcome, allow_drift,
                 ModelChoice(model, openai_base_url, openai_model), as_json, (allow_modules, allow_commands),
@@ -511,7 +548,12 @@ def _resume(
     from handrail.specs._resume import resume as resume_run
 
     held = where.busy(found)  # the snapshot's claim, or its service run's (a resumer continuing it)
-    with errors_as_exit_codes(out, agent_file, busy=lambda: held() or run_held(where.store, snapshot.run_id)):
+    view = RunView(out, spinner=out.is_terminal and not as_json,
+                   step=snapshot.component_visits.get("chat_generator", 0), rejected=_rejected(snapshot))  # fmt: skip
+    with (
+        interrupts(out, view, as_json, where, lambda: found),
+        errors_as_exit_codes(out, agent_file, busy=lambda: held() or run_held(where.store, snapshot.run_id)),
+    ):
         agent = _build(out, agent_file, options)
         undecided = [printable(c.id) for c in awaiting_decision(snapshot)]
         if undecided and not as_json:
@@ -519,13 +561,19 @@ def _resume(
                       style="yellow", markup=False)  # fmt: skip
 
         recorder = _recorder(record, agent_file, options, append=True)
-        observers = [recorder] if recorder is not None else []
+        observers = [view, recorder] if recorder is not None else [view]
 
-        def resumed(printer: Printer | None) -> dict[str, Any]:  # a service run's record follows, under its claim
+        def resumed(printer: RunView | None) -> dict[str, Any]:  # a service run's record follows, under its claim
             return resume_recorded(where.store, snapshot, lambda: resume_run(
                 found, store=where.store, agent=agent, streaming_callback=printer, allow_drift=allow_drift,
                 unknown_outcome=unknown_outcome, observers=observers))  # fmt: skip
 
         with _closing(agent):
-            result, printer = _streamed(out, where, as_json, resumed)
-    _finish(out, agent, result, printer, as_json)
+            result = _streamed(out, where, as_json, view, resumed)
+    _finish(out, agent, result, view, as_json)
+
+
+def _rejected(snapshot: Any) -> dict[str, tuple[str, Any]]:
+    """The calls of the resumed step its ledger records as rejected: ``{call id: (tool, decision)}``."""
+    return {call_id: (entry.tool_name, entry.decision) for call_id, entry in snapshot.ledger.items()
+            if entry.status == "rejected" and entry.decision is not None}  # fmt: skip

@@ -85,9 +85,11 @@ class FakeServer:
             if isinstance(item, tuple):
                 finish = item[1]
         chunk_base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "fake"}
-        if self._deliver(
-            callback, {**chunk_base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]}
-        ):
+        role = {"index": 0, "delta": {"role": "assistant", "content": None}}
+        first: dict[str, Any] = {**chunk_base, "choices": [role]}
+        if body.get("return_progress"):  # as llama.cpp: the prompt's size and what its cache held, before any token
+            first["prompt_progress"] = {"total": 100, "cache": 40, "processed": 0, "time_ms": 0}
+        if self._deliver(callback, first):
             self.stopped_early = True
             return
         for piece in pieces:
@@ -200,10 +202,15 @@ def test_a_final_answer_reply_streams_its_text_in_pieces(runtime: type[FakeServe
     assert chunks[-1].meta["usage"] == reply.meta["usage"]
 
 
+def _without_progress(chunks: list[StreamingChunk]) -> list[StreamingChunk]:
+    return [c for c in chunks if "progress" not in c.meta]
+
+
 def test_a_tool_call_is_streamed_as_one_complete_delta(runtime: type[FakeServer], gguf: str) -> None:
     runtime.scripts = [_call_script("calculator", {"expression": "17 * 23"})]
     chunks: list[StreamingChunk] = []
     _generator(gguf).run(USER, tools=[CALC], streaming_callback=chunks.append)
+    chunks = _without_progress(chunks)
     assert [c.content for c in chunks] == ["", ""]
     delta = chunks[0].tool_calls[0]  # type: ignore[index]
     assert (delta.tool_name, json.loads(delta.arguments or ""), delta.id) == (
@@ -221,7 +228,7 @@ def test_without_tools_the_reply_is_plain_text(runtime: type[FakeServer], gguf: 
     generator = _generator(gguf)
     reply = generator.run([ChatMessage.from_user("hi")], streaming_callback=chunks.append)["replies"][0]
     assert reply.text == "Bonjour !"
-    assert [c.content for c in chunks] == ["Bon", "jour", " !", ""]
+    assert [c.content for c in _without_progress(chunks)] == ["Bon", "jour", " !", ""]
     body = runtime.instances[0].requests[0]
     assert "json_schema" not in body and "tools" not in body
     assert body["messages"] == [{"role": "user", "content": "hi"}]

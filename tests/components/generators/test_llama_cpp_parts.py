@@ -19,23 +19,11 @@ from handrail.components.generators.chat._gguf_parts import (
     locate_installed_part,
 )
 from handrail.errors import ConfigurationError, ModelFilesError
-
-PART_BYTES = [b"GGUF" + b"a" * 60, b"b" * 64, b"c" * 17]
-WHOLE = b"".join(PART_BYTES)
+from tests.fake_model_parts import PART_BYTES, WHOLE, tiny_spec
 
 
 def _spec(data: bytes = WHOLE) -> ModelSpec:
-    return ModelSpec(
-        key="tiny",
-        name="tiny-model",
-        file_name="tiny.gguf",
-        distribution_prefix="tiny-model-part",
-        version="1.2.3",
-        parts=3,
-        size=len(data),
-        sha256=hashlib.sha256(data).hexdigest(),
-        extra="local-tiny",
-    )
+    return tiny_spec(data)
 
 
 def _parts(tmp_path: Path, contents: list[bytes] = PART_BYTES) -> dict[str, Path]:

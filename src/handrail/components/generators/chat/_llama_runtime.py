@@ -146,8 +146,30 @@ def start_server(
     return CachedServer(server, SlotClient(address, key), cache, layout)
 
 
+def _take(chunk: Any, done: Completion, parts: list[str], on_text: Callable[[str], None],
+          on_progress: Callable[[dict[str, Any]], None] | None) -> None:  # fmt: skip
+    """Read one streamed chunk of the runtime into ``done`` and ``parts``, passing on its text and progress."""
+    if not isinstance(chunk, dict) or "choices" not in chunk:
+        raise GenerationError(f"llama.cpp answered with an error: {json.dumps(chunk)[:300]}")
+    if on_progress is not None and isinstance(chunk.get("prompt_progress"), dict):
+        on_progress(chunk["prompt_progress"])
+    for choice in chunk["choices"]:
+        content = (choice.get("delta") or {}).get("content")
+        if content:
+            parts.append(content)
+            on_text(content)
+        done.finish_reason = choice.get("finish_reason") or done.finish_reason
+    if chunk.get("usage"):
+        done.usage = {k: int(chunk["usage"].get(k, 0)) for k in ("prompt_tokens", "completion_tokens")}
+        done.usage["total_tokens"] = done.usage["prompt_tokens"] + done.usage["completion_tokens"]
+
+
 def stream_completion(
-    server: Any, body: dict[str, Any], on_text: Callable[[str], None], cancel: threading.Event
+    server: Any,
+    body: dict[str, Any],
+    on_text: Callable[[str], None],
+    cancel: threading.Event,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> Completion:
     """Run one streamed chat completion, passing each text fragment to ``on_text`` as it arrives.
 
@@ -156,6 +178,8 @@ def stream_completion(
         body: The chat request; it must ask for ``stream`` with ``stream_options.include_usage``.
         on_text: Called with each fragment of the reply text, on this thread.
         cancel: Set it (from any thread) to stop generation at the next token.
+        on_progress: Called with the runtime's ``prompt_progress`` (``total``, ``cache``, ``processed``, ``time_ms``)
+            as the prompt is evaluated (asked for with ``return_progress``); None asks for none.
 
     Returns:
         The whole reply text, finish reason and usage.
@@ -167,6 +191,8 @@ def stream_completion(
             whatever else the SIGINT handler raised.
     """
     done = Completion()
+    if on_progress is not None:
+        body = {**body, "return_progress": True}
     parts: list[str] = []
     failure: list[BaseException] = []
 
@@ -174,17 +200,7 @@ def stream_completion(
         if failure:  # a guarded signal handler raised while the runtime held the thread: stop
             return True
         try:
-            if not isinstance(chunk, dict) or "choices" not in chunk:
-                raise GenerationError(f"llama.cpp answered with an error: {json.dumps(chunk)[:300]}")
-            for choice in chunk["choices"]:
-                content = (choice.get("delta") or {}).get("content")
-                if content:
-                    parts.append(content)
-                    on_text(content)
-                done.finish_reason = choice.get("finish_reason") or done.finish_reason
-            if chunk.get("usage"):
-                done.usage = {k: int(chunk["usage"].get(k, 0)) for k in ("prompt_tokens", "completion_tokens")}
-                done.usage["total_tokens"] = done.usage["prompt_tokens"] + done.usage["completion_tokens"]
+            _take(chunk, done, parts, on_text, on_progress)
         except BaseException as exc:  # the runtime swallows callback errors: keep it to raise it below
             failure.append(exc)
             return True

@@ -58,6 +58,7 @@ from handrail.components.generators.chat._llama_runtime import (
     to_wire,
     wire_arguments,
 )
+from handrail.components.generators.chat._progress import PROGRESS_KEY, ReplyWatcher, progress_meta
 from handrail.components.generators.chat._prompt_cache import default_prompt_cache_dir
 from handrail.core.component import component
 from handrail.core.serialization import check_scalar_types, deserialize_callable, qualified_name, serialize_callable
@@ -72,6 +73,9 @@ __all__ = ["LlamaCppChatGenerator"]
 
 DEFAULT_GENERATION_KWARGS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 1024}
 """Greedy decoding, at most 1024 new tokens per reply."""
+
+PROGRESS_EVERY = 0.1
+"""Seconds between two progress chunks that only count tokens (a change of what is written is sent at once)."""
 
 _ALLOWED_KWARGS = frozenset(
     {
@@ -119,7 +123,12 @@ def _is_complete_json(text: str) -> bool:
 
 
 class _Emitter:
-    """Turns the runtime's text fragments into StreamingChunks for one reply."""
+    """Turns the runtime's text fragments into StreamingChunks for one reply.
+
+    Besides the answer's text it sends progress chunks: no content, ``meta["progress"]`` (see ``_progress``) when
+    the prompt's evaluation starts and ends, when the reply turns out to be a tool call (and of which tool) or a
+    final answer, and at most every :data:`PROGRESS_EVERY` seconds while tokens of a call are written.
+    """
 
     def __init__(self, callback: Callable[[StreamingChunk], None] | None, model: str, constrained: bool) -> None:
         self.callback = callback
@@ -127,16 +136,42 @@ class _Emitter:
         self.constrained = constrained
         self.started = False
         self.answer = FinalAnswerStream()
+        self.watcher = ReplyWatcher()
+        self._last = 0.0
+        self.on_prompt = self.prompt_progress if callback is not None else None
+        """What the runtime's prompt progress goes to (None without a callback: none is asked for)."""
 
     def _send(self, chunk: StreamingChunk) -> None:
         if self.callback is not None:
             self.callback(chunk)
 
+    def _progress(self, progress: dict[str, Any]) -> None:
+        self._last = time.monotonic()
+        self._send(StreamingChunk(meta={"model": self.model, PROGRESS_KEY: progress}))
+
+    def prompt_progress(self, progress: Mapping[str, Any]) -> None:
+        """The runtime's ``prompt_progress`` (``total``, ``cache``, ``processed`` tokens): the prompt is read."""
+        total, cached = int(progress.get("total", 0)), int(progress.get("cache", 0))
+        self._progress(progress_meta("reading", prompt_tokens=total, cached_tokens=cached))
+
     def fragment(self, text: str) -> None:
         content = self.answer.feed(text) if self.constrained else text
+        watched = self.watcher
+        changed = watched.feed(text) if self.constrained else False
+        if self.callback is not None and not content and watched.writing != "final_answer":
+            if changed or watched.tokens == 1 or time.monotonic() - self._last >= PROGRESS_EVERY:
+                self._progress(progress_meta("writing", tokens=watched.tokens, writing=watched.writing,
+                                             tool=watched.tool))  # fmt: skip
+        elif changed:  # the reply is a final answer: say so once, its text follows
+            self._progress(progress_meta("writing", tokens=watched.tokens, writing="final_answer"))
         if content:
             self._send(StreamingChunk(content=content, meta={"model": self.model}, start=not self.started))
             self.started = True
+
+    def restart(self) -> None:
+        """A second request for the same reply (final answers only) starts: its fragments are read afresh."""
+        self.answer = FinalAnswerStream()
+        self.watcher = ReplyWatcher()
 
     def tool_call(self, call: ToolCall) -> None:
         arguments = wire_arguments(call.arguments)
@@ -327,7 +362,9 @@ class LlamaCppChatGenerator:
         server = self._load()
         wire = to_wire(messages, bool(tools))
         emitter = _Emitter(callback, self.model_name, constrained=bool(tools))
-        done = stream_completion(server, self._body(wire, tools, kwargs, True), emitter.fragment, cancel)
+        done = stream_completion(
+            server, self._body(wire, tools, kwargs, True), emitter.fragment, cancel, emitter.on_prompt
+        )
         meta: dict[str, Any] = {"model": self.model_name, "index": 0, "usage": done.usage}
         if not tools or (done.finish_reason == "length" and not _is_complete_json(done.text)):
             text = emitter.answer.text if tools and emitter.answer.started else done.text
@@ -344,8 +381,10 @@ class LlamaCppChatGenerator:
                 emitter.finish(message)
                 return message
             # The model repeats the call whose result it already has: ask once more, final answers only.
-            emitter.answer = FinalAnswerStream()
-            retry = stream_completion(server, self._body(wire, tools, kwargs, False), emitter.fragment, cancel)
+            emitter.restart()
+            retry = stream_completion(
+                server, self._body(wire, tools, kwargs, False), emitter.fragment, cancel, emitter.on_prompt
+            )
             meta = {**meta, "usage": _sum_usage(done.usage, retry.usage), "forced_final_answer": True}
             done, parsed = retry, parse_reply(retry.text)
             if done.finish_reason == "length" and not _is_complete_json(done.text):

@@ -1,0 +1,158 @@
+"""The file work behind the embedded models: concatenate and hash, hash a file, the ``.verified`` stamp.
+
+Assembling a model is one pass over its parts: each block is read into one reused buffer, hashed and
+written. What sets the speed, measured on the 2-core machines (see docs/models.md):
+
+* sha256 itself, about 1.5 GB/s with SHA-NI: the floor, 0.7 s for the 1.5B model;
+* the block size: a buffer that fits the CPU's L2 cache (256 KiB here) is read, hashed and written while
+  cached; 2 MiB and more made the same pass 2-4 times slower;
+* the final fsync of a gigabyte of dirty pages (0.3-0.5 s): a helper thread calls ``fdatasync`` every
+  64 MiB, so the disk writes while the CPU hashes and the final fsync has almost nothing left.
+
+A kernel copy (``os.copy_file_range``) with the hash read back was tried and dropped: no faster warm, and
+slower when the parts are not in the page cache, where the kernel copy loses the read-ahead that overlaps
+reading with hashing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["Progress", "copy_and_hash", "sha256_of", "stamp_matches", "stamp_path", "sync_directory", "write_stamp"]
+
+Progress = Callable[[int, int], None]
+"""``(bytes_done, bytes_total)``: called after each block is hashed."""
+
+_BLOCK = 256 << 10
+"""Bytes read, hashed and written at a time (256 KiB, one reused buffer that stays in the L2 cache)."""
+_FLUSH_EVERY = 64 << 20
+"""Bytes written between two background ``fdatasync`` calls (64 MiB)."""
+
+
+class _Flusher(threading.Thread):
+    """Calls ``fdatasync`` on a file when asked, in the background: at most one call waits, none blocks the writer."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(name="handrail-gguf-flush", daemon=True)
+        self.fd = fd
+        self.asked = threading.Event()
+        self.closing = False
+        self.error: OSError | None = None
+
+    def run(self) -> None:
+        while True:
+            self.asked.wait()
+            self.asked.clear()
+            if self.closing:
+                return
+            try:
+                os.fdatasync(self.fd) if hasattr(os, "fdatasync") else os.fsync(self.fd)
+            except OSError as exc:  # reported once by the kernel: the writer raises it
+                self.error = exc
+                return
+
+    def close(self) -> None:
+        """Stop the thread and wait for a call in progress; raise the error a call met."""
+        self.closing = True
+        self.asked.set()
+        self.join()
+        if self.error is not None:
+            raise self.error
+
+
+def copy_and_hash(sources: list[Path], out_fd: int, *, total: int, progress: Progress | None = None) -> str:
+    """Append ``sources`` in order to the file open as ``out_fd``, fsync it, and return the sha256 of what was written.
+
+    Args:
+        sources: The files to concatenate.
+        out_fd: The output, open for writing (an empty temporary file).
+        total: The expected size of the output, in bytes; passed to ``progress``.
+        progress: Called with ``(bytes done, total)`` after each block.
+
+    Returns:
+        The hex sha256 of every byte written (hashed from the very buffer that was written).
+
+    Raises:
+        OSError: When a source cannot be read or the output cannot be written or fsynced.
+    """
+    digest = hashlib.sha256()
+    buffer = memoryview(bytearray(_BLOCK))
+    done = flushed = 0
+    flusher = _Flusher(out_fd)
+    flusher.start()
+    try:
+        for source in sources:
+            with source.open("rb", buffering=0) as f:
+                while count := f.readinto(buffer):
+                    block = buffer[:count]
+                    digest.update(block)
+                    sent = 0
+                    while sent < count:
+                        sent += os.write(out_fd, block[sent:])
+                    done += count
+                    if done - flushed >= _FLUSH_EVERY:
+                        flusher.asked.set()
+                        flushed = done
+                    if progress is not None:
+                        progress(done, total)
+    finally:
+        flusher.close()
+    os.fsync(out_fd)
+    return digest.hexdigest()
+
+
+def sha256_of(path: Path, *, progress: Progress | None = None) -> str:
+    """Return the hex sha256 of ``path``, read in 8 MiB blocks into one buffer; ``progress`` after each block."""
+    digest = hashlib.sha256()
+    buffer = memoryview(bytearray(_BLOCK))
+    total, done = path.stat().st_size, 0
+    with path.open("rb", buffering=0) as f:
+        while count := f.readinto(buffer):
+            digest.update(buffer[:count])
+            done += count
+            if progress is not None:
+                progress(done, total)
+    return digest.hexdigest()
+
+
+def stamp_path(path: Path) -> Path:
+    """Where the ``.verified`` stamp of ``path`` is: beside it, ``<name>.verified``."""
+    return path.with_name(path.name + ".verified")
+
+
+def stamp_matches(path: Path, sha256: str) -> bool:
+    """Whether ``path``'s stamp records ``sha256`` with the file's current size and modification time."""
+    try:
+        stamp = json.loads(stamp_path(path).read_text(encoding="utf-8"))
+        stat = path.stat()
+    except (OSError, ValueError):
+        return False
+    return isinstance(stamp, dict) and stamp == {"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def write_stamp(path: Path, sha256: str) -> None:
+    """Record that ``path``, with its current size and modification time, was hashed to ``sha256``."""
+    stat = path.stat()
+    stamp = {"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    tmp = path.with_name(f"{path.name}.verified.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(stamp), encoding="utf-8")
+    os.replace(tmp, stamp_path(path))
+
+
+def sync_directory(directory: Path) -> None:
+    """Flush ``directory`` to disk (fsync): a rename into it survives a crash. A no-op where that is not possible."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
