@@ -155,6 +155,8 @@ class FakeRuntimeServer:
         self.requests.append(copy.deepcopy(body))
         tokens = sum(len(str(m.get("content"))) for m in body["messages"])
         self.held = tokens
+        if body.get("return_progress"):
+            callback({"choices": [], "prompt_progress": {"total": tokens, "cache": 0, "processed": tokens}})
         chunk = {"choices": [{"index": 0, "delta": {"content": "{}"}, "finish_reason": "stop"}]}
         if callback(chunk):
             return
@@ -268,6 +270,15 @@ def test_a_cancel_during_the_prefix_saves_nothing_and_skips_the_request(tmp_path
     server.handle_chat_completions = cancelled  # type: ignore[method-assign]
     assert _run(cached, _body(), cancel) == ""
     assert len(server.requests) == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_the_prefix_evaluation_reports_its_progress_too(tmp_path: Path) -> None:
+    cached, server, _ = _cached(tmp_path)
+    seen: list[dict[str, Any]] = []
+    stream_completion(cached, _body(), lambda text: None, threading.Event(), seen.append)
+    prefix_tokens = len(SYSTEM["content"])
+    assert [p["total"] for p in seen] == [prefix_tokens, prefix_tokens + len("What is 2 + 2?")]
+    assert server.requests[0]["return_progress"] is True
 
 
 def test_requests_without_a_system_message_are_not_cached(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ exception is raised once the runtime returns.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -208,7 +209,8 @@ def stream_completion(
 
     try:
         with _guarded_sigint(failure.append):
-            _request(server, body, handle, lambda: bool(failure) or cancel.is_set())
+            progress = functools.partial(_peek_progress, failure, on_progress)
+            _request(server, body, handle, lambda: bool(failure) or cancel.is_set(), progress)
     except RuntimeError as exc:
         if failure:  # a Ctrl-C (or callback error) came first: that is what stopped the runtime
             raise failure[0] from None
@@ -221,11 +223,25 @@ def stream_completion(
     return done
 
 
-def _request(server: Any, body: dict[str, Any], handle: Callable[[Any], bool], stopped: Callable[[], bool]) -> None:
+def _peek_progress(
+    failure: list[BaseException], on_progress: Callable[[dict[str, Any]], None] | None, chunk: Any
+) -> None:
+    """Pass on a prefix request's ``prompt_progress``, keeping what ``on_progress`` raises in ``failure``."""
+    if on_progress is None or failure or not isinstance(chunk, dict):
+        return
+    try:
+        if isinstance(chunk.get("prompt_progress"), dict):
+            on_progress(chunk["prompt_progress"])
+    except BaseException as exc:  # the runtime swallows callback errors: stream_completion raises it
+        failure.append(exc)
+
+
+def _request(server: Any, body: dict[str, Any], handle: Callable[[Any], bool], stopped: Callable[[], bool],
+             progress: Callable[[Any], None]) -> None:  # fmt: skip
     """Run ``body`` on ``server``; a ``CachedServer`` first restores or saves the prefix's KV state."""
     prepare = getattr(server, "prepare", None)
     if callable(prepare):
-        prepare(body, stopped)
+        prepare(body, stopped, progress)
     if not stopped():
         server.handle_chat_completions(body, handle)
 

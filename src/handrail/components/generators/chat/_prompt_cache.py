@@ -241,14 +241,16 @@ class CachedServer:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.server, name)
 
-    def prepare(self, body: dict[str, Any], stop: Stop) -> None:
+    def prepare(self, body: dict[str, Any], stop: Stop, peek: Callable[[Any], None] | None = None) -> None:
         """Make sure the slot holds ``body``'s prefix: restore it from disk, or evaluate and save it.
 
-        Never raises (but what ``stop`` raises); a failure leaves the request to run uncached.
+        Never raises (but what ``stop`` or ``peek`` raise); a failure leaves the request to run uncached.
 
         Args:
             body: The chat request about to run.
             stop: Polled while the prefix is evaluated; True stops it (nothing is saved).
+            peek: Sees each chunk of the prefix's evaluation (which asks for ``return_progress`` when
+                ``body`` does).
         """
         key = prefix_key(self.layout, body)
         with self._lock:
@@ -256,7 +258,7 @@ class CachedServer:
                 self.last_event = "seen" if key else "skipped"
                 return
             try:
-                self.last_event = self._prepare(key, body, stop)
+                self.last_event = self._prepare(key, body, stop, peek)
             except Exception as exc:  # the cache only saves time: never fail a request over it
                 _log.debug("prompt cache: %s failed: %s", key, exc)
                 self.last_event = "skipped"
@@ -264,7 +266,7 @@ class CachedServer:
             if self.last_event != "skipped":
                 self._handled.add(key)
 
-    def _prepare(self, key: str, body: dict[str, Any], stop: Stop) -> str:
+    def _prepare(self, key: str, body: dict[str, Any], stop: Stop, peek: Callable[[Any], None] | None) -> str:
         if self.cache.usable(key):
             try:
                 answer = self.slots.action("restore", self.cache.state_file(key).name)
@@ -276,7 +278,7 @@ class CachedServer:
                     self.cache.touch(key)
                     return "restored"
                 self.cache.discard(key)
-        tokens = self._evaluate_prefix(body, stop)
+        tokens = self._evaluate_prefix(body, stop, peek)
         if tokens is None:
             return "skipped"
         temporary = self.cache.new_temporary(key)
@@ -290,7 +292,7 @@ class CachedServer:
             temporary.unlink(missing_ok=True)
         return "saved"
 
-    def _evaluate_prefix(self, body: dict[str, Any], stop: Stop) -> int | None:
+    def _evaluate_prefix(self, body: dict[str, Any], stop: Stop, peek: Callable[[Any], None] | None) -> int | None:
         """Run the prefix alone (one token of reply); return its prompt tokens, or None if it did not finish."""
         prefix: dict[str, Any] = {
             "messages": body["messages"][:1],
@@ -301,9 +303,13 @@ class CachedServer:
         }
         if body.get("tools"):
             prefix["tools"] = body["tools"]
+        if body.get("return_progress"):
+            prefix["return_progress"] = True
         seen: dict[str, Any] = {}
 
         def on_chunk(chunk: Any) -> bool:
+            if peek is not None:
+                peek(chunk)
             if isinstance(chunk, dict):
                 if "choices" not in chunk:
                     seen["error"] = True
