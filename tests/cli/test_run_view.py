@@ -105,6 +105,8 @@ def test_the_view_knows_what_ctrl_c_stopped() -> None:
     assert view.interrupted() == "Interrupted before the first step, while loading the model."
     view.started(CallModel([], ()))
     assert view.interrupted() == "Interrupted at step 1, while waiting for the model's reply."
+    view.ended(CallModel([], ()), _Ended(error=KeyboardInterrupt()))  # the run tells its observers first
+    assert view.interrupted() == "Interrupted at step 1, while waiting for the model's reply."
     view.ended(CallModel([], ()), _Ended())
     call = ToolInvocation("c1", "search", {"query": "x"}, "c1")
     view.started(AskApproval([call]))
@@ -124,5 +126,5 @@ def test_without_a_terminal_there_is_no_spinner(tmp_path: Path) -> None:
 
 
 class _Ended:
-    def __init__(self, result: Any = None) -> None:
-        self.result, self.error, self.duration = result, None, 0.0
+    def __init__(self, result: Any = None, error: BaseException | None = None) -> None:
+        self.result, self.error, self.duration = result, error, 0.0

@@ -15,7 +15,12 @@ Exit codes (also in ``handrail --help`` and docs/cli.md):
 * 4: the run paused for approval (``--pause-for-approval`` / ``resume``: the snapshot id is printed);
 * 5: the snapshot is in use: another process is resuming it now; try again when that run has paused or
   finished;
-* 130: stopped by a second Ctrl-C (a worker), or Ctrl-C while ``handrail run --temporal`` waits (the run goes on).
+* 130: Ctrl-C: ``handrail run`` / ``resume`` say what they stopped and, for a run with a snapshot store, the
+  command that continues it; a worker's second Ctrl-C; ``handrail run --temporal`` stops waiting (the run goes on).
+
+``handrail run --approve none`` exits 0 when the model answered, even though calls were refused: the refusal is
+what was asked for, so it is not a failure; the last line (and ``rejected_tool_call_counts`` in ``--json``) says
+how many calls were refused, for a script that must tell.
 """
 
 from __future__ import annotations
@@ -58,8 +63,11 @@ _EPILOG = (
     "  4 paused for approval (see 'handrail approvals --help')\n"
     "  5 the snapshot is held by a running process (a resume in progress): try\n"
     "    again later\n"
-    "  130 Ctrl-C: a worker's second one; 'run --temporal' stops waiting (the run\n"
-    "    goes on)"
+    "  130 Ctrl-C: run/resume say what stopped and how to continue a run with a\n"
+    "    store; a worker's second one; 'run --temporal' stops waiting (the run\n"
+    "    goes on)\n"
+    'With --json, run and resume print an error as {"error": {"type", "message"}} on\n'
+    "stdout (same exit codes)."
 )
 
 

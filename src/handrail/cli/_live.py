@@ -159,9 +159,14 @@ class RunView(Printer):
             self.show(f"step {self.step} · running {shown}…")
 
     def ended(self, event: Any, ended: Any) -> None:
-        """Keep the rejections of an approval; forget a call or model call that ended."""
+        """Keep the rejections of an approval; forget a call or model call that ended.
+
+        One that Ctrl-C ended is kept: it is what :meth:`interrupted` names.
+        """
         from handrail.components.effects import AskApproval, CallModel, ToolInvocation
 
+        if isinstance(getattr(ended, "error", None), KeyboardInterrupt):
+            return
         kind = type(event)
         if kind is CallModel:
             self.doing = None

@@ -275,7 +275,8 @@ def _paused(out: Any, exc: Any, where: Where, printer: RunView | None, as_json: 
     type=click.Choice(["ask", "all", "none"]),
     default="ask",
     show_default=True,
-    help="Tool calls that need approval: ask in the terminal, run all, or reject them (none).",
+    help="Tool calls that need approval: ask in the terminal (y, n, m, or a: allow the tool for the rest of the "
+    "run), run all, or reject them (none).",
 )
 @click.option("--pause-for-approval", "pause_to", metavar="DIR|URL",
               help="Instead of asking, pause: write a snapshot to the directory DIR or the store URL "
@@ -325,6 +326,13 @@ def run(
     log_json: bool,
 ) -> None:
     """Run AGENT_FILE (YAML) on QUESTION and print the answer as it streams, with each tool call.
+
+    A call that ran is shown '→ tool(arguments)' with its result, a rejected one '✗ tool(arguments) rejected:
+    why'; the summary counts both (tools: search×2 (1 rejected)). On a terminal a spinner line says the step
+    and what the model is doing (reading the prompt, choosing a tool, writing the answer). --approve ask asks
+    y, n, m, or a: run this tool without asking for the rest of the run. --approve none exits 0 when the
+    model answered, and its last line says how many calls it refused. Ctrl-C says what it interrupted and,
+    for a run with --pause-for-approval, the command that continues it (exit 130).
 
     With --temporal HOST:PORT --task-queue QUEUE --store URL the run is durable, on the workers of the queue
     ('handrail worker --temporal'): its id is printed on stderr (on stdout with --detach, which exits at
@@ -486,7 +494,8 @@ def resume(
 
     Calls still without a decision pause the run again into the same store (exit code 4, a new snapshot id).
     A run the service started keeps its record current (what GET /api/v1/runs/ID shows): running, then paused
-    or finished; while a 'handrail serve' or 'handrail worker' process continues it, exit code 5.
+    or finished; while a 'handrail serve' or 'handrail worker' process continues it, exit code 5. Ctrl-C says
+    what it interrupted and the command that continues the run (exit 130).
     """
     from rich.console import Console
 
