@@ -1,23 +1,20 @@
-"""The file work behind the embedded models: copying and hashing in two threads, its fallback, progress, leftovers."""
+"""The file work behind the embedded models: copying and hashing in one pass, progress, stamps, leftovers."""
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
-import threading
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
-from handrail.components.generators.chat import _gguf_files, _gguf_parts
+from handrail.components.generators.chat import _gguf_parts
 from handrail.components.generators.chat._gguf_files import copy_and_hash, sha256_of, stamp_matches
 from handrail.components.generators.chat._gguf_parts import ensure_model_file, leftover_files, verify_model_file
 from handrail.errors import ModelFilesError
 from tests.fake_model_parts import PART_BYTES, WHOLE, tiny_spec
 
-BIG = [os.urandom(300 << 10), os.urandom(2 << 20), b"", os.urandom(5)]  # blocks of 256 KiB, partly filled
+BIG = [os.urandom(1200 << 10), os.urandom(2 << 20), b"", os.urandom(5)]  # blocks of 1 MiB, partly filled
 
 
 def _sources(tmp_path: Path, contents: list[bytes]) -> list[Path]:
@@ -52,71 +49,18 @@ def test_the_output_is_the_concatenation_and_its_hash_is_returned(tmp_path: Path
     assert seen[-1] == (len(whole), len(whole))
 
 
-class _CountingFlusher:
-    """Stands in for the flusher thread: counts the flushes asked for."""
-
-    made: ClassVar[list[_CountingFlusher]] = []
-
-    def __init__(self, fd: int) -> None:
-        self.asked = self  # copy_and_hash calls flusher.asked.set()
-        self.count = 0
-        self.closed = False
-        _CountingFlusher.made.append(self)
-
-    def set(self) -> None:
-        self.count += 1
-
-    def start(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def test_copying_asks_for_background_flushes_and_ends_with_an_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_copying_ends_with_an_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
-    monkeypatch.setattr(_gguf_files, "_FLUSH_EVERY", 1 << 20)
-    monkeypatch.setattr(_gguf_files, "_Flusher", _CountingFlusher)
     monkeypatch.setattr(os, "fsync", synced.append)
     assert _copy(tmp_path, BIG)[1] == b"".join(BIG)
-    flusher = _CountingFlusher.made[-1]
-    assert (flusher.count, flusher.closed, len(synced)) == (2, True, 1)  # at 1 MiB and 2 MiB; one fsync at the end
+    assert len(synced) == 1
 
 
-def test_the_flusher_syncs_when_asked_and_raises_what_a_sync_met(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    done = threading.Event()
-    calls: list[int] = []
-
-    def sync(fd: int) -> None:
-        calls.append(fd)
-        done.set()
-        if len(calls) == 2:
-            raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr(os, "fdatasync", sync, raising=False)
-    flusher = _gguf_files._Flusher(7)
-    flusher.start()
-    flusher.asked.set()
-    assert done.wait(10)
-    done.clear()
-    flusher.asked.set()
-    assert done.wait(10)
-    with pytest.raises(OSError, match="Input/output error"):
-        flusher.close()
-    assert calls == [7, 7] and not flusher.is_alive()
-
-
-def test_an_unreadable_source_is_raised_and_the_flusher_ends(tmp_path: Path) -> None:
+def test_an_unreadable_source_is_raised(tmp_path: Path) -> None:
     out_fd = os.open(tmp_path / "out.bin", os.O_WRONLY | os.O_CREAT, 0o600)
-    before = threading.active_count()
     with pytest.raises(FileNotFoundError):
         copy_and_hash([tmp_path / "missing.bin"], out_fd, total=1)
     os.close(out_fd)
-    assert threading.active_count() == before
 
 
 def test_sha256_of_reports_progress(tmp_path: Path) -> None:
@@ -124,7 +68,7 @@ def test_sha256_of_reports_progress(tmp_path: Path) -> None:
     path.write_bytes(BIG[1])
     seen: list[int] = []
     assert sha256_of(path, progress=lambda done, total: seen.append(done)) == hashlib.sha256(BIG[1]).hexdigest()
-    assert seen[-1] == len(BIG[1]) and len(seen) == 8  # 2 MiB in blocks of 256 KiB
+    assert seen[-1] == len(BIG[1]) and len(seen) == 2  # 2 MiB in blocks of 1 MiB
 
 
 def test_assembly_removes_the_temporary_files_of_dead_processes_only(tmp_path: Path) -> None:

@@ -1,17 +1,18 @@
 """The file work behind the embedded models: concatenate and hash, hash a file, the ``.verified`` stamp.
 
-Assembling a model is one pass over its parts: each block is read into one reused buffer, hashed and
-written. What sets the speed, measured on the 2-core machines (see docs/models.md):
+Assembling a model is one pass over its parts: each block is read into one reused 1 MiB buffer, hashed
+and written, then the file is fsynced. Measured on the shared 2-core machines (docs/models.md), the pass
+costs about 1.2 s of CPU for the 1.5B model, most of it sha256 (about 1.5 GB/s with SHA-NI: 0.7 s), plus
+0.3-0.5 s of fsync; what was tried to cut it, and kept out:
 
-* sha256 itself, about 1.5 GB/s with SHA-NI: the floor, 0.7 s for the 1.5B model;
-* the block size: a buffer that fits the CPU's L2 cache (256 KiB here) is read, hashed and written while
-  cached; 2 MiB and more made the same pass 2-4 times slower;
-* the final fsync of a gigabyte of dirty pages (0.3-0.5 s): a helper thread calls ``fdatasync`` every
-  64 MiB, so the disk writes while the CPU hashes and the final fsync has almost nothing left.
-
-A kernel copy (``os.copy_file_range``) with the hash read back was tried and dropped: no faster warm, and
-slower when the parts are not in the page cache, where the kernel copy loses the read-ahead that overlaps
-reading with hashing.
+* larger blocks: 2 MiB and more (past the 1 MiB L2 cache of a core) made the same pass 2-4 times slower;
+  64 KiB to 1 MiB are alike;
+* a kernel copy (``os.copy_file_range``) with the hash read back from the output: no faster with the
+  parts in the page cache, slower without (the kernel copy loses the read-ahead that overlaps reading
+  with hashing);
+* a helper thread calling ``fdatasync`` every 64 MiB, so the disk writes while the CPU hashes: the final
+  fsync shrank from ~0.4 s to ~0.02 s, but the whole pass was no faster, and slower with cold parts, whose
+  reads then compete with the writes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,41 +28,8 @@ __all__ = ["Progress", "copy_and_hash", "sha256_of", "stamp_matches", "stamp_pat
 Progress = Callable[[int, int], None]
 """``(bytes_done, bytes_total)``: called after each block is hashed."""
 
-_BLOCK = 256 << 10
-"""Bytes read, hashed and written at a time (256 KiB, one reused buffer that stays in the L2 cache)."""
-_FLUSH_EVERY = 64 << 20
-"""Bytes written between two background ``fdatasync`` calls (64 MiB)."""
-
-
-class _Flusher(threading.Thread):
-    """Calls ``fdatasync`` on a file when asked, in the background: at most one call waits, none blocks the writer."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__(name="handrail-gguf-flush", daemon=True)
-        self.fd = fd
-        self.asked = threading.Event()
-        self.closing = False
-        self.error: OSError | None = None
-
-    def run(self) -> None:
-        while True:
-            self.asked.wait()
-            self.asked.clear()
-            if self.closing:
-                return
-            try:
-                os.fdatasync(self.fd) if hasattr(os, "fdatasync") else os.fsync(self.fd)
-            except OSError as exc:  # reported once by the kernel: the writer raises it
-                self.error = exc
-                return
-
-    def close(self) -> None:
-        """Stop the thread and wait for a call in progress; raise the error a call met."""
-        self.closing = True
-        self.asked.set()
-        self.join()
-        if self.error is not None:
-            raise self.error
+_BLOCK = 1 << 20
+"""Bytes read, hashed and written at a time (1 MiB, one reused buffer that stays in a core's L2 cache)."""
 
 
 def copy_and_hash(sources: list[Path], out_fd: int, *, total: int, progress: Progress | None = None) -> str:
@@ -82,26 +49,18 @@ def copy_and_hash(sources: list[Path], out_fd: int, *, total: int, progress: Pro
     """
     digest = hashlib.sha256()
     buffer = memoryview(bytearray(_BLOCK))
-    done = flushed = 0
-    flusher = _Flusher(out_fd)
-    flusher.start()
-    try:
-        for source in sources:
-            with source.open("rb", buffering=0) as f:
-                while count := f.readinto(buffer):
-                    block = buffer[:count]
-                    digest.update(block)
-                    sent = 0
-                    while sent < count:
-                        sent += os.write(out_fd, block[sent:])
-                    done += count
-                    if done - flushed >= _FLUSH_EVERY:
-                        flusher.asked.set()
-                        flushed = done
-                    if progress is not None:
-                        progress(done, total)
-    finally:
-        flusher.close()
+    done = 0
+    for source in sources:
+        with source.open("rb", buffering=0) as f:
+            while count := f.readinto(buffer):
+                block = buffer[:count]
+                digest.update(block)
+                sent = 0
+                while sent < count:
+                    sent += os.write(out_fd, block[sent:])
+                done += count
+                if progress is not None:
+                    progress(done, total)
     os.fsync(out_fd)
     return digest.hexdigest()
 
