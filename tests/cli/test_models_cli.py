@@ -185,3 +185,15 @@ def test_the_part_packages_metadata_is_escaped_for_the_terminal(site: Path) -> N
     install_fake_parts(site, DEFAULT, PART_BYTES, author="evil \x1b]0;pwned\x07 <x@example.com>")
     result = invoke("models")
     assert "\x1b" not in result.output and "\\x1b]0;pwned\\x07" in result.output
+
+
+def test_a_json_list_that_fails_prints_a_json_error(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreadable(spec: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(cache(site)))
+
+    monkeypatch.setattr(_gguf_inventory, "model_status", unreadable)
+    result = invoke("models", "--json")
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["type"] == "PermissionError" and str(cache(site)) in error["message"]
+    assert "error: Permission denied" in invoke("models").output

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from handrail.cli._common import EXIT_USAGE, echo_json, error, errors_as_exit_codes, printable
+from handrail.cli._common import EXIT_USAGE, echo_json, error, errors_as_exit_codes, json_errors, printable
 from handrail.components.generators.chat._gguf_parts import MODELS, PARTS_PUBLISHER
 
 __all__ = ["models"]
@@ -105,7 +105,7 @@ def _list(verify: bool, as_json: bool) -> None:
 
     out, err = _consoles()
     statuses = []
-    with errors_as_exit_codes(err):
+    with json_errors(as_json), errors_as_exit_codes(err):  # --json: an error is a JSON object on stdout too
         for key in sorted(MODELS):
             if verify:
                 with _progress(err, f"Hashing {key}") as progress:

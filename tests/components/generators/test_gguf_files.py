@@ -1,23 +1,21 @@
-"""The file work behind the embedded models: copying and hashing in two threads, its fallback, progress, leftovers."""
+"""The file work behind the embedded models: copying and hashing in one pass, progress, stamps, leftovers."""
 
 from __future__ import annotations
 
 import errno
 import hashlib
 import os
-import threading
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
 from handrail.components.generators.chat import _gguf_files, _gguf_parts
-from handrail.components.generators.chat._gguf_files import copy_and_hash, sha256_of, stamp_matches
+from handrail.components.generators.chat._gguf_files import clone_into, copy_and_hash, sha256_of, stamp_matches
 from handrail.components.generators.chat._gguf_parts import ensure_model_file, leftover_files, verify_model_file
 from handrail.errors import ModelFilesError
 from tests.fake_model_parts import PART_BYTES, WHOLE, tiny_spec
 
-BIG = [os.urandom(300 << 10), os.urandom(2 << 20), b"", os.urandom(5)]  # blocks of 256 KiB, partly filled
+BIG = [os.urandom(1200 << 10), os.urandom(2 << 20), b"", os.urandom(5)]  # blocks of 1 MiB, partly filled
 
 
 def _sources(tmp_path: Path, contents: list[bytes]) -> list[Path]:
@@ -52,71 +50,18 @@ def test_the_output_is_the_concatenation_and_its_hash_is_returned(tmp_path: Path
     assert seen[-1] == (len(whole), len(whole))
 
 
-class _CountingFlusher:
-    """Stands in for the flusher thread: counts the flushes asked for."""
-
-    made: ClassVar[list[_CountingFlusher]] = []
-
-    def __init__(self, fd: int) -> None:
-        self.asked = self  # copy_and_hash calls flusher.asked.set()
-        self.count = 0
-        self.closed = False
-        _CountingFlusher.made.append(self)
-
-    def set(self) -> None:
-        self.count += 1
-
-    def start(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def test_copying_asks_for_background_flushes_and_ends_with_an_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_copying_ends_with_an_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
-    monkeypatch.setattr(_gguf_files, "_FLUSH_EVERY", 1 << 20)
-    monkeypatch.setattr(_gguf_files, "_Flusher", _CountingFlusher)
     monkeypatch.setattr(os, "fsync", synced.append)
     assert _copy(tmp_path, BIG)[1] == b"".join(BIG)
-    flusher = _CountingFlusher.made[-1]
-    assert (flusher.count, flusher.closed, len(synced)) == (2, True, 1)  # at 1 MiB and 2 MiB; one fsync at the end
+    assert len(synced) == 1
 
 
-def test_the_flusher_syncs_when_asked_and_raises_what_a_sync_met(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    done = threading.Event()
-    calls: list[int] = []
-
-    def sync(fd: int) -> None:
-        calls.append(fd)
-        done.set()
-        if len(calls) == 2:
-            raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr(os, "fdatasync", sync, raising=False)
-    flusher = _gguf_files._Flusher(7)
-    flusher.start()
-    flusher.asked.set()
-    assert done.wait(10)
-    done.clear()
-    flusher.asked.set()
-    assert done.wait(10)
-    with pytest.raises(OSError, match="Input/output error"):
-        flusher.close()
-    assert calls == [7, 7] and not flusher.is_alive()
-
-
-def test_an_unreadable_source_is_raised_and_the_flusher_ends(tmp_path: Path) -> None:
+def test_an_unreadable_source_is_raised(tmp_path: Path) -> None:
     out_fd = os.open(tmp_path / "out.bin", os.O_WRONLY | os.O_CREAT, 0o600)
-    before = threading.active_count()
     with pytest.raises(FileNotFoundError):
         copy_and_hash([tmp_path / "missing.bin"], out_fd, total=1)
     os.close(out_fd)
-    assert threading.active_count() == before
 
 
 def test_sha256_of_reports_progress(tmp_path: Path) -> None:
@@ -124,7 +69,7 @@ def test_sha256_of_reports_progress(tmp_path: Path) -> None:
     path.write_bytes(BIG[1])
     seen: list[int] = []
     assert sha256_of(path, progress=lambda done, total: seen.append(done)) == hashlib.sha256(BIG[1]).hexdigest()
-    assert seen[-1] == len(BIG[1]) and len(seen) == 8  # 2 MiB in blocks of 256 KiB
+    assert seen[-1] == len(BIG[1]) and len(seen) == 2  # 2 MiB in blocks of 1 MiB
 
 
 def test_assembly_removes_the_temporary_files_of_dead_processes_only(tmp_path: Path) -> None:
@@ -168,3 +113,63 @@ def test_verify_model_file_rewrites_or_removes_the_stamp(tmp_path: Path, monkeyp
     monkeypatch.setattr(_gguf_parts, "sha256_of", hash_)
     path.write_bytes(b"short")
     assert not verify_model_file(tiny_spec(), path) and hashed == []  # the wrong size is not read
+
+
+def _fake_clone(corrupt: bool = False, fail_at: int | None = None) -> object:
+    """A stand-in for FICLONERANGE: writes the source's bytes at the offset (or other bytes, or fails)."""
+    calls: list[int] = []
+
+    def clone(source_fd: int, out_fd: int, offset: int) -> None:
+        calls.append(offset)
+        if fail_at is not None and len(calls) == fail_at:
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        data = os.pread(source_fd, 1 << 30, 0)
+        os.pwrite(out_fd, b"Q" * len(data) if corrupt else data, offset)
+
+    clone.calls = calls  # type: ignore[attr-defined]
+    return clone
+
+
+def _parts_locator(tmp_path: Path) -> dict[str, Path]:
+    found = {f"tiny-model-part{n}": tmp_path / f"part{n:02d}.bin" for n in (1, 2, 3)}
+    for path, data in zip(found.values(), PART_BYTES, strict=True):
+        path.write_bytes(data)
+    return found
+
+
+def test_a_file_system_that_shares_blocks_gets_a_clone_then_a_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clone = _fake_clone()
+    monkeypatch.setattr(_gguf_files, "_clone_range", clone)
+    monkeypatch.setattr(_gguf_parts, "copy_and_hash", lambda *a, **k: pytest.fail("copied although cloned"))
+    found = _parts_locator(tmp_path)
+    path = ensure_model_file(tiny_spec(), cache_dir=tmp_path / "cache", locate=lambda dist, part: found[dist])
+    assert path.read_bytes() == WHOLE
+    assert clone.calls == [0, len(PART_BYTES[0]), len(PART_BYTES[0]) + len(PART_BYTES[1])]  # type: ignore[attr-defined]
+
+
+def test_a_clone_is_hashed_from_the_file_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_gguf_files, "_clone_range", _fake_clone(corrupt=True))
+    found = _parts_locator(tmp_path)
+    with pytest.raises(ModelFilesError, match="has sha256"):
+        ensure_model_file(tiny_spec(), cache_dir=tmp_path / "cache", locate=lambda dist, part: found[dist])
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_a_refused_clone_leaves_an_empty_file_for_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_gguf_files, "_clone_range", _fake_clone(fail_at=2))  # the first part cloned, not the second
+    found = _parts_locator(tmp_path)
+    path = ensure_model_file(tiny_spec(), cache_dir=tmp_path / "cache", locate=lambda dist, part: found[dist])
+    assert path.read_bytes() == WHOLE
+
+
+def test_the_real_clone_is_refused_or_exact_here(tmp_path: Path) -> None:
+    sources = _sources(tmp_path, [b"x" * 4096, b"tail"])
+    out = tmp_path / "out.bin"
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        cloned = clone_into(sources, fd)
+    finally:
+        os.close(fd)
+    assert out.read_bytes() == (b"x" * 4096 + b"tail" if cloned else b"")  # ext4 and tmpfs refuse; XFS clones
