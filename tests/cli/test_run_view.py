@@ -102,7 +102,10 @@ def test_the_view_follows_the_run_and_hides_its_spinner_before_text() -> None:
 
 def test_the_view_knows_what_ctrl_c_stopped() -> None:
     view = RunView(Console(file=io.StringIO()), spinner=False)
-    assert view.interrupted() == "Interrupted before the first step, while loading the model."
+    assert view.interrupted() == "Interrupted while loading the model."
+    assert RunView(Console(file=io.StringIO()), spinner=False, step=3).interrupted() == (
+        "Interrupted while loading the model."
+    )  # a resumed run, before its model is loaded
     view.started(CallModel([], ()))
     assert view.interrupted() == "Interrupted at step 1, while waiting for the model's reply."
     view.ended(CallModel([], ()), _Ended(error=KeyboardInterrupt()))  # the run tells its observers first

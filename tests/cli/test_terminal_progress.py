@@ -71,3 +71,19 @@ def test_an_unknown_answer_lists_the_four(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_ctrl_c_at_the_prompt_names_the_call_that_waited(tmp_path: Path) -> None:
+    replies = [ChatMessage.from_assistant(tool_calls=[ToolCall("search", {"query": "x"}, "c1")]),
+               ChatMessage.from_assistant("done")]  # fmt: skip
+    agent = tmp_path / "assistant.yaml"
+    agent.write_text(scripted_generator_yaml(replies) + "\ntools: [search]\nconfirmation:\n  search: always\n")
+    child = _spawn(tmp_path, agent)
+    child.expect("Execute this tool call")
+    child.sendintr()  # Ctrl-C, as the terminal sends it
+    child.expect('Interrupted at step 1, while search\\(\\{"query": "x"\\}\\) waited for your approval.')
+    child.expect("Nothing of this run was saved")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert "Aborted!" not in str(child.before)

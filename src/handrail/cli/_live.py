@@ -25,6 +25,8 @@ _CONSOLE_UIS = ("console",)
 """``decided_by`` of the decisions the console prompt made (the person at this terminal)."""
 _APPROVE_NONE = "approve-none"
 """``decided_by`` of the rejections of ``--approve none``."""
+_LOADING = "loading the model"
+"""What :attr:`RunView.doing` says before the run's first effect."""
 
 
 def describe_progress(progress: dict[str, Any]) -> str:
@@ -68,7 +70,7 @@ class RunView(Printer):
         """The model calls of the run so far (the current one included): the step shown."""
         self.rejected: dict[str, tuple[str, Any]] = dict(rejected or {})
         """The calls rejected, by call id: ``(tool name, the ToolExecutionDecision)``."""
-        self.doing: str | None = "loading the model"
+        self.doing: str | None = _LOADING
         """What the model is doing now (``describe_progress``'s words), None while it is not called."""
         self.asking: list[str] = []
         """The calls waiting for a decision now, as ``tool(arguments)`` texts."""
@@ -199,13 +201,13 @@ class RunView(Printer):
 
     def interrupted(self) -> str:
         """What Ctrl-C stopped: ``"Interrupted at step 2, while running search({...})."``."""
+        if self.doing == _LOADING:
+            return "Interrupted while loading the model."
         where = f"at step {self.step}" if self.step else "before the first step"
         if self.running:
             what = f"while running {', '.join(self.running.values())}"
         elif self.asking:
             what = f"while {', '.join(self.asking)} waited for your approval"
-        elif self.doing == "loading the model" and not self.step:
-            what = "while loading the model"
         elif self.doing == "waiting for the model":
             what = "while waiting for the model's reply"
         elif self.doing is not None:

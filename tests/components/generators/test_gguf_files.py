@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
-from handrail.components.generators.chat import _gguf_parts
-from handrail.components.generators.chat._gguf_files import copy_and_hash, sha256_of, stamp_matches
+from handrail.components.generators.chat import _gguf_files, _gguf_parts
+from handrail.components.generators.chat._gguf_files import clone_into, copy_and_hash, sha256_of, stamp_matches
 from handrail.components.generators.chat._gguf_parts import ensure_model_file, leftover_files, verify_model_file
 from handrail.errors import ModelFilesError
 from tests.fake_model_parts import PART_BYTES, WHOLE, tiny_spec
@@ -112,3 +113,63 @@ def test_verify_model_file_rewrites_or_removes_the_stamp(tmp_path: Path, monkeyp
     monkeypatch.setattr(_gguf_parts, "sha256_of", hash_)
     path.write_bytes(b"short")
     assert not verify_model_file(tiny_spec(), path) and hashed == []  # the wrong size is not read
+
+
+def _fake_clone(corrupt: bool = False, fail_at: int | None = None) -> object:
+    """A stand-in for FICLONERANGE: writes the source's bytes at the offset (or other bytes, or fails)."""
+    calls: list[int] = []
+
+    def clone(source_fd: int, out_fd: int, offset: int) -> None:
+        calls.append(offset)
+        if fail_at is not None and len(calls) == fail_at:
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        data = os.pread(source_fd, 1 << 30, 0)
+        os.pwrite(out_fd, b"Q" * len(data) if corrupt else data, offset)
+
+    clone.calls = calls  # type: ignore[attr-defined]
+    return clone
+
+
+def _parts_locator(tmp_path: Path) -> dict[str, Path]:
+    found = {f"tiny-model-part{n}": tmp_path / f"part{n:02d}.bin" for n in (1, 2, 3)}
+    for path, data in zip(found.values(), PART_BYTES, strict=True):
+        path.write_bytes(data)
+    return found
+
+
+def test_a_file_system_that_shares_blocks_gets_a_clone_then_a_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clone = _fake_clone()
+    monkeypatch.setattr(_gguf_files, "_clone_range", clone)
+    monkeypatch.setattr(_gguf_parts, "copy_and_hash", lambda *a, **k: pytest.fail("copied although cloned"))
+    found = _parts_locator(tmp_path)
+    path = ensure_model_file(tiny_spec(), cache_dir=tmp_path / "cache", locate=lambda dist, part: found[dist])
+    assert path.read_bytes() == WHOLE
+    assert clone.calls == [0, len(PART_BYTES[0]), len(PART_BYTES[0]) + len(PART_BYTES[1])]  # type: ignore[attr-defined]
+
+
+def test_a_clone_is_hashed_from_the_file_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_gguf_files, "_clone_range", _fake_clone(corrupt=True))
+    found = _parts_locator(tmp_path)
+    with pytest.raises(ModelFilesError, match="has sha256"):
+        ensure_model_file(tiny_spec(), cache_dir=tmp_path / "cache", locate=lambda dist, part: found[dist])
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_a_refused_clone_leaves_an_empty_file_for_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_gguf_files, "_clone_range", _fake_clone(fail_at=2))  # the first part cloned, not the second
+    found = _parts_locator(tmp_path)
+    path = ensure_model_file(tiny_spec(), cache_dir=tmp_path / "cache", locate=lambda dist, part: found[dist])
+    assert path.read_bytes() == WHOLE
+
+
+def test_the_real_clone_is_refused_or_exact_here(tmp_path: Path) -> None:
+    sources = _sources(tmp_path, [b"x" * 4096, b"tail"])
+    out = tmp_path / "out.bin"
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        cloned = clone_into(sources, fd)
+    finally:
+        os.close(fd)
+    assert out.read_bytes() == (b"x" * 4096 + b"tail" if cloned else b"")  # ext4 and tmpfs refuse; XFS clones

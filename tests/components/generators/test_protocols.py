@@ -114,4 +114,4 @@ def test_a_user_prompt_that_is_not_a_string_is_refused_by_from_dict_naming_the_f
 
 
 def test_the_docs_page_has_its_examples() -> None:
-    assert len(code_blocks("chat-generators.md")) == 3  # they run in tests/test_docs_pages.py
+    assert len(code_blocks("chat-generators.md")) == 4  # they run in tests/test_docs_pages.py (one: progress chunks)

@@ -13,6 +13,13 @@ costs about 1.2 s of CPU for the 1.5B model, most of it sha256 (about 1.5 GB/s w
 * a helper thread calling ``fdatasync`` every 64 MiB, so the disk writes while the CPU hashes: the final
   fsync shrank from ~0.4 s to ~0.02 s, but the whole pass was no faster, and slower with cold parts, whose
   reads then compete with the writes.
+
+On a file system that shares blocks between files (XFS with reflink, btrfs), :func:`clone_into` makes
+the output a reflink of the parts instead (``FICLONERANGE``): no byte is copied and no disk is used
+twice even before the parts are pruned; the output is then hashed by reading it back. Measured on a
+loop-mounted XFS: 0.01 s for the clone, 1.3 s with the hash, 0 bytes more on disk, where the copy took
+12.5 s and 1.12 GB. Elsewhere (ext4, tmpfs, another OS) the clone is refused at once and the one pass
+runs.
 """
 
 from __future__ import annotations
@@ -20,16 +27,62 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import struct
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["Progress", "copy_and_hash", "sha256_of", "stamp_matches", "stamp_path", "sync_directory", "write_stamp"]
+__all__ = [
+    "Progress",
+    "clone_into",
+    "copy_and_hash",
+    "sha256_of",
+    "stamp_matches",
+    "stamp_path",
+    "sync_directory",
+    "write_stamp",
+]
 
 Progress = Callable[[int, int], None]
 """``(bytes_done, bytes_total)``: called after each block is hashed."""
 
 _BLOCK = 1 << 20
 """Bytes read, hashed and written at a time (1 MiB, one reused buffer that stays in a core's L2 cache)."""
+
+
+_FICLONERANGE = 0x4020940D
+"""Linux's ioctl that makes a range of one file share the blocks of a range of another (``_IOW(0x94, 13, 32)``)."""
+
+
+def _clone_range(source_fd: int, out_fd: int, offset: int) -> None:
+    import fcntl
+
+    # struct file_clone_range {s64 src_fd; u64 src_offset; u64 src_length (0: to the end); u64 dest_offset}
+    fcntl.ioctl(out_fd, _FICLONERANGE, struct.pack("=qQQQ", source_fd, 0, 0, offset))
+
+
+def clone_into(sources: list[Path], out_fd: int) -> bool:
+    """Make the empty file open as ``out_fd`` the concatenation of ``sources`` by sharing their blocks (a reflink).
+
+    Returns:
+        True when every source was cloned (the output still has to be fsynced and hashed); False, with the
+        output truncated back to empty, when the file system or platform cannot (ext4, tmpfs, not Linux, two
+        file systems, a part whose size is not a multiple of the block size except the last).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    offset = 0
+    try:
+        for source in sources:
+            with source.open("rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size:
+                    _clone_range(f.fileno(), out_fd, offset)
+                offset += size
+    except OSError:
+        os.ftruncate(out_fd, 0)
+        return False
+    return True
 
 
 def copy_and_hash(sources: list[Path], out_fd: int, *, total: int, progress: Progress | None = None) -> str:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from handrail.components.generators.chat._gguf_files import (
     Progress,
+    clone_into,
     copy_and_hash,
     sha256_of,
     stamp_matches,
@@ -217,7 +218,11 @@ def _assemble(spec: ModelSpec, parts: list[Path], target: Path, progress: Progre
     tmp = Path(tmp_name)
     try:
         try:
-            actual = copy_and_hash(parts, fd, total=spec.size, progress=progress)
+            if clone_into(parts, fd):  # the file system shares the parts' blocks: no copy, no second disk use
+                os.fsync(fd)
+                actual = sha256_of(tmp, progress=progress)  # what the file holds, read back
+            else:
+                actual = copy_and_hash(parts, fd, total=spec.size, progress=progress)
         finally:
             os.close(fd)
         if actual != spec.sha256:
